@@ -1,0 +1,38 @@
+"""Command-line interface: thin wrappers that parse options, call the library, render with rich.
+
+Each module imported below registers its commands on :data:`crowdprefs.cli.app.app`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+
+from ..console import err_console
+from ..errors import CrowdprefsError
+from . import core  # noqa: F401  (registers its commands)
+from .app import app
+
+
+def _fail(message: str, code: int) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    sys.exit(code)
+
+
+def main() -> None:
+    """Console-script entry point: one clear line and a non-zero exit for every user error."""
+    try:
+        code = app(standalone_mode=False)
+    except CrowdprefsError as error:
+        _fail(str(error), error.exit_code)
+    except click.ClickException as error:  # bad option, missing argument, ...
+        _fail(error.format_message(), error.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 1)
+    except KeyboardInterrupt:
+        _fail("interrupted: the state on disk is consistent; rerun the command to resume", 130)
+    except OSError as error:  # unreadable or unwritable files, full disks, ...
+        _fail(str(error), 2)
+    sys.exit(code if isinstance(code, int) else 0)

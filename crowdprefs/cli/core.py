@@ -1,0 +1,1 @@
+"""Core commands: init, status, next, publish, collect, aggregate, run, export, demo."""
