@@ -1,0 +1,302 @@
+"""Readers and writers for runs, level judgments and ordered lists (group qrels).
+
+Every reader returns a :class:`pandas.DataFrame` with fixed columns, and every malformed input
+raises :class:`~crowdprefs.errors.InputError` with one line naming the file, the line and the
+offending value. Whitespace (tabs or spaces) separates fields in every format; blank lines are
+ignored.
+
+Formats (see ``DESIGN.md``, "File formats"):
+
+* runs: TREC ``query Q0 document rank score tag`` or ``system query document``, the rank being
+  the row order within (system, query); :func:`read_runs` gives ``[system, query, document, rank]``.
+* level judgments: ``query document gain`` or TREC qrels ``query 0 document rel``;
+  :func:`read_levels` gives ``[query, document, gain]``.
+* ordered lists (group qrels): ``tag query document group``, group 1 = most similar (the format
+  of the lists published with seed ``002_b9503f18ee81843c.txt``); :func:`read_lists` gives
+  ``[query, document, group]``.
+
+Conversions between the two kinds of ground truth: :func:`lists_to_levels` gives each group a
+gain, :func:`levels_to_lists` groups the documents of equal gain.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError
+
+RUN_COLUMNS = ["system", "query", "document", "rank"]
+LEVEL_COLUMNS = ["query", "document", "gain"]
+LIST_COLUMNS = ["query", "document", "group"]
+
+
+# --------------------------------------------------------------------------- low-level parsing
+
+
+def _line_number(path: Path, row: int) -> int:
+    """1-based physical line of the ``row``-th non-blank line (0-based) of ``path``."""
+    seen = -1
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                seen += 1
+                if seen == row:
+                    return number
+    return seen + 1
+
+
+def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
+    """Whitespace-separated fields of ``path`` as strings; every line must have one of ``counts``.
+
+    All lines must have the same number of fields, which must be one of ``counts``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(
+            path,
+            sep=r"\s+",
+            header=None,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[],
+            skip_blank_lines=True,
+            quoting=3,  # csv.QUOTE_NONE: quotes are ordinary characters
+            engine="c",
+        )
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame(columns=range(min(counts)), dtype=str)
+    except pd.errors.ParserError as error:
+        detail = str(error).split("C error: ")[-1].strip()
+        raise InputError(f"{path}: {detail}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: not UTF-8 text ({error.reason})") from None
+    n = frame.shape[1]
+    if n not in counts:
+        wanted = " or ".join(str(c) for c in counts)
+        raise InputError(f"{path}: line 1 has {n} fields, expected {wanted}")
+    short = (frame == "").to_numpy().any(axis=1)
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        have = int((frame.iloc[row] != "").sum())
+        raise InputError(f"{path}: line {_line_number(path, row)} has {have} fields, expected {n}")
+    return frame.astype(str)
+
+
+def _numbers(
+    path: Path, frame: pd.DataFrame, column: int, what: str, integer: bool = False
+) -> np.ndarray:
+    """Column ``column`` of ``frame`` as numbers; the first bad value is reported with its line."""
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if integer:
+        bad |= values != np.round(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{path}: line {_line_number(path, row)}: {what} {frame[column].iloc[row]!r} "
+            f"is not {'an integer' if integer else 'a number'}"
+        )
+    return values.astype(np.int64) if integer else values
+
+
+def _no_duplicates(path: Path, frame: pd.DataFrame, keys: list[str], what: str) -> None:
+    """Raise on the first row whose ``keys`` repeat an earlier row (``frame`` in file order)."""
+    duplicated = frame.duplicated(keys).to_numpy()
+    if duplicated.any():
+        row = int(np.flatnonzero(duplicated)[0])
+        where = ", ".join(f"{key} {frame[key].iloc[row]!r}" for key in keys)
+        raise InputError(f"{path}: line {_line_number(path, row)}: {what} repeated ({where})")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _lines(frame: pd.DataFrame) -> str:
+    """Rows of ``frame`` as whitespace-separated lines (one trailing newline)."""
+    if frame.empty:
+        return ""
+    return frame.to_csv(sep="\t", header=False, index=False, lineterminator="\n")
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _read_run_file(path: Path) -> pd.DataFrame:
+    frame = _read_fields(path, (3, 6))
+    if frame.shape[1] == 3:
+        runs = pd.DataFrame(
+            {"system": frame[0], "query": frame[1], "document": frame[2]}, dtype=str
+        )
+        _no_duplicates(path, runs, ["system", "query", "document"], "document")
+        runs["rank"] = runs.groupby(["system", "query"], sort=False).cumcount() + 1
+        return runs[RUN_COLUMNS]
+    given = _numbers(path, frame, 3, "rank", integer=True)
+    score = _numbers(path, frame, 4, "score")
+    runs = pd.DataFrame({"system": frame[5], "query": frame[0], "document": frame[2]}, dtype=str)
+    _no_duplicates(path, runs, ["system", "query", "document"], "document")
+    order = np.lexsort((given, -score))  # score descending, then the given rank
+    runs = runs.iloc[order]
+    runs = runs.assign(rank=runs.groupby(["system", "query"], sort=False).cumcount() + 1)
+    return runs.sort_index(kind="stable")[RUN_COLUMNS].reset_index(drop=True)
+
+
+def read_runs(path: str | os.PathLike) -> pd.DataFrame:
+    """Read one run file, or every file of a folder, as ``[system, query, document, rank]``.
+
+    Accepted formats (detected from the number of fields of the first line):
+
+    * TREC runs ``query Q0 document rank score tag``: the system is the tag; documents are ranked
+      by score (descending), ties broken by the given rank; ``rank`` is renumbered 1, 2, ...
+    * ``system query document``: ``rank`` is the row order within (system, query), from 1.
+
+    A folder is read file by file (hidden files skipped, in name order); a system may appear in
+    one file only. A document listed twice for the same (system, query) is an error. ``system``,
+    ``query`` and ``document`` are strings, ``rank`` an integer.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if not files:
+            raise InputError(f"{path}: folder holds no run file")
+        parts, owner = [], {}
+        for file in files:
+            runs = _read_run_file(file)
+            for system in runs["system"].unique():
+                if system in owner:
+                    raise InputError(f"{file}: system {system!r} already read from {owner[system]}")
+                owner[system] = file
+            parts.append(runs)
+        runs = pd.concat(parts, ignore_index=True)
+    else:
+        runs = _read_run_file(path)
+    return runs.astype({"system": str, "query": str, "document": str, "rank": np.int64})
+
+
+def write_runs(runs: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``[system, query, document, rank]`` as ``system query document`` lines, atomically.
+
+    Rows are sorted by system, query and rank, so that reading the file back with
+    :func:`read_runs` gives the same ranks.
+    """
+    ordered = runs.sort_values(["system", "query", "rank"], kind="stable")
+    _write_atomic(Path(path), _lines(ordered[["system", "query", "document"]]))
+
+
+# --------------------------------------------------------------------------- level judgments
+
+
+def read_levels(path: str | os.PathLike) -> pd.DataFrame:
+    """Read level judgments as ``[query, document, gain]`` (``gain`` a float).
+
+    Accepted formats (detected from the number of fields): ``query document gain`` and TREC qrels
+    ``query 0 document rel``. A (query, document) pair judged twice is an error.
+    """
+    path = Path(path)
+    frame = _read_fields(path, (3, 4))
+    query, document, gain = (0, 1, 2) if frame.shape[1] == 3 else (0, 2, 3)
+    levels = pd.DataFrame({"query": frame[query], "document": frame[document]}, dtype=str)
+    levels["gain"] = _numbers(path, frame, gain, "gain")
+    _no_duplicates(path, levels, ["query", "document"], "judgment")
+    return levels
+
+
+def write_levels(levels: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``[query, document, gain]`` as tab-separated ``query document gain``, atomically."""
+    _write_atomic(Path(path), _lines(levels[LEVEL_COLUMNS]))
+
+
+# --------------------------------------------------------------------------- ordered lists
+
+
+def read_lists(path: str | os.PathLike) -> pd.DataFrame:
+    """Read group qrels ``tag query document group`` as ``[query, document, group]``.
+
+    Group 1 holds the documents most similar to the query; groups are integers >= 1 and a
+    document may appear once per query. The tag is not kept.
+    """
+    path = Path(path)
+    frame = _read_fields(path, (4,))
+    lists = pd.DataFrame({"query": frame[1], "document": frame[2]}, dtype=str)
+    group = _numbers(path, frame, 3, "group", integer=True)
+    if (group < 1).any():
+        row = int(np.flatnonzero(group < 1)[0])
+        raise InputError(f"{path}: line {_line_number(path, row)}: group {group[row]} is below 1")
+    lists["group"] = group
+    _no_duplicates(path, lists, ["query", "document"], "document")
+    return lists
+
+
+def write_lists(lists: pd.DataFrame, path: str | os.PathLike, tag: str = "crowdprefs") -> None:
+    """Write ``[query, document, group]`` as group qrels ``tag query document group``, atomically.
+
+    Lines are sorted by query, then group, then the frame's own row order.
+    """
+    ordered = lists.sort_values(["query", "group"], kind="stable")
+    out = pd.DataFrame(
+        {
+            "tag": tag,
+            "query": ordered["query"],
+            "document": ordered["document"],
+            "group": ordered["group"],
+        }
+    )
+    _write_atomic(Path(path), _lines(out))
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def lists_to_levels(lists: pd.DataFrame, gains: str | Sequence[float] = "linear") -> pd.DataFrame:
+    """Give each group of an ordered list a gain: ``[query, document, group]`` -> levels.
+
+    ``gains="linear"``: with ``G`` groups for a query, group ``g`` gets gain ``G - g + 1`` (the
+    most similar group ``G``, the last group 1), so that every listed document counts as relevant.
+    A sequence gives group ``g`` the gain ``gains[g - 1]`` (0 past its end).
+    """
+    group = lists["group"].to_numpy(dtype=np.int64)
+    if isinstance(gains, str):
+        if gains != "linear":
+            raise InputError(f"unknown gain scheme {gains!r}; use 'linear' or a list of gains")
+        last = lists.groupby("query", sort=False)["group"].transform("max").to_numpy()
+        gain = (last - group + 1).astype(float)
+    else:
+        table = np.append(np.asarray(gains, dtype=float), 0.0)
+        gain = table[np.minimum(group, len(table)) - 1]
+    return pd.DataFrame(
+        {"query": lists["query"].to_numpy(), "document": lists["document"].to_numpy(), "gain": gain}
+    )
+
+
+def levels_to_lists(levels: pd.DataFrame) -> pd.DataFrame:
+    """Group documents of equal gain: ``[query, document, gain]`` -> ``[query, document, group]``.
+
+    Within each query, group 1 holds the documents of the highest gain, group 2 those of the next
+    distinct gain, and so on (a dense ranking of gains, descending). Every judged document is kept,
+    including those of gain 0, which form the last group.
+    """
+    group = levels.groupby("query", sort=False)["gain"].rank(method="dense", ascending=False)
+    return pd.DataFrame(
+        {
+            "query": levels["query"].to_numpy(),
+            "document": levels["document"].to_numpy(),
+            "group": group.to_numpy(dtype=np.int64),
+        }
+    )
