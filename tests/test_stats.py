@@ -7,11 +7,24 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import scikit_posthocs as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from crowdprefs.errors import InputError
-from crowdprefs.stats import pairwise_tests, read_scores, sign_test
+from crowdprefs.stats import (
+    friedman,
+    friedman_tukey,
+    friedman_tukey_decisions,
+    pairwise_pvalues,
+    pairwise_tests,
+    read_scores,
+    sign_test,
+    wilcoxon_signed_rank,
+)
 
 
 def _matrix(seed: int = 0, systems: int = 5, queries: int = 30, ties: bool = False) -> pd.DataFrame:
@@ -28,7 +41,13 @@ def _matrix(seed: int = 0, systems: int = 5, queries: int = 30, ties: bool = Fal
 
 def _scipy_reference(x: np.ndarray, y: np.ndarray, test: str, alternative: str):
     if test == "wilcoxon":
-        result = sps.wilcoxon(x, y, alternative=alternative)
+        d = x - y
+        nonzero = np.abs(d[d != 0])
+        untied = len(np.unique(nonzero)) == len(d)
+        method = "exact" if untied and len(d) <= 50 else "asymptotic"
+        result = sps.wilcoxon(d, alternative=alternative, method=method, correction=False)
+        r_plus = sps.rankdata(nonzero)[d[d != 0] > 0].sum()
+        return r_plus, result.pvalue
     elif test == "t":
         result = sps.ttest_rel(x, y, alternative=alternative)
     elif test == "mann-whitney":
@@ -97,14 +116,13 @@ def test_identical_systems_are_not_significant():
 
 def test_sign_test_matches_binomtest():
     d = np.array([[1, 2, -1, 0, 3, 4, 1, -2], [0, 0, 0, 0, 0, 0, 0, 0], [-1] * 8])
-    for alternative in ("two-sided", "greater", "less"):
-        k, p = sign_test(d, alternative)
-        assert p[1] == 1.0
-        for row in (0, 2):
-            n = int((d[row] != 0).sum())
-            assert p[row] == pytest.approx(
-                sps.binomtest(int(k[row]), n, 0.5, alternative=alternative).pvalue
-            )
+    k, p_greater, p_less = sign_test(d)
+    assert p_greater[1] == p_less[1] == 1.0
+    for row in (0, 2):
+        n = int((d[row] != 0).sum())
+        for alternative, p in (("greater", p_greater), ("less", p_less)):
+            reference = sps.binomtest(int(k[row]), n, 0.5, alternative=alternative).pvalue
+            assert p[row] == pytest.approx(reference)
 
 
 @pytest.mark.parametrize(
@@ -158,3 +176,81 @@ def test_read_scores_errors(tmp_path):
     (tmp_path / "hole.csv").write_text("system,query,measure,score\nA,q1,m,1\nB,q2,m,2\n")
     with pytest.raises(InputError, match="no score for system"):
         read_scores(tmp_path / "hole.csv")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 60)),
+        elements=st.sampled_from([-3.0, -2.0, -1.5, -1.0, 0.0, 0.5, 1.0, 2.0, 2.5, 4.0]),
+    )
+    | arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 60)),
+        elements=st.floats(-10, 10, allow_nan=False).filter(lambda v: abs(v) > 1e-3),
+        unique=True,
+    )
+)
+def test_wilcoxon_rows_match_scipy(d):
+    """Row by row equal to scipy with the exact/asymptotic choice made for that row."""
+    t_plus, p_greater, p_less = wilcoxon_signed_rank(d)
+    for row, values in enumerate(d):
+        if not (values != 0).any():
+            assert p_greater[row] == p_less[row] == 1.0
+            continue
+        for alternative, p in (("greater", p_greater), ("less", p_less)):
+            statistic, reference = _scipy_reference(
+                values, np.zeros_like(values), "wilcoxon", alternative
+            )
+            assert t_plus[row] == pytest.approx(statistic)
+            assert p[row] == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+def test_wilcoxon_exact_table_matches_scipy_distribution():
+    rng = np.random.default_rng(5)
+    d = rng.normal(size=(40, 20))
+    _, p_greater, _ = wilcoxon_signed_rank(d)
+    reference = sps.wilcoxon(d, axis=1, alternative="greater", method="exact").pvalue
+    np.testing.assert_allclose(p_greater, reference, rtol=1e-12)
+
+
+def test_friedman_matches_scipy():
+    for ties in (False, True):
+        scores = _matrix(seed=2, systems=6, queries=25, ties=ties)
+        result = friedman(scores)
+        reference = sps.friedmanchisquare(*scores.to_numpy())
+        assert result.statistic == pytest.approx(reference.statistic)
+        assert result.p == pytest.approx(reference.pvalue)
+        assert result.mean_ranks.mean() == pytest.approx(3.5)
+    assert friedman(_matrix(systems=4)).sigma2 == pytest.approx(4 * 5 / 12)  # no ties
+
+
+def test_friedman_tukey_matches_scikit_posthocs_nemenyi():
+    scores = _matrix(seed=4, systems=7, queries=40)
+    result = friedman_tukey(scores, alpha=0.05)
+    reference = sp.posthoc_nemenyi_friedman(scores.T.to_numpy())
+    expected = [reference.iloc[a, b] for a, b in zip(*np.triu_indices(7, 1), strict=True)]
+    np.testing.assert_allclose(result.p, expected, rtol=1e-6)
+    np.testing.assert_array_equal(result.significant, result.p < 0.05)
+    means = scores.to_numpy().mean(axis=1)
+    assert result.difference.iloc[0] == pytest.approx(means[0] - means[1])
+
+
+def test_friedman_tukey_all_tied_is_never_significant():
+    scores = pd.DataFrame(np.ones((3, 5)), index=list("abc"))
+    result = friedman_tukey(scores)
+    assert not result.significant.any()
+    assert friedman(scores).statistic == 0.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_identical_systems_rarely_significant(seed):
+    """Under H0 (exchangeable systems) FT keeps its experiment-wide level α."""
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(200, 5, 30))  # 200 experiments, 5 identical systems
+    _, _, significant = friedman_tukey_decisions(values, alpha=0.05)
+    assert significant.any(axis=1).mean() < 0.05 + 0.05
+    _, _, p = pairwise_pvalues(values, "wilcoxon")
+    assert abs((p < 0.05).mean() - 0.05) < 0.02
