@@ -1,0 +1,28 @@
+"""Crowd backends: where the answers come from.
+
+``simulated``  a seeded pool of workers answering from a hidden truth (no network, no money).
+
+Every backend implements :class:`crowdprefs.crowds.base.Crowd`; :func:`get_crowd` builds one
+by name for a project.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from .base import Crowd
+
+if TYPE_CHECKING:
+    from ..project import Project
+
+CROWDS = ("simulated",)
+
+
+def get_crowd(name: str, project: Project) -> Crowd:
+    """The crowd backend called ``name``, configured from the project's settings."""
+    if name == "simulated":
+        from .simulated import SimulatedCrowd
+
+        return SimulatedCrowd.for_project(project)
+    raise InputError(f"unknown crowd {name!r}: choose one of {', '.join(CROWDS)}")
