@@ -261,6 +261,22 @@ def write_lists(lists: pd.DataFrame, path: str | os.PathLike, tag: str = "crowdp
     _write_atomic(Path(path), _lines(out))
 
 
+def read_truth(path: str | os.PathLike, kind: str = "auto") -> pd.DataFrame:
+    """Read a ground truth: ordered lists (``kind="lists"``) or level judgments (``"levels"``).
+
+    ``"auto"`` decides by the fields: 3 per line are levels; 4 per line are TREC qrels when the
+    second field of every line is ``0`` (or ``Q0``), group qrels (lists) otherwise. Lists come
+    back as ``[query, document, group]``, levels as ``[query, document, gain]``.
+    """
+    if kind not in ("auto", "lists", "levels"):
+        raise InputError(f"unknown ground-truth kind {kind!r}; use auto, lists or levels")
+    if kind == "auto":
+        frame = _read_fields(Path(path), (3, 4))
+        qrels = frame.shape[1] == 4 and frame[1].isin(["0", "Q0"]).all()
+        kind = "levels" if frame.shape[1] == 3 or qrels else "lists"
+    return read_lists(path) if kind == "lists" else read_levels(path)
+
+
 # --------------------------------------------------------------------------- conversions
 
 
