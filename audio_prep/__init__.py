@@ -1,0 +1,44 @@
+"""audio_prep: clips for the HITs — MIDI rendering, silence trimming, excerpts, loudness
+normalisation and encoding for browsers, with a manifest that doubles as a content-hash cache.
+
+ffmpeg is the binary of the ``imageio-ffmpeg`` wheel, handed to pydub: no system package.
+Seed ``002_b9503f18ee81843c.txt`` §4.1 motivates every step.
+"""
+
+from .codec import FORMATS, Audio, ClipError, decode, encode
+from .loudness import integrated_loudness, k_weighting, peak_dbfs
+from .midi import render_midi, renderer
+from .prepare import (
+    AUDIO_SUFFIXES,
+    MANIFEST_NAME,
+    PrepareOptions,
+    clip_seconds,
+    prepare_clips,
+    prepare_file,
+    process,
+    read_manifest,
+)
+from .trim import audible_bounds, trim_silence
+
+__all__ = [
+    "AUDIO_SUFFIXES",
+    "FORMATS",
+    "MANIFEST_NAME",
+    "Audio",
+    "ClipError",
+    "PrepareOptions",
+    "audible_bounds",
+    "clip_seconds",
+    "decode",
+    "encode",
+    "integrated_loudness",
+    "k_weighting",
+    "peak_dbfs",
+    "prepare_clips",
+    "prepare_file",
+    "process",
+    "read_manifest",
+    "render_midi",
+    "renderer",
+    "trim_silence",
+]

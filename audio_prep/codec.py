@@ -1,0 +1,118 @@
+"""Decoding and encoding through the ffmpeg binary shipped by the ``imageio-ffmpeg`` wheel.
+
+No system ffmpeg and no download: :data:`FFMPEG` is the wheel's binary, and it is handed to pydub
+(``AudioSegment.converter``), which encodes the browser formats. Decoding calls the same binary
+directly, because pydub's ``from_file`` needs ``ffprobe``, which the wheel does not ship.
+
+Audio travels between the stages as :class:`Audio`: float32 samples of shape
+``(frames, channels)`` in [-1, 1] and a sample rate.
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+
+from crowdprefs.errors import InputError
+
+with warnings.catch_warnings():  # pydub warns at import that no ffmpeg is on PATH
+    warnings.simplefilter("ignore", RuntimeWarning)
+    from pydub import AudioSegment
+    from pydub.exceptions import CouldntEncodeError
+
+FFMPEG: str = imageio_ffmpeg.get_ffmpeg_exe()
+AudioSegment.converter = FFMPEG
+
+#: Output formats for browsers: name -> (ffmpeg muxer, ffmpeg encoder).
+FORMATS: dict[str, tuple[str, str]] = {
+    "mp3": ("mp3", "libmp3lame"),
+    "ogg": ("ogg", "libvorbis"),
+    "m4a": ("ipod", "aac"),
+}
+
+
+class ClipError(InputError):
+    """One source file cannot be prepared; ``str(error)`` is the reason, one line."""
+
+
+@dataclass(frozen=True)
+class Audio:
+    """Float32 samples, shape ``(frames, channels)``, and their sample rate in Hz."""
+
+    samples: np.ndarray
+    rate: int
+
+    @property
+    def seconds(self) -> float:
+        """Duration: frames / rate."""
+        return self.samples.shape[0] / self.rate
+
+
+def _ffmpeg_reason(stderr: bytes, path: Path) -> str:
+    """The last line ffmpeg printed, without the file name it starts with."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    reason = lines[-1] if lines else "ffmpeg failed without a message"
+    return reason.removeprefix(f"{path}: ")
+
+
+def _parse_wav(data: bytes) -> tuple[np.ndarray, int]:
+    """Samples and rate of ffmpeg's float32 WAV stream (its data size is unset on a pipe)."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ClipError("the decoder produced no audio")
+    pos, channels, rate = 12, 0, 0
+    while pos + 8 <= len(data):
+        chunk, size = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
+        body = pos + 8
+        if chunk == b"fmt ":
+            channels, rate = struct.unpack_from("<HI", data, body + 2)
+        elif chunk == b"data" and channels:
+            frames = (len(data) - body) // (4 * channels)
+            samples = np.frombuffer(data, dtype="<f4", count=frames * channels, offset=body)
+            return samples.reshape(frames, channels), rate
+        pos = body + size + (size & 1)
+    raise ClipError("the decoder produced no audio")
+
+
+def decode(path: Path, sample_rate: int | None = None, mono: bool = False) -> Audio:
+    """Decode the first audio stream of any file ffmpeg reads (WAV, FLAC, MP3, OGG, M4A, ...).
+
+    ``sample_rate`` resamples and ``mono`` downmixes (both by ffmpeg). Raises :class:`ClipError`
+    with ffmpeg's reason for empty, corrupt or audio-less files.
+    """
+    command = [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-i", str(path)]
+    command += ["-map", "0:a:0", "-vn", "-acodec", "pcm_f32le", "-f", "wav"]
+    if sample_rate:
+        command += ["-ar", str(sample_rate)]
+    if mono:
+        command += ["-ac", "1"]
+    result = subprocess.run([*command, "-"], capture_output=True, check=False)
+    if result.returncode != 0:
+        raise ClipError(_ffmpeg_reason(result.stderr, path))
+    samples, rate = _parse_wav(result.stdout)
+    if samples.shape[0] == 0:
+        raise ClipError("the file holds no audio samples")
+    return Audio(samples, rate)
+
+
+def encode(audio: Audio, path: Path, fmt: str = "mp3", bitrate: str = "128k") -> None:
+    """Encode ``audio`` (clipped to [-1, 1], 16-bit) to ``path`` in a browser format via pydub.
+
+    The caller writes to a temporary name and renames it; pydub's own temporary WAV is removed.
+    """
+    muxer, codec = FORMATS[fmt]
+    pcm = np.round(np.clip(audio.samples, -1.0, 1.0) * 32767.0).astype("<i2")
+    segment = AudioSegment(
+        data=pcm.tobytes(), sample_width=2, frame_rate=audio.rate, channels=pcm.shape[1]
+    )
+    try:
+        handle = segment.export(str(path), format=muxer, codec=codec, bitrate=bitrate)
+    except CouldntEncodeError as error:
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        raise ClipError(f"encoding to {fmt} failed: {lines[-1] if lines else error}") from None
+    handle.close()
