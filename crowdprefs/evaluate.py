@@ -154,8 +154,8 @@ def pr_curves(runs: pd.DataFrame, truth: pd.DataFrame, rel: float = 1) -> pd.Dat
 
 
 def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = None) -> None:
-    """Save a figure: per-system means with confidence intervals (one marker per measure,
-    systems in the rank order of the first measure) and, when given, the PR ``curves``."""
+    """Save a figure: one panel per measure with each system's mean and confidence interval
+    (systems in the rank order of the first measure) and, when given, a panel of PR ``curves``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -163,39 +163,32 @@ def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = 
 
     measures = list(pd.unique(summary["measure"]))
     first = summary[summary["measure"] == measures[0]].sort_values("rank", kind="stable")
-    systems = first["system"].tolist()
-    panels = 2 if curves is not None else 1
+    systems = first["system"].tolist()[::-1]  # best at the top
+    panels = len(measures) + (curves is not None)
     fig, axes = plt.subplots(
-        1,
-        panels,
-        figsize=(max(6.0, 0.45 * len(systems) + 2) + 5 * (panels - 1), 4.5),
-        squeeze=False,
+        1, panels, figsize=(3.6 * panels, 1.2 + 0.28 * len(systems)), squeeze=False
     )
-    ax = axes[0, 0]
-    x = np.arange(len(systems))
-    width = 0.8 / len(measures)
-    for i, measure in enumerate(measures):
+    y = np.arange(len(systems))
+    for ax, measure in zip(axes[0], measures, strict=False):
         part = summary[summary["measure"] == measure].set_index("system").loc[systems]
         ax.errorbar(
-            x + (i - (len(measures) - 1) / 2) * width,
             part["mean"],
-            yerr=[part["mean"] - part["ci_low"], part["ci_high"] - part["mean"]],
+            y,
+            xerr=[part["mean"] - part["ci_low"], part["ci_high"] - part["mean"]],
             fmt="o",
             capsize=3,
-            label=measure,
         )
-    ax.set_xticks(x, systems, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("mean score (95% CI)")
-    ax.set_title("Systems, ranked by " + measures[0])
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+        ax.set_yticks(y, systems if ax is axes[0, 0] else [""] * len(systems), fontsize=8)
+        ax.set_title(measure)
+        ax.set_xlabel("mean over queries (CI)")
+        ax.grid(axis="x", alpha=0.3)
     if curves is not None:
-        ax = axes[0, 1]
-        for system in systems:
+        ax = axes[0, -1]
+        for system in systems[::-1]:
             part = curves[curves["system"] == system]
             ax.plot(part["recall"], part["precision"], marker=".", label=system)
         ax.set(xlim=(0, 1.02), ylim=(0, 1.02), xlabel="recall", ylabel="interpolated precision")
-        ax.set_title("Precision-recall (mean over queries)")
+        ax.set_title("Precision-recall")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
