@@ -1,0 +1,658 @@
+"""Minimal Test Collections (MTC) for AG@k: rank systems with few level judgments.
+
+Seed ``000_83a62199e0fa5fac.txt`` (Urbano & Schedl, "Minimal test collections for low-cost
+evaluation of Audio Music Similarity and Retrieval systems"); its lost equations and the
+coefficients of its models are restated in ``shared/MTC.md``. Notation: S systems, Q queries,
+k documents per run, maximum gain M (100 Fine, 2 Broad). Every retrieved (query, document) is a
+*pair* ``d`` with gain G_d, estimated by its expectation E_d and variance V_d (judged: E = gain,
+V = 0).
+
+* AG@k of system s (§3.1): E[AG_s] = Σ_{d∈D(s)} E_d / (QkM), Var = Σ V_d / (QkM)².
+* Difference of A and B (§3.2): E[Δ] = (Σ_{D(A)} E_d − Σ_{D(B)} E_d)/(QkM),
+  Var[Δ] = Σ_{d ∈ D(A) △ D(B)} V_d / (QkM)²; confidence in its sign (§3.3) Φ(|E|/√Var), or
+  P(Δ > δ) resp. P(Δ < −δ) for a minimum effect δ.
+* Confidence in the ranking (§3.4): the mean of the pair confidences (or their minimum).
+* Gain estimators (§4): uniform, the ordinal logistic models L_output and L_judge of the seed
+  (coefficients of MTC.md), and a cumulative-logit model refitted from the judgments at hand,
+  cross-fitted by query folds, with a per-system random effect for the correlated error of the
+  documents a system retrieves.
+* Selection (§3.4): the reference tool's static weight c·(S − c) and an adaptive weight.
+
+Everything is vectorised over one S×P incidence matrix (P = distinct pairs), so a simulation
+is a loop over judgment batches only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+from scipy.stats import kendalltau, norm
+
+from .errors import InputError
+
+Scale = Literal["fine", "broad"]
+MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
+
+# L_output and L_judge of the seed (§4.2.3), as shipped with the reference tool (MTC.md):
+# P(G ≥ L_{l+1} | θ) = logistic(α_l + β·θ), l = 1..9, on the Fine labels L = (5, 15, ..., 95).
+FINE_LABELS = np.arange(5.0, 100.0, 10.0)
+OUTPUT_ALPHA = np.array(
+    [-1.315410, -2.049103, -2.609735, -3.085994, -3.524842, -3.990695, -4.577862, -5.447831,
+     -6.708953]
+)  # fmt: skip
+OUTPUT_BETA = np.array([-6.344153, 1.321577, 11.686008, 3.129546, 1.887742, 5.009749, -3.072573])
+JUDGE_ALPHA = np.array(
+    [-2.7554, -4.9168, -7.0128, -9.001, -10.8548, -12.7158, -14.6722, -16.8831, -19.2536]
+)
+JUDGE_BETA = np.array([0.7954, 0.0128, 0.2078])
+
+
+# --------------------------------------------------------------------------- collection
+
+
+@dataclass(frozen=True, eq=False)
+class Collection:
+    """The runs as arrays: systems, queries, distinct pairs and their S×P incidence matrix.
+
+    Orders are those of first appearance in the runs (systems; queries; the pairs grouped by
+    query in query order, documents in first-appearance order within the query), which is what
+    makes the reference tool's tie-breaks reproducible.
+    """
+
+    systems: pd.Index
+    queries: pd.Index
+    pairs: pd.DataFrame  # query, document, q (query position), c (systems retrieving it)
+    incidence: np.ndarray  # S × P float, 1 where the system retrieved the pair
+    k: int
+
+    @property
+    def n_systems(self) -> int:
+        return len(self.systems)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pairs)
+
+    @cached_property
+    def query_of(self) -> np.ndarray:
+        return self.pairs["q"].to_numpy()
+
+    @cached_property
+    def retrieved_by(self) -> np.ndarray:
+        """c_d: the number of systems that retrieved each pair."""
+        return self.incidence.sum(axis=0)
+
+    @cached_property
+    def retrievals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(system, pair) of every nonzero of the incidence matrix."""
+        return np.nonzero(self.incidence)
+
+    @cached_property
+    def co_retrievals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(A·S + B, pair) for every ordered pair of systems (A, B) that both retrieved a pair."""
+        system, pair = self.retrievals
+        order = np.argsort(pair, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(pair[order]) != 0])
+        sizes = np.diff(np.r_[starts, order.size])
+        squares = sizes * sizes
+        first = np.repeat(starts, squares)
+        offset = np.arange(first.size) - np.repeat(np.cumsum(squares) - squares, squares)
+        span = np.repeat(sizes, squares)
+        left, right = order[first + offset // span], order[first + offset % span]
+        return system[left] * self.n_systems + system[right], pair[left]
+
+    def gram(self, weights: np.ndarray) -> np.ndarray:
+        """X diag(w) Xᵀ (S×S) from the co-retrievals, without a dense product."""
+        cell, pair = self.co_retrievals
+        return np.bincount(cell, weights[pair], self.n_systems**2).reshape(
+            self.n_systems, self.n_systems
+        )
+
+    def per_system(self, weights: np.ndarray) -> np.ndarray:
+        """X w (S): the sum of ``weights`` over the pairs each system retrieved."""
+        system, pair = self.retrievals
+        return np.bincount(system, weights[pair], self.n_systems)
+
+    @property
+    def overlap(self) -> float:
+        """OV of the seed (§4.2.1): distinct pairs / (S·Q·k)."""
+        return self.n_pairs / (self.n_systems * self.n_queries * self.k)
+
+    def pair_index(self, frame: pd.DataFrame) -> np.ndarray:
+        """Position of each (query, document) row of ``frame`` among the pairs; −1 if absent."""
+        keys = pd.MultiIndex.from_frame(self.pairs[["query", "document"]])
+        wanted = pd.MultiIndex.from_arrays(
+            [frame["query"].astype(str).to_numpy(), frame["document"].astype(str).to_numpy()]
+        )
+        return keys.get_indexer(wanted)
+
+
+def validate_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Check the ``[system, query, document]`` columns and that no run repeats a document."""
+    missing = {"system", "query", "document"} - set(runs.columns)
+    if missing:
+        raise InputError(f"runs: missing column(s) {', '.join(sorted(missing))}")
+    if runs.empty:
+        raise InputError("runs: no rows")
+    runs = runs.astype({"system": str, "query": str, "document": str})
+    repeated = runs.duplicated(["system", "query", "document"]).to_numpy()
+    if repeated.any():
+        row = runs[repeated].iloc[0]
+        raise InputError(
+            f"runs: document {row.document!r} repeated in system {row.system!r} query {row.query!r}"
+        )
+    return runs
+
+
+def build_collection(runs: pd.DataFrame) -> Collection:
+    """The :class:`Collection` of ``runs`` (``[system, query, document]``, rank = row order)."""
+    runs = validate_runs(runs)
+    systems = pd.Index(pd.unique(runs["system"]))
+    queries = pd.Index(pd.unique(runs["query"]))
+    rows = runs.assign(q=queries.get_indexer(runs["query"]))
+    pairs = (
+        rows.drop_duplicates(["query", "document"])
+        .sort_values("q", kind="stable")[["query", "document", "q"]]
+        .reset_index(drop=True)
+    )
+    keys = pd.MultiIndex.from_frame(pairs[["query", "document"]])
+    column = keys.get_indexer(pd.MultiIndex.from_frame(rows[["query", "document"]]))
+    incidence = np.zeros((len(systems), len(pairs)))
+    incidence[systems.get_indexer(rows["system"]), column] = 1.0
+    pairs["c"] = incidence.sum(axis=0).astype(int)
+    k = int(rows.groupby(["system", "query"], sort=False).size().max())
+    return Collection(systems, queries, pairs, incidence, k)
+
+
+def gains_vector(col: Collection, judgments: pd.DataFrame | None, scale: Scale) -> np.ndarray:
+    """Judged gain of each pair (NaN = unjudged) from ``[query, document, gain]``.
+
+    Judgments of pairs no system retrieved are ignored; a gain outside [0, M] is an error.
+    """
+    gains = np.full(col.n_pairs, np.nan)
+    if judgments is None or judgments.empty:
+        return gains
+    values = judgments["gain"].to_numpy(dtype=float)
+    bad = ~((values >= 0) & (values <= MAX_GAIN[scale]))
+    if bad.any():
+        row = judgments.iloc[int(np.flatnonzero(bad)[0])]
+        raise InputError(
+            f"judgments: gain {row.gain!r} of ({row.query}, {row.document}) is outside "
+            f"0..{MAX_GAIN[scale]:g} of the {scale} scale"
+        )
+    where = col.pair_index(judgments)
+    gains[where[where >= 0]] = values[where >= 0]
+    return gains
+
+
+def validate_metadata(metadata: pd.DataFrame) -> pd.DataFrame:
+    """``[document, artist, genre]`` as strings indexed by document (one row per document)."""
+    missing = {"document", "artist", "genre"} - set(metadata.columns)
+    if missing:
+        raise InputError(f"metadata: missing column(s) {', '.join(sorted(missing))}")
+    metadata = metadata.astype({"document": str, "artist": str, "genre": str})
+    repeated = metadata.duplicated("document").to_numpy()
+    if repeated.any():
+        raise InputError(f"metadata: document {metadata.document[repeated].iloc[0]!r} repeated")
+    return metadata.set_index("document")[["artist", "genre"]]
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Gain estimates of every pair: expectation, variance, and which pairs are judged.
+
+    ``system_cov`` (S×S, optional) is the covariance of per-system random effects b_s that
+    shift an unjudged pair's gain by mean_{s retrieving d} b_s; it makes the errors of a
+    system's documents correlated (MTC.md, "Why confidence 0.95 comes with accuracy 0.90").
+    """
+
+    mean: np.ndarray
+    var: np.ndarray
+    judged: np.ndarray
+    system_cov: np.ndarray | None = None
+
+
+def with_judgments(mean: np.ndarray, var: np.ndarray, gains: np.ndarray) -> Estimates:
+    """Estimates where judged pairs take their gain and variance 0."""
+    judged = ~np.isnan(gains)
+    return Estimates(np.where(judged, gains, mean), np.where(judged, 0.0, var), judged)
+
+
+def uniform_moments(scale: Scale) -> tuple[float, float]:
+    """Expectation and variance of a gain uniform over the scale's levels (seed §4.1).
+
+    Fine (0..100): E = 50, V = (101² − 1)/12 = 850; Broad (0, 1, 2): E = 1, V = 2/3.
+    """
+    n = int(MAX_GAIN[scale]) + 1
+    return MAX_GAIN[scale] / 2, (n * n - 1) / 12
+
+
+def ordinal_moments(
+    alpha: np.ndarray, eta: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """E and Var of a gain under the cumulative logit of the seed (§4.1, MTC.md).
+
+    P(G ≥ L_{l+1}) = logistic(α_l + η) for l = 1..len(α), P(G ≥ L_1) = 1;
+    p_l = P(G ≥ L_l) − P(G ≥ L_{l+1}); E = Σ p_l L_l; V = Σ p_l L_l² − E².
+    """
+    upper = expit(alpha[None, :] + np.asarray(eta, dtype=float)[:, None])
+    ones, zeros = np.ones((len(upper), 1)), np.zeros((len(upper), 1))
+    p = np.hstack([ones, upper]) - np.hstack([upper, zeros])
+    mean = p @ labels
+    return mean, np.maximum(p @ labels**2 - mean**2, 0.0)
+
+
+class UniformEstimator:
+    """Every unjudged pair uniform over the scale's levels (seed §4.1)."""
+
+    def __init__(self, col: Collection, scale: Scale = "fine") -> None:
+        e, v = uniform_moments(scale)
+        self.mean, self.var = np.full(col.n_pairs, e), np.full(col.n_pairs, v)
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        return with_judgments(self.mean, self.var, gains)
+
+
+@dataclass(frozen=True, eq=False)
+class PairMetadata:
+    """Per pair: artist and genre codes of the document, genre of the query (−1 = unknown)."""
+
+    artist: np.ndarray
+    genre: np.ndarray
+    query_genre: np.ndarray
+
+    @property
+    def known(self) -> np.ndarray:
+        return (self.artist >= 0) & (self.genre >= 0) & (self.query_genre >= 0)
+
+
+def pair_metadata(col: Collection, metadata: pd.DataFrame) -> PairMetadata:
+    """Look up artist and genre of every pair's document and query in ``metadata``."""
+    meta = validate_metadata(metadata)
+    artists = pd.Index(pd.unique(meta["artist"]))
+    genres = pd.Index(pd.unique(meta["genre"]))
+    doc = meta.reindex(col.pairs["document"])
+    query = meta.reindex(col.pairs["query"])
+    return PairMetadata(
+        artists.get_indexer(doc["artist"]),
+        genres.get_indexer(doc["genre"]),
+        genres.get_indexer(query["genre"]),
+    )
+
+
+def query_groups(col: Collection, codes: np.ndarray) -> np.ndarray:
+    """Group number of each pair by (query, code); pairs with an unknown code (−1) included."""
+    return np.unique(col.query_of * (codes.max() + 2) + codes + 1, return_inverse=True)[1]
+
+
+def _share_in_pool(col: Collection, codes: np.ndarray) -> np.ndarray:
+    """Share of the documents with known metadata in the pair's query pool P_q that have the
+    same code (0 for an unknown code, −1); the reference tool's denominator (MTC.md)."""
+    group = query_groups(col, codes)
+    pool = np.bincount(col.query_of, codes >= 0)[col.query_of]
+    share = np.divide(np.bincount(group)[group], pool, out=np.zeros(col.n_pairs), where=pool > 0)
+    return np.where(codes >= 0, share, 0.0)
+
+
+def output_features(col: Collection, meta: PairMetadata) -> np.ndarray:
+    """θ of L_output (seed §4.2.1, MTC.md): (fSYS, OV, fSYS·OV, fART, sGEN, fGEN, sGEN·fGEN).
+
+    fSYS = c/S; OV = P/(S·Q·k); fART, fGEN = share of the query's pool with the document's
+    artist, genre; sGEN = 1 if the document's genre is the query's.
+    """
+    fsys = col.retrieved_by / col.n_systems
+    ov = np.full(col.n_pairs, col.overlap)
+    fart = _share_in_pool(col, meta.artist)
+    fgen = _share_in_pool(col, meta.genre)
+    sgen = ((meta.genre == meta.query_genre) & (meta.genre >= 0)).astype(float)
+    return np.column_stack([fsys, ov, fsys * ov, fart, sgen, fgen, sgen * fgen])
+
+
+def _fine_only(scale: Scale, model: str) -> None:
+    if scale != "fine":
+        raise InputError(f"{model} has coefficients for the Fine scale only; use --scale fine")
+
+
+class OutputEstimator:
+    """L_output (seed §4.2.3) with the reference's coefficients; uniform where metadata lacks.
+
+    It uses no judgment, so its estimates are computed once (seed §5.2: ranking without
+    judgments).
+    """
+
+    def __init__(self, col: Collection, meta: PairMetadata, scale: Scale = "fine") -> None:
+        _fine_only(scale, "L_output")
+        mean, var = ordinal_moments(
+            OUTPUT_ALPHA, output_features(col, meta) @ OUTPUT_BETA, FINE_LABELS
+        )
+        e, v = uniform_moments(scale)
+        self.mean = np.where(meta.known, mean, e)
+        self.var = np.where(meta.known, var, v)
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        return with_judgments(self.mean, self.var, gains)
+
+
+def judge_features(
+    col: Collection, gains: np.ndarray, artist_group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """θ of L_judge (seed §4.2.2, MTC.md): (fSYS, aSYS, aART) and where it is defined.
+
+    aSYS = mean over the systems retrieving d of each system's mean judged gain over all
+    queries (a system without judgments counts as 0 in that mean); aART = mean judged gain of
+    the documents of d's artist in d's query (``artist_group`` from :func:`query_groups`).
+    Defined when some retrieving system has a judgment and some document of the artist in the
+    query is judged.
+    """
+    judged = ~np.isnan(gains)
+    g = np.where(judged, gains, 0.0)
+    x = col.incidence
+    count = x @ judged
+    system_mean = np.divide(x @ g, count, out=np.zeros(col.n_systems), where=count > 0)
+    asys = (system_mean @ x) / col.retrieved_by
+    any_system = ((count > 0) @ x) > 0
+    art_n = np.bincount(artist_group, judged)[artist_group]
+    art_sum = np.bincount(artist_group, g)[artist_group]
+    aart = np.divide(art_sum, art_n, out=np.zeros(col.n_pairs), where=art_n > 0)
+    fsys = col.retrieved_by / col.n_systems
+    return np.column_stack([fsys, asys, aart]), any_system & (art_n > 0)
+
+
+class JudgeEstimator:
+    """L_judge (seed §4.2.3) where its features are defined, L_output elsewhere (MTC.md)."""
+
+    def __init__(self, col: Collection, meta: PairMetadata, scale: Scale = "fine") -> None:
+        _fine_only(scale, "L_judge")
+        self.col = col
+        self.output = OutputEstimator(col, meta, scale)
+        self.artist_group = query_groups(col, meta.artist)
+        self.has_artist = meta.artist >= 0
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        base = self.output(gains)
+        theta, defined = judge_features(self.col, gains, self.artist_group)
+        use = np.flatnonzero(defined & self.has_artist & ~base.judged)
+        mean, var = base.mean.copy(), base.var.copy()
+        mean[use], var[use] = ordinal_moments(JUDGE_ALPHA, theta[use] @ JUDGE_BETA, FINE_LABELS)
+        return Estimates(mean, var, base.judged)
+
+
+# --------------------------------------------------------------------------- AG@k and confidence
+
+
+@dataclass(frozen=True)
+class PairStatistics:
+    """Estimated AG@k of every system and of every difference, with variances (S, S×S)."""
+
+    mean: np.ndarray  # E[AG_s]
+    var: np.ndarray  # Var[AG_s]
+    diff: np.ndarray  # E[Δ_AB] = E[AG_A] − E[AG_B]
+    diff_var: np.ndarray  # Var[Δ_AB]
+
+    def confidence(self, delta: float = 0.0) -> np.ndarray:
+        """Confidence in the sign of each Δ_AB (seed §3.3): Φ(|E| / √Var).
+
+        With a minimum effect δ, the probability that the estimated leader wins by more than
+        δ: Φ((|E| − δ) / √Var). A zero variance gives 1 (or 0.5 for an exact tie with δ = 0).
+        """
+        sd = np.sqrt(self.diff_var)
+        margin = np.abs(self.diff) - delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sd > 0, margin / sd, np.sign(margin) * np.inf)
+        z = np.where((sd == 0) & (margin == 0), 0.0, z)
+        return norm.cdf(z)
+
+
+def pair_statistics(col: Collection, est: Estimates, scale: Scale) -> PairStatistics:
+    """E and Var of AG@k per system and per difference (seed §3.1–3.2, MTC.md).
+
+    With n = QkM: E[AG_s] = (X E)_s / n; Var[Δ_AB] = Σ_{d∈A△B} V_d / n², computed as
+    ((XV)_A + (XV)_B − 2 (X diag V Xᵀ)_AB) / n² since documents retrieved by both cancel.
+    With per-system random effects of covariance C, an unjudged d adds mean_{s∋d} b_s to its
+    gain, so Δ_AB gains the load a_AB = L_A − L_B with L = X diag(u/c) Xᵀ / n (u = unjudged)
+    and the variance a_AB C a_ABᵀ.
+    """
+    n = col.n_queries * col.k * MAX_GAIN[scale]
+    mean = col.per_system(est.mean) / n
+    own = col.per_system(est.var)
+    var = own / n**2
+    diff_var = (own[:, None] + own[None, :] - 2 * col.gram(est.var)) / n**2
+    if est.system_cov is not None:
+        load = col.gram(~est.judged / col.retrieved_by) / n
+        var = var + np.einsum("as,st,at->a", load, est.system_cov, load)
+        gap = load[:, None, :] - load[None, :, :]
+        diff_var = diff_var + np.einsum("abs,st,abt->ab", gap, est.system_cov, gap)
+    return PairStatistics(mean, var, mean[:, None] - mean[None, :], np.maximum(diff_var, 0.0))
+
+
+def upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (A, B), A < B, of the S(S−1)/2 system pairs."""
+    return np.triu_indices(n, k=1)
+
+
+def ranking_confidence(
+    stats: PairStatistics, delta: float = 0.0, rule: Literal["mean", "min"] = "mean"
+) -> float:
+    """Confidence in the ranking (seed §3.4): mean (or, the seed's variant, minimum) over pairs."""
+    a, b = upper_pairs(len(stats.mean))
+    conf = stats.confidence(delta)[a, b]
+    if conf.size == 0:
+        return 1.0
+    return float(conf.mean() if rule == "mean" else conf.min())
+
+
+def system_table(col: Collection, stats: PairStatistics, level: float = 0.95) -> pd.DataFrame:
+    """Systems ranked by E[AG@k] with a normal ``level`` interval (seed §3.3, §5.2)."""
+    half = norm.ppf(0.5 + level / 2) * np.sqrt(stats.var)
+    table = pd.DataFrame(
+        {
+            "system": col.systems,
+            "ag": stats.mean,
+            "sd": np.sqrt(stats.var),
+            "low": stats.mean - half,
+            "high": stats.mean + half,
+        }
+    )
+    table = table.sort_values("ag", ascending=False, kind="stable").reset_index(drop=True)
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    return table
+
+
+def pair_table(col: Collection, stats: PairStatistics, delta: float = 0.0) -> pd.DataFrame:
+    """Every system pair with E[Δ], its standard deviation, the estimated leader and confidence."""
+    a, b = upper_pairs(col.n_systems)
+    diff = stats.diff[a, b]
+    lead = np.where(diff >= 0, a, b)
+    trail = np.where(diff >= 0, b, a)
+    return pd.DataFrame(
+        {
+            "better": col.systems[lead],
+            "worse": col.systems[trail],
+            "delta": np.abs(diff),
+            "sd": np.sqrt(stats.diff_var[a, b]),
+            "confidence": stats.confidence(delta)[a, b],
+        }
+    )
+
+
+def sign_accuracy(stats: PairStatistics, truth: np.ndarray) -> tuple[float, float]:
+    """Share of pairs whose estimated sign of Δ is the true one, and Kendall's τ (tau-b).
+
+    ``truth`` is each system's AG@k under all judgments.
+    """
+    a, b = upper_pairs(len(truth))
+    correct = np.sign(stats.diff[a, b]) == np.sign(truth[a] - truth[b])
+    tau = kendalltau(stats.mean, truth).statistic if len(truth) > 1 else 1.0
+    return float(correct.mean()) if correct.size else 1.0, float(tau)
+
+
+def calibration_table(
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    edges: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
+) -> pd.DataFrame:
+    """Accuracy against stated confidence in bins (the seed's "accuracy versus confidence" tables).
+
+    Bins are [e_i, e_{i+1}); the last one is closed. Columns: bin, pairs, share, mean stated
+    confidence, realised accuracy.
+    """
+    confidence, correct = np.asarray(confidence, float), np.asarray(correct, bool)
+    index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, len(edges) - 2)
+    frame = pd.DataFrame({"bin": index, "confidence": confidence, "correct": correct})
+    grouped = frame.groupby("bin").agg(
+        pairs=("correct", "size"), stated=("confidence", "mean"), accuracy=("correct", "mean")
+    )
+    grouped = grouped.reindex(range(len(edges) - 1))
+    grouped["pairs"] = grouped["pairs"].fillna(0).astype(int)
+    grouped.insert(0, "bin", [f"[{lo:.2f}, {hi:.2f})" for lo, hi in zip(edges, edges[1:])])
+    grouped.insert(2, "share", grouped["pairs"] / max(len(frame), 1))
+    return grouped.reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def reference_weights(col: Collection) -> np.ndarray:
+    """The reference tool's static weight c·(S − c): system pairs where exactly one retrieved d."""
+    c = col.retrieved_by
+    return c * (col.n_systems - c)
+
+
+def adaptive_weights(
+    col: Collection, est: Estimates, stats: PairStatistics, target: float = 0.95
+) -> np.ndarray:
+    """Variance- and undecided-pair-aware weight of every unjudged pair.
+
+    w_d = Σ_{A<B, C_AB < target, d ∈ A△B} V_d / Var[Δ_AB]: the share of each still undecided
+    pair's variance that judging d would remove (the seed's §3.4 variant that counts only
+    pairs below the target). With binary X, Σ_{A<B} U_AB |X_Ad − X_Bd| = (U1)ᵀX_d − X_dᵀ U X_d.
+    """
+    conf = stats.confidence()
+    with np.errstate(divide="ignore"):
+        u = np.where((conf < target) & (stats.diff_var > 0), 1.0 / stats.diff_var, 0.0)
+    np.fill_diagonal(u, 0.0)
+    x = col.incidence
+    spread = u.sum(axis=1) @ x - ((u @ x) * x).sum(axis=0)
+    return np.where(est.judged, 0.0, spread * est.var)
+
+
+def take_batch(
+    col: Collection, weights: np.ndarray, judged: np.ndarray, batches: int, size: int
+) -> np.ndarray:
+    """The pairs to judge next, batched as the reference tool does (MTC.md, "Selecting").
+
+    Per query, the unjudged pairs sorted by weight (descending; ties in first-appearance order)
+    are cut into chunks of ``size``; chunks are ranked by summed weight (descending, stable:
+    ties in query order) and the first ``batches`` chunks are taken.
+    """
+    open_ = np.flatnonzero(~judged)
+    if open_.size == 0:
+        return open_
+    q = col.query_of[open_]
+    w = weights[open_]
+    order = np.lexsort((-w, q))  # by query, then weight descending; stable
+    open_, q, w = open_[order], q[order], w[order]
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    within = np.arange(q.size) - np.repeat(starts, np.diff(np.r_[starts, q.size]))
+    chunk = np.unique(q * (q.size + 1) + within // size, return_inverse=True)[1]
+    ranked = np.argsort(-np.bincount(chunk, w), kind="stable")[:batches]
+    return open_[np.isin(chunk, ranked)]
+
+
+# --------------------------------------------------------------------------- simulation
+
+Estimator = Callable[[np.ndarray], Estimates]
+Selector = Callable[[Estimates, PairStatistics], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Outcome of :func:`simulate`: per-iteration log, the order of judgments, final pairs."""
+
+    log: pd.DataFrame  # iteration, judgments, confidence, min_confidence, accuracy, tau
+    order: np.ndarray  # pair positions in the order they were judged
+    pairs: pd.DataFrame  # final pair table with a ``correct`` column
+    stopped: bool  # the target was reached
+
+    def at(self, judgments: int) -> pd.Series:
+        """The log row in force after ``judgments`` judgments (the last one not past it)."""
+        rows = self.log[self.log["judgments"] <= judgments]
+        return rows.iloc[-1]
+
+
+def simulate(
+    col: Collection,
+    truth: np.ndarray,
+    estimator: Estimator,
+    selector: Selector,
+    scale: Scale,
+    target: float = 0.95,
+    rule: Literal["mean", "min"] = "mean",
+    delta: float = 0.0,
+    max_judgments: int | None = None,
+    stop_at_target: bool = True,
+    initial: np.ndarray | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Simulation:
+    """Run MTC against a complete oracle ``truth`` (gain of every pair; seed §5).
+
+    Each iteration estimates all gains, logs the confidence in the ranking and the accuracy
+    and τ against the ranking under all judgments, stops when the confidence reaches
+    ``target`` (unless ``stop_at_target`` is false) or ``max_judgments`` is reached, and
+    otherwise judges the pairs the selector returns. ``initial`` holds known gains (NaN =
+    unjudged) to start from.
+    """
+    if np.isnan(truth).any():
+        missing = col.pairs.iloc[int(np.flatnonzero(np.isnan(truth))[0])]
+        raise InputError(
+            f"judgments: the oracle lacks ({missing.query}, {missing.document}); "
+            "simulation needs every retrieved pair judged"
+        )
+    full = pair_statistics(col, with_judgments(truth, truth, truth), scale).mean
+    gains = np.full(col.n_pairs, np.nan) if initial is None else initial.copy()
+    limit = col.n_pairs if max_judgments is None else max_judgments
+    order: list[np.ndarray] = []
+    records = []
+    reached = False
+    for iteration in range(col.n_pairs + 1):
+        est = estimator(gains)
+        stats = pair_statistics(col, est, scale)
+        conf = ranking_confidence(stats, delta, rule)
+        accuracy, tau = sign_accuracy(stats, full)
+        done = int(est.judged.sum())
+        records.append(
+            (iteration, done, conf, ranking_confidence(stats, delta, "min"), accuracy, tau)
+        )
+        if progress is not None:
+            progress(done)
+        reached = reached or conf >= target
+        if (reached and stop_at_target) or done >= limit or est.judged.all():
+            break
+        batch = selector(est, stats)[: limit - done]
+        if batch.size == 0:
+            break
+        gains[batch] = truth[batch]
+        order.append(batch)
+    log = pd.DataFrame(
+        records,
+        columns=["iteration", "judgments", "confidence", "min_confidence", "accuracy", "tau"],
+    )
+    pairs = pair_table(col, stats, delta)
+    a, b = upper_pairs(col.n_systems)
+    pairs["correct"] = np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b])
+    done_order = np.concatenate(order) if order else np.array([], dtype=int)
+    return Simulation(log, done_order, pairs, reached)
