@@ -213,19 +213,24 @@ def collect_sources(
     return Path(os.path.commonpath([f.parent for f in files])), files
 
 
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """The manifest's columns in order with their types (text never NaN)."""
+    table = table.reindex(columns=COLUMNS)
+    text = ["source", "output", "sha256", "error", "settings"]
+    numbers = ["seconds_before", "seconds_after", "peak_dbfs", "loudness_lufs"]
+    table[text] = table[text].fillna("").astype(str)
+    table[numbers] = table[numbers].astype(float)
+    table["cached"] = table["cached"].astype(bool)
+    return table
+
+
 def read_manifest(path: Path) -> pd.DataFrame:
     """The manifest CSV at ``path`` (an empty one when absent or unreadable: no cache)."""
     try:
-        table = pd.read_csv(
-            path,
-            dtype={"source": str, "output": str, "sha256": str, "error": str, "settings": str},
-            keep_default_na=False,
-        )
+        table = pd.read_csv(path, dtype={"sha256": str, "settings": str})
+        return _typed(table) if set(COLUMNS) <= set(table.columns) else _typed(pd.DataFrame())
     except (OSError, ValueError, pd.errors.ParserError):
-        return pd.DataFrame(columns=COLUMNS)
-    if not set(COLUMNS) <= set(table.columns):
-        return pd.DataFrame(columns=COLUMNS)
-    return table[COLUMNS]
+        return _typed(pd.DataFrame())
 
 
 def write_manifest(table: pd.DataFrame, path: Path) -> None:
@@ -327,6 +332,6 @@ def prepare_clips(
             finally:
                 pool.shutdown(cancel_futures=True)
     finally:
-        table = pd.DataFrame(rows, columns=COLUMNS).sort_values("source", ignore_index=True)
+        table = _typed(pd.DataFrame(rows, columns=COLUMNS)).sort_values("source", ignore_index=True)
         write_manifest(table, manifest)
     return table
