@@ -111,14 +111,24 @@ def wilcoxon_signed_rank(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     Returns ``(T+, p_greater, p_less)``; a row without non-zero differences gets p = 1.
     """
     d = np.asarray(d, dtype=float)
+    order = np.abs(d).argsort(axis=-1)
+    d = np.take_along_axis(d, order, axis=-1)  # sorted by |d|: zeros first, tie groups adjacent
     magnitude = np.abs(d)
-    low = sps.rankdata(magnitude, method="min", axis=-1)
-    high = sps.rankdata(magnitude, method="max", axis=-1)
+    position = np.broadcast_to(np.arange(d.shape[-1]), d.shape)
+    starts = np.ones(d.shape, dtype=bool)
+    starts[..., 1:] = magnitude[..., 1:] != magnitude[..., :-1]
+    ends = np.ones(d.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    low = np.maximum.accumulate(np.where(starts, position, 0), axis=-1)  # 0-based group start
+    high = np.flip(
+        np.minimum.accumulate(np.flip(np.where(ends, position, d.shape[-1]), -1), -1), -1
+    )
     zeros = (d == 0).sum(axis=-1)
     n = d.shape[-1] - zeros
-    # Zeros are the smallest |d|: dropping them shifts every other rank down by their count.
-    t_plus = np.where(d > 0, (low + high) / 2, 0.0).sum(axis=-1) - zeros * (d > 0).sum(axis=-1)
-    tie_size = np.where(d != 0, high - low + 1, 1.0)
+    # Ranks among the non-zero |d|: zeros come first, so subtract their count.
+    rank = (low + high) / 2 + 1 - zeros[..., None]
+    t_plus = np.where(d > 0, rank, 0.0).sum(axis=-1)
+    tie_size = np.where(d != 0, high - low + 1, 1)
     ties = (tie_size**2 - 1).sum(axis=-1)  # Σ over tie groups of t³ − t
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt(n * (n + 1) * (2 * n + 1) / 24 - ties / 48)
