@@ -103,6 +103,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX answers_by_pair ON answers(pair_id);
         """,
     ),
+    (
+        "0002_web_judges_assignments",
+        """
+        CREATE TABLE web_judges (
+            judge_id TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL CHECK (source IN ('invite', 'platform')),
+            participant TEXT UNIQUE,
+            completion_code TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE web_assignments (
+            assignment_id TEXT PRIMARY KEY,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            judge_id TEXT NOT NULL REFERENCES web_judges(judge_id),
+            csrf TEXT NOT NULL,
+            issued_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open'
+                CHECK (status IN ('open', 'submitted', 'released')),
+            UNIQUE (pair_id, judge_id)
+        );
+        CREATE INDEX web_assignments_by_status ON web_assignments(status, pair_id);
+        CREATE INDEX web_assignments_by_judge ON web_assignments(judge_id, status);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
