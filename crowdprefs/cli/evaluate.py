@@ -1,0 +1,277 @@
+"""Commands ``evaluate`` (score systems against a ground truth) and ``compare-lists``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .. import evaluate as E
+from ..console import console, err_console, make_progress
+from ..io import read_lists, read_runs, read_truth
+from .app import app
+
+DEFAULT_MEASURES = ["AG", "nDCG", "ANDCG", "ADR"]
+MATRIX_MAX_SYSTEMS = 30
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+class Test(StrEnum):
+    wilcoxon = "wilcoxon"
+    t = "t"
+    sign = "sign"
+    mann_whitney = "mann-whitney"
+    none = "none"
+
+
+class TruthKind(StrEnum):
+    auto = "auto"
+    lists = "lists"
+    levels = "levels"
+
+
+def _split_measures(values: list[str]) -> list[str]:
+    """Measure names from repeated options/arguments, each possibly a comma-separated list
+    (commas inside parentheses belong to the parameters)."""
+    names: list[str] = []
+    for value in values:
+        names += [n for n in re.split(r",(?![^()]*\))|\s+", value) if n]
+    return names
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return json.loads(frame.to_json(orient="records"))
+
+
+def _summary_table(summary: pd.DataFrame) -> Table:
+    measures = list(pd.unique(summary["measure"]))
+    wide = summary.pivot(index="system", columns="measure")
+    order = wide[("rank", measures[0])].sort_values(kind="stable").index
+    table = Table(title=f"Systems ranked by {measures[0]} (mean over queries, 95% CI)")
+    table.add_column("rank", justify="right")
+    table.add_column("system")
+    for measure in measures:
+        table.add_column(measure, justify="right")
+    n = int(summary["n"].max())
+    for system in order:
+        cells = [
+            f"{wide.loc[system, ('mean', m)]:.4g} "
+            f"[dim][{wide.loc[system, ('ci_low', m)]:.4g}, {wide.loc[system, ('ci_high', m)]:.4g}]"
+            for m in measures
+        ]
+        table.add_row(str(wide.loc[system, ("rank", measures[0])]), escape(system), *cells)
+    table.caption = f"{len(order)} systems × {n} queries"
+    return table
+
+
+def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str, title: str) -> Table:
+    """Significance matrix: ▲ the row system is significantly better than the column one."""
+    part = tests[tests["measure"] == measure]
+    systems = summary[summary["measure"] == measure].sort_values("rank")["system"].tolist()
+    mark = {}
+    for row in part.itertuples():
+        if row.significant:
+            better, worse = (
+                (row.system_a, row.system_b) if row.difference > 0 else (row.system_b, row.system_a)
+            )
+            mark[(better, worse)], mark[(worse, better)] = "[green]▲", "[red]▼"
+    table = Table(title=title, box=None, padding=(0, 1), title_justify="left")
+    table.add_column("", no_wrap=True)
+    for i, _ in enumerate(systems, start=1):
+        table.add_column(str(i), justify="center")
+    for i, a in enumerate(systems, start=1):
+        table.add_row(
+            f"{i} {escape(a)}",
+            *("" if a == b else mark.get((a, b), "[dim]·") for b in systems),
+        )
+    return table
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@app.command()
+def evaluate(
+    truth: Annotated[
+        Path,
+        typer.Option(
+            "--truth",
+            help="Ground truth: ordered lists (tag query document group) or level judgments "
+            "(query document gain, or TREC qrels).",
+        ),
+    ],
+    runs: Annotated[
+        Path,
+        typer.Option(
+            "--runs",
+            help="Run file or folder of run files: TREC runs or 'system query document' lines.",
+        ),
+    ],
+    measure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--measure",
+            "-m",
+            help="Measure(s), e.g. ADR@5 AG@5 'nDCG(b=2)@5' nDCG_trec@10 P@5 R@5 F@5 BEP Fmax AP. "
+            f"Repeatable or comma-separated. [default: {' '.join(DEFAULT_MEASURES)} at --k]",
+        ),
+    ] = None,
+    more: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="More measures (so that '--measure ADR@5 AG@5' works).", show_default=False
+        ),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="Cutoff of the measures given without one.")] = 5,
+    truth_kind: Annotated[
+        TruthKind,
+        typer.Option("--truth-kind", help="How to read --truth (auto detects by its fields)."),
+    ] = TruthKind.auto,
+    test: Annotated[
+        Test, typer.Option("--test", help="Pairwise test between systems ('none' to skip).")
+    ] = Test.wilcoxon,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Significance level of the tests.")
+    ] = 0.05,
+    one_sided: Annotated[
+        bool,
+        typer.Option(
+            "--one-sided",
+            help="One-tailed tests in the direction of the observed difference (seed 002 §5.6).",
+        ),
+    ] = False,
+    correction: Annotated[
+        str | None,
+        typer.Option(
+            "--correction",
+            help="Multiple-comparison correction (statsmodels name: holm, fdr_bh...).",
+        ),
+    ] = None,
+    output_format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            help="table: ranking and significance matrices; csv: the long score table "
+            "system,query,measure,score (input of 'crowdprefs stats'); json: scores, summary "
+            "and tests.",
+        ),
+    ] = Format.table,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Save a figure: per-system means with intervals, PR curves."),
+    ] = None,
+    rel: Annotated[
+        float, typer.Option("--rel", help="Minimum gain of a relevant document for the PR curves.")
+    ] = 1.0,
+) -> None:
+    """Score systems against a ground truth: per system × query scores, means with confidence
+    intervals, ranking, pairwise tests and plots."""
+    names = _split_measures((measure or []) + (more or [])) or DEFAULT_MEASURES
+    with make_progress() as progress:
+        step = progress.add_task("reading runs and ground truth", total=4)
+        run_table = read_runs(runs)
+        truth_table = read_truth(truth, truth_kind.value)
+        progress.update(step, advance=1, description="scoring")
+        result = E.evaluate(
+            run_table,
+            truth_table,
+            names,
+            k=k,
+            test=None if test is Test.none else test.value,
+            alpha=alpha,
+            one_sided=one_sided,
+            correction=correction,
+        )
+        progress.update(step, advance=2, description="plotting")
+        if plot is not None:
+            E.plot(result.summary, plot, E.pr_curves(run_table, truth_table, rel=rel))
+        progress.update(step, advance=1)
+    if result.ignored_rows:
+        err_console.print(
+            f"note: ignored {result.ignored_rows} run line(s) of queries not in the ground truth"
+        )
+    if output_format is Format.csv:
+        _write(result.scores.to_csv(index=False, lineterminator="\n"))
+    elif output_format is Format.json:
+        payload = {
+            "scores": _records(result.scores),
+            "summary": _records(result.summary),
+            "tests": _records(result.tests),
+        }
+        _write(json.dumps(payload, indent=1) + "\n")
+    else:
+        console.print(_summary_table(result.summary))
+        if not result.tests.empty:
+            sided = "one-sided" if one_sided else "two-sided"
+            for name in pd.unique(result.summary["measure"]):
+                title = f"{name}: {test.value} ({sided}), α = {alpha:g}; ▲ row better than column"
+                if result.summary["system"].nunique() <= MATRIX_MAX_SYSTEMS:
+                    console.print(_tests_table(result.tests, result.summary, name, title))
+                else:
+                    count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
+                    console.print(f"{name}: {count} significant pairs (see --format json)")
+    if plot is not None:
+        err_console.print(f"figure saved to {escape(str(plot))}")
+
+
+@app.command("compare-lists")
+def compare_lists(
+    a: Annotated[Path, typer.Argument(help="First set of ordered lists (group qrels).")],
+    b: Annotated[Path, typer.Argument(help="Second set of ordered lists (group qrels).")],
+    permutations: Annotated[
+        int,
+        typer.Option(
+            "--permutations", help="Random orders of each group of the lists acting as results."
+        ),
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random permutations.")] = 0,
+    output_format: Annotated[
+        Format, typer.Option("--format", help="Output as a table, CSV or JSON.")
+    ] = Format.table,
+) -> None:
+    """ADR of each list set against the other (seed 002 §5.4, Table 7): min, mean and max over
+    random permutations within the groups of the lists read as results."""
+    with make_progress() as progress:
+        step = progress.add_task("comparing lists", total=1)
+        table = E.compare_lists(
+            read_lists(a),
+            read_lists(b),
+            permutations=permutations,
+            seed=seed,
+            names=(a.stem, b.stem),
+        )
+        progress.update(step, advance=1)
+    if output_format is Format.csv:
+        _write(table.to_csv(index=False, lineterminator="\n"))
+    elif output_format is Format.json:
+        _write(json.dumps(_records(table), indent=1) + "\n")
+    else:
+        out = Table(title=f"ADR between ordered lists ({permutations} permutations within groups)")
+        for column in ("ground truth", "results", "mean ADR", "[min, max]", "queries"):
+            out.add_column(
+                column, justify="left" if column in ("ground truth", "results") else "right"
+            )
+        for row in table.itertuples():
+            out.add_row(
+                escape(row.truth),
+                escape(row.results),
+                f"{row.mean:.3f}",
+                f"[{row.min:.3f}, {row.max:.3f}]",
+                str(row.queries),
+            )
+        console.print(out)
