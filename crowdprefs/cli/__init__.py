@@ -13,6 +13,7 @@ from rich.markup import escape
 from ..console import err_console
 from ..errors import CrowdprefsError
 from . import core  # noqa: F401  (registers its commands)
+from . import evaluate  # noqa: F401  (registers its commands)
 from . import audio  # noqa: F401  (registers its commands)
 from .app import app
 
