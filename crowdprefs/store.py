@@ -129,6 +129,28 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX web_assignments_by_judge ON web_assignments(judge_id, status);
         """,
     ),
+    (
+        "0003_mturk_reviews_blocks",
+        """
+        CREATE TABLE answer_reviews (
+            crowd TEXT NOT NULL,
+            assignment_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
+            reason TEXT,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT,
+            PRIMARY KEY (crowd, assignment_id)
+        );
+        CREATE TABLE worker_blocks (
+            crowd TEXT NOT NULL,
+            worker_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT,
+            PRIMARY KEY (crowd, worker_id)
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
