@@ -1,6 +1,7 @@
 """Crowd backends: where the answers come from.
 
 ``simulated``  a seeded pool of workers answering from a hidden truth (no network, no money).
+``web``        the judges of the project's own server (``crowdprefs serve``).
 
 Every backend implements :class:`crowdprefs.crowds.base.Crowd`; :func:`get_crowd` builds one
 by name for a project.
@@ -16,7 +17,7 @@ from .base import Crowd
 if TYPE_CHECKING:
     from ..project import Project
 
-CROWDS = ("simulated",)
+CROWDS = ("simulated", "web")
 
 
 def get_crowd(name: str, project: Project) -> Crowd:
@@ -25,4 +26,8 @@ def get_crowd(name: str, project: Project) -> Crowd:
         from .simulated import SimulatedCrowd
 
         return SimulatedCrowd.for_project(project)
+    if name == "web":
+        from .web import WebCrowd
+
+        return WebCrowd()
     raise InputError(f"unknown crowd {name!r}: choose one of {', '.join(CROWDS)}")
