@@ -135,6 +135,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE answer_reviews (
             crowd TEXT NOT NULL,
             assignment_id TEXT NOT NULL,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            worker_id TEXT NOT NULL,
             decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
             reason TEXT,
             decided_at TEXT NOT NULL,
