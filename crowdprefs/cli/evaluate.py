@@ -19,7 +19,7 @@ from ..console import console, err_console, make_progress
 from ..io import read_lists, read_runs, read_truth
 from .app import app
 
-DEFAULT_MEASURES = ["AG", "nDCG", "ANDCG", "ADR"]
+DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
 MATRIX_MAX_SYSTEMS = 30
 
 
@@ -66,10 +66,12 @@ def _summary_table(summary: pd.DataFrame) -> Table:
     for measure in measures:
         table.add_column(measure, justify="right")
     n = int(summary["n"].max())
+    digits = {m: 2 if wide[("mean", m)].abs().max() >= 10 else 3 for m in measures}
     for system in order:
         cells = [
-            f"{wide.loc[system, ('mean', m)]:.4g} "
-            f"[dim][{wide.loc[system, ('ci_low', m)]:.4g}, {wide.loc[system, ('ci_high', m)]:.4g}]"
+            f"{wide.loc[system, ('mean', m)]:.{digits[m]}f} [dim]"
+            f"[{wide.loc[system, ('ci_low', m)]:.{digits[m]}f}, "
+            f"{wide.loc[system, ('ci_high', m)]:.{digits[m]}f}]"
             for m in measures
         ]
         table.add_row(str(wide.loc[system, ("rank", measures[0])]), escape(system), *cells)
@@ -128,7 +130,7 @@ def evaluate(
             "--measure",
             "-m",
             help="Measure(s), e.g. ADR@5 AG@5 'nDCG(b=2)@5' nDCG_trec@10 P@5 R@5 F@5 BEP Fmax AP. "
-            f"Repeatable or comma-separated. [default: {' '.join(DEFAULT_MEASURES)} at --k]",
+            f"Repeatable or comma-separated. [default: {' '.join(DEFAULTS)} at --k]",
         ),
     ] = None,
     more: Annotated[
@@ -181,7 +183,7 @@ def evaluate(
 ) -> None:
     """Score systems against a ground truth: per system × query scores, means with confidence
     intervals, ranking, pairwise tests and plots."""
-    names = _split_measures((measure or []) + (more or [])) or DEFAULT_MEASURES
+    names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
         run_table = read_runs(runs)
