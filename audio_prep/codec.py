@@ -21,8 +21,9 @@ import numpy as np
 
 from crowdprefs.errors import InputError
 
-with warnings.catch_warnings():  # pydub warns at import that no ffmpeg is on PATH
+with warnings.catch_warnings():  # pydub warns that no ffmpeg is on PATH, and about audioop
     warnings.simplefilter("ignore", RuntimeWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
     from pydub import AudioSegment
     from pydub.exceptions import CouldntEncodeError
 

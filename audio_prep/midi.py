@@ -43,7 +43,7 @@ def midi_seconds(path: Path) -> float:
 def render_midi(path: Path, rate: int = DEFAULT_RATE, soundfont: Path | None = None) -> Audio:
     """Render ``path`` to mono audio at ``rate`` Hz; :class:`ClipError` for bad files or files
     without notes. The sine synthesiser's output is cut to the file's own length (it appends a
-    second of zeros); FluidSynth keeps its release tail."""
+    second of zeros, but stops short of trailing rests); FluidSynth keeps its release tail."""
     midi = load_midi(path)
     engine = renderer(soundfont)
     notes = sum(len(i.notes) for i in midi.instruments if engine == "fluidsynth" or not i.is_drum)
@@ -52,5 +52,7 @@ def render_midi(path: Path, rate: int = DEFAULT_RATE, soundfont: Path | None = N
     if engine == "fluidsynth":
         samples = midi.fluidsynth(fs=rate, synthesizer=str(soundfont))
     else:
-        samples = midi.synthesize(fs=rate)[: round(midi.get_end_time() * rate)]
+        frames = round(midi.get_end_time() * rate)
+        samples = midi.synthesize(fs=rate)[:frames]
+        samples = np.pad(samples, (0, frames - len(samples)))  # trailing rests after the notes
     return Audio(np.asarray(samples, dtype=np.float32)[:, None], rate)
