@@ -13,8 +13,11 @@ from rich.markup import escape
 from ..console import err_console
 from ..errors import CrowdprefsError
 from . import core  # noqa: F401  (registers its commands)
+from . import audit  # noqa: F401  (audit, import-answers, replay)
+from . import web  # noqa: F401  (registers its commands)
 from . import evaluate  # noqa: F401  (registers its commands)
 from . import audio  # noqa: F401  (registers its commands)
+from . import stats  # noqa: F401  (registers its commands)
 from .app import app
 
 

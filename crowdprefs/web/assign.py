@@ -184,8 +184,7 @@ def judge_for_token(project: Project, token: str | None) -> Judge | None:
     if not token:
         return None
     row = project.store.conn.execute(
-        "SELECT judge_id, source, completion_code, token_hash FROM web_judges"
-        " WHERE token_hash = ?",
+        "SELECT judge_id, source, completion_code, token_hash FROM web_judges WHERE token_hash = ?",
         (token_hash(token),),
     ).fetchone()
     return _judge(row)
@@ -352,19 +351,10 @@ def assignment_of(project: Project, judge: Judge, assignment_id: str) -> Assignm
 
 
 def pair_row(project: Project, pair_id: int) -> dict[str, Any]:
-    """The pair with its query's and candidates' clips: ``query_audio, x_audio, y_audio``."""
-    frame = project.store.frame(
-        """
-        SELECT p.*, q.audio AS query_audio, cx.audio AS x_audio, cy.audio AS y_audio
-        FROM pairs p
-        JOIN queries q ON q.query = p.query
-        LEFT JOIN candidates cx ON cx.query = p.query AND cx.document = p.x
-        LEFT JOIN candidates cy ON cy.query = p.query AND cy.document = p.y
-        WHERE p.pair_id = ?
-        """,
-        (pair_id,),
+    """The ``pairs`` row of ``pair_id`` as a dict."""
+    return (
+        project.store.frame("SELECT * FROM pairs WHERE pair_id = ?", (pair_id,)).iloc[0].to_dict()
     )
-    return frame.iloc[0].to_dict()
 
 
 # --- answers ---------------------------------------------------------------------------------

@@ -45,7 +45,9 @@ def same(a: str | None, b: str | None) -> bool:
     """Constant-time string comparison; ``None`` never matches."""
     if a is None or b is None:
         return False
-    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass"))
+    return hmac.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
 
 
 def completion_code(length: int = 8) -> str:

@@ -1,0 +1,137 @@
+"""Web-crowd commands: serve (the judges' site) and invite (personal and study links)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..console import console, err_console
+from ..errors import InputError
+from ..project import Project
+from ..web import assign
+from ..web.security import new_token
+from .app import app
+
+ProjectDir = Annotated[
+    Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
+]
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    directory: ProjectDir,
+    host: Annotated[
+        str, typer.Option(help="Address to bind; anything but loopback exposes the site.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
+    researcher_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CROWDPREFS_RESEARCHER_TOKEN",
+            help="Token of the researcher page (default: a new random one, printed).",
+        ),
+    ] = None,
+    access_log: Annotated[
+        bool, typer.Option(help="Log every request (the paths hold invitation tokens).")
+    ] = False,
+) -> None:
+    """Serve the HITs to invited judges; answers are stored the moment they are posted."""
+    import uvicorn
+
+    from ..web.app import create_app
+
+    with Project(directory) as project:
+        settings = assign.WebSettings.from_project(project)
+    if not 0 < port < 65536:
+        raise InputError(f"--port must be between 1 and 65535, got {port}")
+    if not _loopback(host):
+        err_console.print(
+            f"[yellow]warning:[/] binding to {escape(host)}: the site is reachable from other "
+            "machines; put it behind HTTPS"
+        )
+    token = researcher_token or new_token()
+    err_console.print(
+        f"researcher page: {escape(settings.base_url.rstrip('/'))}/researcher/{token}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    uvicorn.run(
+        create_app(directory, token),
+        host=host,
+        port=port,
+        access_log=access_log,
+        log_level="info",
+        proxy_headers=False,
+    )
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        frame.to_csv(handle, index=False)
+    os.replace(tmp, path)
+
+
+@app.command()
+def invite(
+    directory: ProjectDir,
+    judges: Annotated[int, typer.Option(help="How many personal invitation links to make.")] = 1,
+    base_url: Annotated[
+        str | None, typer.Option(help="The site's public address (default: [web] base_url).")
+    ] = None,
+    study: Annotated[
+        bool,
+        typer.Option(
+            help="Also print a new study-platform link (replaces the previous one); "
+            "participants arrive with their id and leave with a completion code."
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Also write judge_id,url to this CSV.")
+    ] = None,
+) -> None:
+    """Print personal invitation links (each token is shown only now; the state keeps a hash)."""
+    with Project(directory) as project:
+        settings = assign.WebSettings.from_project(project)
+        base = (base_url or settings.base_url).rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            raise InputError(f"--base-url must start with http:// or https://: {base}")
+        created = assign.invite(project, judges) if judges else []
+        key = assign.new_study_key(project) if study else None
+    frame = pd.DataFrame(
+        [(judge, f"{base}/invite/{token}") for judge, token in created],
+        columns=["judge_id", "url"],
+    )
+    table = Table(title=f"{len(frame)} invitation link(s)")
+    table.add_column("judge")
+    table.add_column("link", overflow="fold")
+    for judge, url in frame.itertuples(index=False):
+        table.add_row(judge, url)
+    console.print(table)
+    if key is not None:
+        param = settings.participant_param
+        console.print(
+            f"study link: {base}/study/{key}?{param}={{{{%{param}%}}}}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if output is not None:
+        _write_csv(frame, output)
+        console.print(f"wrote {output}")

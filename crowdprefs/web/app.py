@@ -1,0 +1,370 @@
+"""The Starlette application of ``crowdprefs serve``: judges answer the HITs on the lab's server.
+
+Routes (judges are identified by an HttpOnly, SameSite=Lax session cookie holding their token,
+set when they open their invitation link; the link's token then leaves the address bar):
+
+==============================  =============================================================
+``GET /invite/{token}``         an invitation: sets the session, then the welcome page
+``GET /study/{key}?PID=…``      a study-platform participant (parameter ``[web] participant_param``)
+``GET /welcome``                instructions and a start link
+``GET /next``                   the judge's next question (or the completion page)
+``GET|POST /hit/{assignment}``  the preference HIT (the MTurk template in ``web`` mode); the
+                                post is CSRF-checked, validated and stored at once
+``GET /clip/{assignment}/{r}``  the clip ``query``, ``a`` or ``b`` of the judge's own question,
+                                only from files listed in the project's state
+``GET /done``                   thanks, and the completion code
+``GET /researcher/{token}``     the researcher's session, then ``GET /researcher``: batch
+                                progress, answers per judge and live audit figures (read-only)
+``GET /healthz``                liveness (``ok``)
+==============================  =============================================================
+
+All state access runs on the event loop's thread through one SQLite connection, each change in
+one short ``BEGIN IMMEDIATE`` transaction, so concurrent posts are serialised by SQLite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
+from starlette.routing import Route
+
+from .. import driver
+from ..aggregate import count_answers, inter_agreement
+from ..crowds.web import advance
+from ..errors import BudgetError
+from ..hits import pair_clips, render_preference_hit
+from ..project import Project
+from . import assign
+from .assign import Forbidden, Judge, WebError, WebSettings
+from .security import SECURITY_HEADERS, same, servable_clip, token_hash
+
+log = logging.getLogger("crowdprefs.web")
+
+JUDGE_COOKIE = "crowdprefs_judge"
+RESEARCHER_COOKIE = "crowdprefs_researcher"
+ROLES = ("query", "a", "b")
+MAX_FORM_FIELDS = 40
+MAX_BODY = 64 * 1024
+
+
+def _templates() -> jinja2.Environment:
+    import hit_templates
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(hit_templates.__file__).parent),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    html = _templates().get_template(name).render(**context)
+    return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+
+def _error(message: str, status: int) -> HTMLResponse:
+    return _page("web_error.html", status, message=message)
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+
+
+def _set_session(response: RedirectResponse, request: Request, name: str, token: str) -> None:
+    response.set_cookie(
+        name,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+
+
+def _project(request: Request) -> Project:
+    """This thread's connection to the project (SQLite connections stay on their thread)."""
+    local = request.app.state.local
+    if not hasattr(local, "project"):
+        local.project = Project(request.app.state.root)
+    return local.project
+
+
+def _settings(request: Request) -> WebSettings:
+    return request.app.state.settings
+
+
+def _judge(request: Request) -> Judge:
+    judge = assign.judge_for_token(_project(request), request.cookies.get(JUDGE_COOKIE))
+    if judge is None:
+        raise Forbidden("open your personal invitation link first")
+    return judge
+
+
+def _same_origin(request: Request) -> bool:
+    """A cross-site form post carries a foreign ``Origin``; browsers always send one on POST."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host")
+
+
+# --- judges ----------------------------------------------------------------------------------
+
+
+async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
+    token = request.path_params["token"]
+    if assign.judge_for_token(_project(request), token) is None:
+        return _error("This invitation link is not valid.", 403)
+    response = _redirect("/welcome")
+    _set_session(response, request, JUDGE_COOKIE, token)
+    return response
+
+
+async def study(request: Request) -> RedirectResponse | HTMLResponse:
+    settings = _settings(request)
+    participant = request.query_params.get(settings.participant_param, "")
+    _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+    response = _redirect("/welcome")
+    _set_session(response, request, JUDGE_COOKIE, token)
+    return response
+
+
+async def welcome(request: Request) -> HTMLResponse:
+    judge = _judge(request)
+    project = _project(request)
+    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    hit = project.section("hit")
+    return _page(
+        "web_landing.html",
+        judge=judge.judge_id,
+        answered=answered,
+        limit=_settings(request).questions_per_judge,
+        title=hit.get("title", "Which variation is more similar to the original melody?"),
+        instructions=hit.get("instructions", ""),
+    )
+
+
+async def next_question(request: Request) -> RedirectResponse:
+    judge = _judge(request)
+    assignment = assign.next_assignment(_project(request), judge, _settings(request))
+    if assignment is None:
+        return _redirect("/done")
+    return _redirect(f"/hit/{assignment.assignment_id}")
+
+
+def _hit_page(request: Request, assignment: assign.Assignment) -> HTMLResponse:
+    project = _project(request)
+    pair = assign.pair_row(project, assignment.pair_id)
+    base = f"/clip/{assignment.assignment_id}"
+    urls: dict[str, str] = {}
+    for role, path in pair_clips(project, pair).items():
+        if path:
+            urls.setdefault(path, path if "://" in path else f"{base}/{role}")
+    html = render_preference_hit(
+        project,
+        pair,
+        mode="web",
+        submit_url=f"/hit/{assignment.assignment_id}",
+        extra_hidden={"csrf": assignment.csrf},
+        clip_url=urls.__getitem__,
+    )
+    return HTMLResponse(html, headers=SECURITY_HEADERS)
+
+
+async def question(request: Request) -> RedirectResponse | HTMLResponse:
+    judge = _judge(request)
+    project = _project(request)
+    assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
+    if assignment.status != "open":
+        return _redirect("/next")
+    return _hit_page(request, assignment)
+
+
+async def answer(request: Request) -> RedirectResponse | HTMLResponse:
+    if not _same_origin(request):
+        raise Forbidden("cross-site form posts are refused")
+    if int(request.headers.get("content-length") or 0) > MAX_BODY:
+        raise WebError("the answer is too large")
+    judge = _judge(request)
+    project = _project(request)
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    assignment_id = request.path_params["assignment"]
+    stored = assign.submit(
+        project, judge, assignment_id, fields.pop("csrf", None), fields, _settings(request)
+    )
+    if stored and _settings(request).advance:
+        _advance_if_complete(request, assignment_id)
+    return _redirect("/next")
+
+
+def _advance_if_complete(request: Request, assignment_id: str) -> None:
+    project = _project(request)
+    iteration = project.store.conn.execute(
+        "SELECT p.iteration FROM web_assignments w JOIN pairs p USING (pair_id)"
+        " WHERE w.assignment_id = ?",
+        (assignment_id,),
+    ).fetchone()[0]
+    if driver.missing_answers(project, iteration).empty:
+        _advance(request.app, project)
+
+
+def _advance(app: Starlette, project: Project) -> None:
+    try:
+        app.state.campaign = advance(project)
+    except BudgetError as error:
+        app.state.campaign = f"stopped: {error}"
+    log.info("campaign: %s", app.state.campaign)
+
+
+async def clip(request: Request) -> FileResponse | HTMLResponse:
+    judge = _judge(request)
+    project = _project(request)
+    role = request.path_params["role"]
+    if role not in ROLES:
+        return _error("No such clip.", 404)
+    assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
+    file = servable_clip(pair_clips(project, assign.pair_row(project, assignment.pair_id))[role])
+    if file is None:
+        return _error("This clip is not available.", 404)
+    return FileResponse(
+        file, headers={**SECURITY_HEADERS, "Cache-Control": "private, max-age=3600"}
+    )
+
+
+async def done(request: Request) -> HTMLResponse:
+    judge = _judge(request)
+    project = _project(request)
+    settings = _settings(request)
+    code = settings.completion_code or judge.completion_code
+    url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
+    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
+    return _page(
+        "web_done.html",
+        answered=answered,
+        waiting=not quota and request.app.state.campaign != "done",
+        code=code,
+        show_code=judge.source == "platform" or bool(settings.questions_per_judge),
+        completion_url=url,
+    )
+
+
+# --- researcher ------------------------------------------------------------------------------
+
+
+async def researcher_login(request: Request) -> RedirectResponse | HTMLResponse:
+    token = request.path_params["token"]
+    if not same(token_hash(token), request.app.state.researcher_sha):
+        return _error("This researcher link is not valid.", 403)
+    response = _redirect("/researcher")
+    _set_session(response, request, RESEARCHER_COOKIE, token)
+    return response
+
+
+def audit_figures(project: Project, iteration: int | None) -> dict[str, Any]:
+    """Live figures of the open batch: answer shares, inter-agreement (seed 002 §5.3), times."""
+    answers = project.store.answers(iteration) if iteration is not None else None
+    if answers is None or answers.empty:
+        return {"answers": 0}
+    counts = count_answers(answers)
+    agreement = inter_agreement(counts["more"], counts["equal"], counts["less"])
+    shares = answers["choice"].value_counts(normalize=True)
+    per_judge = answers.groupby("worker_id")["choice"].agg(["size", lambda c: (c == "equal").all()])
+    return {
+        "answers": len(answers),
+        "share_a": float(shares.get("A", 0.0)),
+        "share_b": float(shares.get("B", 0.0)),
+        "share_equal": float(shares.get("equal", 0.0)),
+        "agreement": float(np.nanmean(agreement)) if np.isfinite(agreement).any() else None,
+        "median_seconds": float(answers["seconds"].median()),
+        "always_equal": int(((per_judge["size"] >= 5) & per_judge.iloc[:, 1]).sum()),
+    }
+
+
+async def researcher(request: Request) -> HTMLResponse:
+    if not same(
+        token_hash(request.cookies.get(RESEARCHER_COOKIE, "")), request.app.state.researcher_sha
+    ):
+        return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
+    project = _project(request)
+    progress = assign.batch_progress(project)
+    comments = project.store.frame(
+        "SELECT worker_id, submitted_at, background, comment FROM answers"
+        " WHERE crowd = 'web' AND (comment IS NOT NULL OR background IS NOT NULL)"
+        " ORDER BY answer_id DESC LIMIT 20"
+    )
+    return _page(
+        "web_researcher.html",
+        progress=progress,
+        totals=driver.status(project)["totals"],
+        judges=assign.judge_table(project).to_dict("records"),
+        audit=audit_figures(project, progress["iteration"]),
+        comments=comments.to_dict("records"),
+        campaign=request.app.state.campaign,
+    )
+
+
+async def healthz(request: Request) -> PlainTextResponse:
+    return PlainTextResponse("ok")
+
+
+async def home(request: Request) -> HTMLResponse:
+    return _error("Open your personal invitation link to take part.", 200)
+
+
+async def web_error(request: Request, error: Exception) -> HTMLResponse:
+    assert isinstance(error, WebError)
+    return _error(str(error), error.status)
+
+
+def create_app(root: Path, researcher_token: str) -> Starlette:
+    """The web crowd's ASGI application for the project at ``root``.
+
+    ``researcher_token`` opens the researcher page (``/researcher/{token}``). The project is
+    opened when the server starts; with ``[web] advance`` (the default) the campaign is moved
+    on at once (first batch built and published) and after each batch's last answer.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        project = Project(root)
+        app.state.root = root
+        app.state.local = threading.local()
+        app.state.local.project = project
+        app.state.settings = WebSettings.from_project(project)
+        app.state.researcher_sha = token_hash(researcher_token)
+        app.state.campaign = "manual"
+        if app.state.settings.advance:
+            _advance(app, project)
+        try:
+            yield
+        finally:
+            project.close()
+
+    routes = [
+        Route("/", home),
+        Route("/healthz", healthz),
+        Route("/invite/{token}", invitation),
+        Route("/study/{key}", study),
+        Route("/welcome", welcome),
+        Route("/next", next_question),
+        Route("/hit/{assignment}", question, methods=["GET"]),
+        Route("/hit/{assignment}", answer, methods=["POST"]),
+        Route("/clip/{assignment}/{role}", clip),
+        Route("/done", done),
+        Route("/researcher/{token}", researcher_login),
+        Route("/researcher", researcher),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={WebError: web_error})
