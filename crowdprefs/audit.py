@@ -84,6 +84,15 @@ def project_answers(project: Project) -> pd.DataFrame:
     return frame[list(FRAME_COLUMNS)]
 
 
+def project_verdicts(project: Project, answers: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pair_verdicts` with the project's rule, keeping the verdicts the driver stored
+    (answers imported after a pair was aggregated do not change its recorded verdict)."""
+    pairs = pair_verdicts(answers, project.settings.aggregation)
+    stored = project.store.pairs().set_index("pair_id")["verdict"].reindex(pairs.index)
+    pairs["verdict"] = stored.fillna(pairs["verdict"]).astype(int)
+    return pairs
+
+
 def validate(answers: pd.DataFrame) -> pd.DataFrame:
     """Check an answers frame before any metric: columns, choices, scores and iterations."""
     missing = [c for c in FRAME_COLUMNS if c not in answers.columns]
@@ -608,6 +617,7 @@ class Audit:
     contradictions: pd.DataFrame
     reference: dict[str, pd.DataFrame] = field(default_factory=dict)
     facts: dict = field(default_factory=dict)
+    answers: pd.DataFrame | None = None
 
     def to_json(self) -> dict:
         """Plain JSON-ready data: every table as a list of rows (NaN as null)."""
@@ -656,6 +666,7 @@ def audit(
     reports its own).
     """
     validate(answers)
+    aggregated = pairs is None
     if pairs is None:
         pairs = pair_verdicts(answers, rule)
     profiles = worker_profiles(answers, pairs)
@@ -676,7 +687,7 @@ def audit(
         "workers": int(answers["worker_id"].nunique()),
         "flagged_workers": int(flags["worker_id"].nunique()),
         "overall_median_seconds": float(usable(answers)["seconds"].median()),
-        "rule": rule.rule if pairs is None else None,
+        "rule": rule.rule if aggregated else "the project's verdicts",
     }
     return Audit(
         iterations=table,
@@ -688,6 +699,7 @@ def audit(
         else found_contradictions,
         reference=tables,
         facts=facts,
+        answers=answers,
     )
 
 

@@ -31,11 +31,15 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 FRAME_COLUMNS = (
     "iteration",
@@ -316,9 +320,8 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
     duplicated = frame["assignment_id"].duplicated()
     if duplicated.any():
         row = int(np.flatnonzero(duplicated)[0]) + 1
-        raise InputError(
-            f"{source}: row {row}: assignment {frame['assignment_id'][duplicated].iloc[0]!r} repeated"
-        )
+        repeated = frame["assignment_id"][duplicated].iloc[0]
+        raise InputError(f"{source}: row {row}: assignment {repeated!r} repeated")
     if frame["created_at"].isna().all():
         frame["created_at"] = frame["accepted_at"].groupby(frame["hit_id"]).transform("min")
     frame.attrs["encoding"] = encoding
@@ -385,3 +388,109 @@ def write_results(
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk") -> dict:
+    """Store the answers of a results CSV (:func:`read_results`) in a project, idempotently.
+
+    Each row is matched to its pair by HIT id (any crowd's ``hits``), else by query and the two
+    documents (the latest batch asking them). Scores and choices are re-oriented to the pair's own
+    x and A side. Rows without an answer are not stored (the schema holds answers only) but are
+    counted in ``empty_rows``; a row matching no pair of the project raises :class:`InputError`.
+    Answers already stored (same crowd and assignment id) are skipped. When the open batch then
+    has all its answers it is marked collected, ready for ``aggregate``.
+    """
+    from ..driver import missing_answers
+
+    source = answers.attrs.get("source", "the results file")
+    store = project.store
+    pairs = store.frame(
+        "SELECT p.pair_id, p.iteration, p.query, p.x, p.y, p.a_is_x, h.hit_id"
+        " FROM pairs p LEFT JOIN hits h ON h.pair_id = p.pair_id ORDER BY p.iteration"
+    )
+    by_hit = pairs.dropna(subset=["hit_id"]).drop_duplicates("hit_id").set_index("hit_id")
+    key = (
+        pairs["query"]
+        + "\x1f"
+        + pairs[["x", "y"]].min(axis=1)
+        + "\x1f"
+        + pairs[["x", "y"]].max(axis=1)
+    )
+    by_docs = pd.Series(pairs["pair_id"].to_numpy(), index=key).groupby(level=0).last()
+    row_key = (
+        answers["query"]
+        + "\x1f"
+        + answers[["x", "y"]].min(axis=1)
+        + "\x1f"
+        + answers[["x", "y"]].max(axis=1)
+    )
+    pair_id = answers["hit_id"].map(by_hit["pair_id"]).fillna(row_key.map(by_docs))
+    if pair_id.isna().any():
+        row = answers[pair_id.isna()].iloc[0]
+        number = int(np.flatnonzero(pair_id.isna())[0]) + 1
+        raise InputError(
+            f"{source}: row {number}: HIT {row['hit_id']} (query {row['query']!r}, "
+            f"{row['x']!r} vs {row['y']!r}) matches no pair of the project {project.root}"
+        )
+    pair = pairs.set_index("pair_id").loc[pair_id.astype(np.int64)]
+    given = (answers["choice"] != "").to_numpy()
+    same = answers["x"].to_numpy() == pair["x"].to_numpy()
+    score = answers["score"].to_numpy() * np.where(same, 1, -1)
+    side = score * np.where(pair["a_is_x"].to_numpy() == 1, 1, -1)
+    choice = pd.Series(side).map({1: "A", -1: "B", 0: "equal"})
+
+    def iso(column: str) -> pd.Series:
+        times = answers[column]
+        return (
+            times.dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
+            .str[:-3]
+            .add("+00:00")
+            .where(times.notna(), None)
+        )
+
+    rows = pd.DataFrame(
+        {
+            "pair_id": pair_id.astype(np.int64).to_numpy(),
+            "crowd": crowd,
+            "assignment_id": answers["assignment_id"].to_numpy(),
+            "worker_id": answers["worker_id"].to_numpy(),
+            "choice": choice.to_numpy(),
+            "score": score,
+            "seconds": answers["seconds"].to_numpy(),
+            "accepted_at": iso("accepted_at").to_numpy(),
+            "submitted_at": iso("submitted_at").to_numpy(),
+            "background": answers["background"].replace("", None).to_numpy(),
+            "comment": answers["comment"].replace("", None).to_numpy(),
+            "status": answers["status"].to_numpy(),
+        }
+    )[given]
+    rows["score"] = rows["score"].astype(int)
+    with store.transaction() as conn:
+        new = store.insert_answers(conn, rows)
+        conn.executemany(
+            "UPDATE answers SET status = ? WHERE crowd = ? AND assignment_id = ? AND status = ?",
+            [
+                (s, crowd, a, "submitted")
+                for a, s in zip(rows["assignment_id"], rows["status"], strict=True)
+                if s != "submitted"
+            ],
+        )
+    last = store.last_batch()
+    collected = False
+    if (
+        last
+        and last["status"] in ("built", "published")
+        and missing_answers(project, last["iteration"]).empty
+    ):
+        with store.transaction() as conn:
+            store.set_status(conn, last["iteration"], "collected")
+        collected = True
+    return {
+        "rows": len(answers),
+        "new": new,
+        "already_stored": int(given.sum()) - new,
+        "empty_rows": answers.attrs.get("empty_rows", []),
+        "encoding": answers.attrs.get("encoding"),
+        "iterations": sorted(int(i) for i in pair["iteration"].unique()),
+        "batch_collected": last["iteration"] if collected else None,
+    }

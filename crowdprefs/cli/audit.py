@@ -1,0 +1,401 @@
+"""Commands audit, import-answers and replay: auditing workers and recorded campaigns."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .. import audit as auditing
+from ..aggregate import AggregationRule
+from ..budget import FeeModel
+from ..console import console, err_console
+from ..crowds.csv import Columns, import_answers, read_results
+from ..driver import query_contradictions
+from ..errors import InputError
+from ..io import read_lists, write_lists
+from ..project import Project
+from ..replay import replay_campaign
+from .app import app
+
+_DEFAULT = Columns()
+
+QueryColumn = Annotated[str, typer.Option(help="Column of the query (the original melody).")]
+AColumn = Annotated[str, typer.Option(help="Column of the document shown as variation A.")]
+BColumn = Annotated[str, typer.Option(help="Column of the document shown as variation B.")]
+AnswerColumn = Annotated[str, typer.Option(help="Column of the worker's choice.")]
+AValue = Annotated[str, typer.Option(help="Answer value meaning 'A is more similar'.")]
+BValue = Annotated[str, typer.Option(help="Answer value meaning 'B is more similar'.")]
+EqualValue = Annotated[str, typer.Option(help="Answer value meaning 'equally similar'.")]
+PivotColumn = Annotated[
+    str, typer.Option(help="Column naming the segment's pivot (optional in the file).")
+]
+BatchGap = Annotated[
+    float,
+    typer.Option(
+        help="Seconds between HIT creation times that start a new iteration "
+        "(0 for campaigns of the simulated crowd)."
+    ),
+]
+Rule = Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")]
+Alpha = Annotated[float, typer.Option(help="Level of the Mann-Whitney test.")]
+Margin = Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")]
+
+
+def _columns(query, a, b, answer, a_value, b_value, equal_value, pivot) -> Columns:
+    return Columns(
+        query=query,
+        a=a,
+        b=b,
+        answer=answer,
+        a_value=a_value,
+        b_value=b_value,
+        equal_value=equal_value,
+        pivot=pivot,
+    )
+
+
+def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
+    with err_console.status(f"reading {path}"):
+        answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
+    _report_reading(answers)
+    return answers
+
+
+def _report_reading(answers: pd.DataFrame) -> None:
+    empty = answers.attrs.get("empty_rows", [])
+    encoding = answers.attrs.get("encoding")
+    if encoding and encoding != "utf-8-sig":
+        err_console.print(f"read {answers.attrs['source']} as {encoding} (it is not UTF-8)")
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        err_console.print(
+            f"[yellow]{len(empty)} row(s) have an empty answer[/] (rows {shown}): kept in the "
+            "worker profiles, left out of aggregation"
+        )
+
+
+def _write_text(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h {minutes % 60}m"
+
+
+def _render(result: auditing.Audit, title: str) -> None:
+    table = Table(title=f"{title}: seed 002 Table 2 (totals average the iterations' values)")
+    heads = (
+        "iter.",
+        "pairs",
+        "answers",
+        "workers",
+        "previous",
+        "med. s",
+        "completion",
+        "agree.",
+        "α ord.",
+        "κ",
+        "cost $",
+    )
+    for head in heads:
+        table.add_column(head, justify="right")
+    for row in result.iterations.to_dict(orient="records"):
+        previous = (
+            "-"
+            if pd.isna(row["previous_share"])
+            else (
+                f"{row['previous_share']:.0%}"
+                if row["previous_workers"] is None or pd.isna(row["previous_workers"])
+                else f"{int(row['previous_workers'])} ({row['previous_share']:.0%})"
+            )
+        )
+        table.add_row(
+            str(row["iteration"]),
+            str(row["pairs"]),
+            str(row["answers"]),
+            str(row["workers"]),
+            previous,
+            f"{row['median_seconds']:.2f}",
+            _duration(row["completion_seconds"]),
+            _cell(row["agreement"]),
+            _cell(row["alpha"]),
+            _cell(row["kappa"]),
+            f"{row['cost']:.2f}",
+            end_section=row["iteration"] == len(result.iterations) - 1,
+        )
+    console.print(table)
+    flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
+    for head in ("worker", "flag", "evidence"):
+        flags.add_column(head)
+    for worker, flag, evidence in result.flags.itertuples(index=False):
+        flags.add_row(escape(worker), flag, escape(evidence))
+    console.print(flags)
+    for name, confusion in result.reference.items():
+        summary = auditing.agreement_summary(confusion)
+        matrix = Table(title=f"reference (rows) vs workers (columns): {escape(name)}")
+        matrix.add_column("reference")
+        totals = confusion.sum(axis=1)
+        for column in confusion.columns:
+            matrix.add_column(f"{column} ({int(confusion[column].sum())})", justify="right")
+        for label, values in confusion.iterrows():
+            matrix.add_row(
+                f"{label} ({int(totals[label])})",
+                *(f"{int(v)} ({v / totals[label]:.0%})" if totals[label] else "0" for v in values),
+            )
+        console.print(matrix)
+        console.print(
+            f"  complete {summary['complete']}, partial {summary['partial']}, none "
+            f"{summary['none']}: agreement {summary['score']:.3f}"
+        )
+    facts = result.facts
+    console.print(
+        f"{facts['answers']} answers ({facts['empty_answers']} empty, {facts['rejected_answers']}"
+        f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
+        f"verdict triples; median work time {facts['overall_median_seconds']:.1f} s"
+    )
+
+
+@app.command("audit")
+def audit_command(
+    directory: Annotated[
+        Path | None, typer.Argument(help="The project folder (omit with --answers).")
+    ] = None,
+    answers: Annotated[
+        Path | None,
+        typer.Option(help="Audit an MTurk results CSV recorded elsewhere, without a project."),
+    ] = None,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="Reference lists (group qrels) for seed 002 Tables 3-6."),
+    ] = None,
+    split_by: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV worker_id,attribute to split the single-answer table by "
+            "(default: the stated musical background)."
+        ),
+    ] = None,
+    html: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    csv_dir: Annotated[
+        Path | None, typer.Option(help="Write every table as CSV into this folder.")
+    ] = None,
+    rule: Rule = "mann-whitney",
+    alpha: Alpha = 0.05,
+    margin: Margin = 2,
+    batch_gap: BatchGap = 600.0,
+    query_column: QueryColumn = _DEFAULT.query,
+    a_column: AColumn = _DEFAULT.a,
+    b_column: BColumn = _DEFAULT.b,
+    answer_column: AnswerColumn = _DEFAULT.answer,
+    a_value: AValue = _DEFAULT.a_value,
+    b_value: BValue = _DEFAULT.b_value,
+    equal_value: EqualValue = _DEFAULT.equal_value,
+    pivot_column: PivotColumn = _DEFAULT.pivot,
+) -> None:
+    """Audit the workers: Table 2 per iteration, agreement, profiles, flags, reference tables.
+
+    With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
+    are aggregated with --rule and iterations are inferred from HIT creation times.
+    """
+    if (directory is None) == (answers is None):
+        raise InputError("give either a project folder or --answers results.csv (not both)")
+    lists = read_lists(reference) if reference else None
+    by = None
+    if split_by is not None:
+        table = pd.read_csv(split_by, dtype=str, keep_default_na=False)
+        if table.shape[1] < 2:
+            raise InputError(f"{split_by}: need two columns, worker_id and an attribute")
+        by = table.set_index(table.columns[0])[table.columns[1]]
+    if directory is not None:
+        with Project(directory) as project:
+            frame = auditing.project_answers(project)
+            if frame.empty:
+                raise InputError(f"{directory} has no answers yet")
+            result = auditing.audit(
+                frame,
+                pairs=auditing.project_verdicts(project, frame),
+                fees=project.settings.fees,
+                reference=lists,
+                split_by=by,
+                found_contradictions=query_contradictions(project),
+            )
+        title = str(directory)
+    else:
+        columns = _columns(
+            query_column,
+            a_column,
+            b_column,
+            answer_column,
+            a_value,
+            b_value,
+            equal_value,
+            pivot_column,
+        )
+        frame = _recorded(answers, columns, batch_gap)
+        result = auditing.audit(
+            frame,
+            rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+            fees=FeeModel(),
+            reference=lists,
+            split_by=by,
+        )
+        title = str(answers)
+    if csv_dir is not None:
+        csv_dir.mkdir(parents=True, exist_ok=True)
+        tables = {
+            "iterations": result.iterations,
+            "workers": result.workers.reset_index(),
+            "flags": result.flags,
+            "contradictions": result.contradictions,
+            **{f"reference {k}": v.reset_index() for k, v in result.reference.items()},
+        }
+        for name, table in tables.items():
+            _write_text(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
+        err_console.print(f"wrote {len(tables)} tables to {csv_dir}")
+    if html is not None:
+        from ..report import render
+
+        _write_text(html, render(result, title))
+        err_console.print(f"wrote the report to {html}")
+    if as_json:
+        console.print_json(json.dumps(result.to_json()))
+    else:
+        _render(result, title)
+
+
+@app.command("import-answers")
+def import_answers_command(
+    directory: Annotated[Path, typer.Argument(help="The project folder.")],
+    results: Annotated[Path, typer.Argument(help="MTurk batch-results CSV.")],
+    crowd: Annotated[
+        str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
+    ] = "mturk",
+    query_column: QueryColumn = _DEFAULT.query,
+    a_column: AColumn = _DEFAULT.a,
+    b_column: BColumn = _DEFAULT.b,
+    answer_column: AnswerColumn = _DEFAULT.answer,
+    a_value: AValue = _DEFAULT.a_value,
+    b_value: BValue = _DEFAULT.b_value,
+    equal_value: EqualValue = _DEFAULT.equal_value,
+    pivot_column: PivotColumn = _DEFAULT.pivot,
+) -> None:
+    """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
+    columns = _columns(
+        query_column,
+        a_column,
+        b_column,
+        answer_column,
+        a_value,
+        b_value,
+        equal_value,
+        pivot_column,
+    )
+    frame = read_results(results, columns)
+    _report_reading(frame)
+    with Project(directory) as project:
+        summary = import_answers(project, frame, crowd)
+    batch = summary["batch_collected"]
+    console.print(
+        f"{summary['rows']} rows: {summary['new']} new answers stored, "
+        f"{summary['already_stored']} already stored, {len(summary['empty_rows'])} empty "
+        f"(not stored); iterations {', '.join(map(str, summary['iterations']))}"
+        + (f"; batch {batch} is complete and collected" if batch else "")
+    )
+
+
+@app.command("replay")
+def replay_command(
+    results: Annotated[Path, typer.Argument(help="MTurk results CSV of a QuickSort campaign.")],
+    rule: Rule = "mann-whitney",
+    alpha: Alpha = 0.05,
+    margin: Margin = 2,
+    pivot_side: Annotated[
+        str,
+        typer.Option(help="Pivot of a two-member segment when unrecorded: variation a or b."),
+    ] = "b",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the lists here (group qrels).")
+    ] = None,
+    partial: Annotated[
+        bool, typer.Option(help="Also list queries whose replay stays open.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    batch_gap: BatchGap = 600.0,
+    query_column: QueryColumn = _DEFAULT.query,
+    a_column: AColumn = _DEFAULT.a,
+    b_column: BColumn = _DEFAULT.b,
+    answer_column: AnswerColumn = _DEFAULT.answer,
+    a_value: AValue = _DEFAULT.a_value,
+    b_value: BValue = _DEFAULT.b_value,
+    equal_value: EqualValue = _DEFAULT.equal_value,
+    pivot_column: PivotColumn = _DEFAULT.pivot,
+) -> None:
+    """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
+    columns = _columns(
+        query_column,
+        a_column,
+        b_column,
+        answer_column,
+        a_value,
+        b_value,
+        equal_value,
+        pivot_column,
+    )
+    frame = _recorded(results, columns, batch_gap)
+    result = replay_campaign(
+        frame, AggregationRule(rule=rule, alpha=alpha, margin=margin), pivot_side, partial=partial
+    )
+    if output is not None:
+        write_lists(result.lists, output, tag=f"replay-{rule}")
+    closed = sum(result.closed.values())
+    if as_json:
+        console.print_json(
+            json.dumps(
+                {
+                    "closed": result.closed,
+                    "iterations": int(frame["iteration"].max()),
+                    "lists": result.lists.to_dict(orient="records"),
+                    "issues": result.issues.to_dict(orient="records"),
+                }
+            )
+        )
+        return
+    if len(result.issues):
+        table = Table(title="where the recording and the replay disagree")
+        for head in ("iter.", "query", "issue", "detail"):
+            table.add_column(head)
+        for iteration, query, issue, detail in result.issues.itertuples(index=False):
+            table.add_row(str(iteration), escape(query), issue, escape(detail))
+        console.print(table)
+    groups = result.lists.groupby("query")["group"].max()
+    console.print(
+        f"{int(frame['iteration'].max())} iterations; {closed}/{len(result.closed)} lists closed "
+        f"({int(groups.sum())} groups); {len(result.issues)} disagreement(s)"
+        + (f"; wrote {output}" if output else "")
+    )
