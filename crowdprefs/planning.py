@@ -1,0 +1,335 @@
+"""Plan a campaign before paying: simulate it whole, many times, in memory.
+
+A campaign is the modified QuickSort of seed ``002_b9503f18ee81843c.txt`` (§3.2, Table 1; see
+:mod:`crowdprefs.sorting`) run batch after batch with a simulated crowd. Here it runs without
+SQLite, vectorised over every query and pair of a campaign:
+
+* The sort keeps, per candidate, its segment (dense ids ordered left to right, queries one after
+  another) and whether it is still to be placed (``todo``). A segment's todo members keep their
+  initial relative order, so its pivot is the todo member latest in the initial order; one
+  iteration compares every other todo member of every open segment with its pivot and splits
+  each segment into more / equal (pivot and former pivots stay there) / less parts by a dense
+  re-ranking of ``3·segment + part``. Starting from no verdicts no pair is ever needed twice, so
+  this is :func:`crowdprefs.sorting.replay` batch for batch (the tests check it against replay).
+* Answers follow the simulated crowd's model (:mod:`crowdprefs.crowds.simulated`): a worker
+  perceives ``s_A − s_B + noise·z − bias`` and answers "equal" inside their band; careless
+  workers answer at random, bots "equal" in fixed time. One difference, for speed: each answer's
+  worker is drawn by activity weight independently (the driver's simulated crowd draws distinct
+  workers per pair); with 80 workers the mix of answers is the same (tested).
+* Verdicts use the project's :class:`~crowdprefs.aggregate.AggregationRule` after a fixed number
+  of answers, or a :class:`~crowdprefs.adaptive.StoppingRule` (rounds of answers until decided).
+* Cost uses :mod:`crowdprefs.budget` (each pair is one HIT with as many assignments as answers);
+  wall time adds, per round of answers, the time until its last answer is submitted.
+
+Quality is reported with the cost: the ADR (seed 001 §3.4, :func:`crowdprefs.measures.
+average_dynamic_recall`) of each produced list against the true list, the produced list being
+read as a ranking with its groups in a random internal order (seed 002 §5.4), and the share of
+true order relations recovered (true pairs ``a`` more similar than ``b`` that the list puts in an
+earlier group) and of true ties kept (equally similar pairs left in one group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .adaptive import StoppingRule, answers_wanted, decide
+from .aggregate import AggregationRule, verdicts
+from .budget import FeeModel
+from .crowds.simulated import CrowdModel, WorkerPool
+from .errors import InputError
+from .measures import average_dynamic_recall, judge
+
+SUMMARY_COLUMNS = [
+    "iterations",
+    "pairs",
+    "answers",
+    "cost",
+    "wall_hours",
+    "adr",
+    "order_recovered",
+    "ties_kept",
+]
+
+
+@dataclass(frozen=True)
+class Design:
+    """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees."""
+
+    answers_per_pair: int = 10
+    aggregation: AggregationRule = field(default_factory=AggregationRule)
+    adaptive: StoppingRule | None = None
+    reward: float = 0.02
+    fees: FeeModel = field(default_factory=FeeModel)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A collection as arrays over its candidates (grouped by query, queries in order)."""
+
+    queries: np.ndarray
+    documents: np.ndarray
+    query: np.ndarray  # query code of each candidate
+    group: np.ndarray  # true group (1 = most similar)
+
+    @classmethod
+    def from_truth(cls, truth: pd.DataFrame) -> Collection:
+        """From group qrels ``query, document, group`` (the hidden truth of the simulation)."""
+        missing = {"query", "document", "group"} - set(truth.columns)
+        if missing:
+            raise InputError(f"the truth lacks column(s) {', '.join(sorted(missing))}")
+        frame = truth.sort_values(["query", "document"], kind="stable", ignore_index=True)
+        if frame.duplicated(["query", "document"]).any():
+            row = frame[frame.duplicated(["query", "document"])].iloc[0]
+            raise InputError(f"the truth lists {row['document']!r} twice for {row['query']!r}")
+        queries, code = np.unique(frame["query"].astype(str).to_numpy(), return_inverse=True)
+        return cls(
+            queries=queries,
+            documents=frame["document"].astype(str).to_numpy(),
+            query=code.astype(np.int64),
+            group=frame["group"].to_numpy(dtype=np.int64),
+        )
+
+
+def sort_rounds(
+    query: np.ndarray,
+    position: np.ndarray,
+    oracle: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Run the modified QuickSort of every query at once; returns ``(group, iterations, pairs)``.
+
+    ``query`` gives each candidate's query code (sorted ascending), ``position`` its place in
+    its query's initial order, and ``oracle(x, y)`` the verdicts (+1: x more similar, 0, −1) of
+    a batch of candidate-index pairs. ``group`` is each candidate's group (1 = most similar) and
+    ``iterations`` the number of batches each query needed.
+    """
+    n = len(query)
+    seg = query.copy()
+    todo = np.ones(n, dtype=bool)
+    iterations = np.zeros(int(query.max()) + 1 if n else 0, dtype=np.int64)
+    asked = 0
+    while True:
+        count = np.bincount(seg, weights=todo, minlength=int(seg.max()) + 1)
+        open_items = np.flatnonzero(todo & (count[seg] >= 2))
+        if len(open_items) == 0:
+            break
+        order = open_items[np.lexsort((position[open_items], seg[open_items]))]
+        last = np.r_[seg[order][1:] != seg[order][:-1], True]
+        pivots = order[last]
+        pivot_of = np.full(len(count), -1)
+        pivot_of[seg[pivots]] = pivots
+        x = order[~last]
+        y = pivot_of[seg[x]]
+        verdict = np.asarray(oracle(x, y))
+        asked += len(x)
+        part = np.ones(n, dtype=np.int64)
+        part[x] = 1 - np.sign(verdict)
+        todo[pivots] = False
+        iterations[np.unique(query[pivots])] += 1
+        _, seg = np.unique(seg * 3 + part, return_inverse=True)
+    start = np.full(len(iterations), np.iinfo(np.int64).max)
+    np.minimum.at(start, query, seg)
+    return seg - start[query] + 1, iterations, asked
+
+
+@dataclass
+class _Crowd:
+    """The simulated crowd's workers as arrays, answering pairs of latent gaps."""
+
+    model: CrowdModel
+    pool: WorkerPool
+    rng: np.random.Generator
+
+    def __post_init__(self) -> None:
+        weight = self.pool.weight / self.pool.weight.sum()
+        self.cumulative = np.cumsum(weight)
+        self.careless = self.pool.kind == "careless"
+        self.bot = self.pool.kind == "bot"
+
+    def answer(self, gap: np.ndarray, a_is_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One answer per entry: score from x's view (+1, 0, −1) and seconds."""
+        rng, pool, model = self.rng, self.pool, self.model
+        worker = np.minimum(
+            np.searchsorted(self.cumulative, rng.random(len(gap))), len(self.cumulative) - 1
+        )
+        gap_a = np.where(a_is_x, gap, -gap)
+        perceived = gap_a + pool.noise[worker] * rng.standard_normal(len(gap)) - pool.bias[worker]
+        side = np.where(np.abs(perceived) < pool.band[worker], 0, np.sign(perceived))
+        seconds = pool.median_seconds[worker] * np.exp(
+            model.answer_seconds_spread * rng.standard_normal(len(gap))
+        )
+        careless = self.careless[worker]
+        side[careless] = rng.integers(-1, 2, int(careless.sum()))
+        seconds[careless] = model.careless_seconds * np.exp(
+            0.3 * rng.standard_normal(int(careless.sum()))
+        )
+        bot = self.bot[worker]
+        side[bot] = 0
+        seconds[bot] = model.bot_seconds
+        return np.where(a_is_x, side, -side).astype(np.int64), seconds
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """One simulated campaign: totals and the produced lists ``query, document, group``."""
+
+    summary: dict[str, float]
+    lists: pd.DataFrame
+    iterations: np.ndarray
+
+
+def _decide_batch(
+    gap: np.ndarray, crowd: _Crowd, design: Design
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Collect answers for a batch of pairs until decided: ``(verdict, answers, wall seconds)``."""
+    pairs = len(gap)
+    a_is_x = crowd.rng.integers(0, 2, pairs).astype(bool)
+    counts = np.zeros((3, pairs), dtype=np.int64)  # more, equal, less
+    have = np.zeros(pairs, dtype=np.int64)
+    rule = design.adaptive
+    wanted = np.full(pairs, design.answers_per_pair if rule is None else rule.initial)
+    wall = 0.0
+    while True:
+        new = wanted - have
+        rows = np.repeat(np.arange(pairs), new)
+        if len(rows):
+            score, seconds = crowd.answer(gap[rows], a_is_x[rows])
+            for slot, value in enumerate((1, 0, -1)):
+                counts[slot] += np.bincount(rows[score == value], minlength=pairs)
+            hours = crowd.model.completion_hours * crowd.rng.random(len(rows))
+            wall += float(np.max(hours * 3600 + seconds))
+        have = wanted
+        if rule is None:
+            return verdicts(*counts, design.aggregation)[0], have, wall
+        decided, verdict = decide(*counts, rule)
+        if decided.all():
+            return verdict, have, wall
+        wanted = answers_wanted(*counts, rule)
+
+
+def simulate_campaign(
+    collection: Collection,
+    design: Design,
+    model: CrowdModel = CrowdModel(),
+    seed: int = 0,
+) -> Campaign:
+    """One whole campaign on ``collection`` with the simulated crowd (seeded)."""
+    rng = np.random.default_rng([seed, 0x91A7])
+    crowd = _Crowd(model, WorkerPool.draw(model, seed), rng)
+    similarity = -collection.group.astype(float)
+    position = rng.random(len(collection.query))
+    totals = {"pairs": 0, "answers": 0, "cost": 0.0, "wall": 0.0}
+
+    def oracle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        verdict, answers, wall = _decide_batch(similarity[x] - similarity[y], crowd, design)
+        totals["pairs"] += len(x)
+        totals["answers"] += int(answers.sum())
+        totals["cost"] += float(
+            np.sum(design.fees.per_assignment(design.reward, answers) * answers)
+        )
+        totals["wall"] += wall
+        return verdict
+
+    group, iterations, _ = sort_rounds(collection.query, position, oracle)
+    lists = pd.DataFrame(
+        {
+            "query": collection.queries[collection.query],
+            "document": collection.documents,
+            "group": group,
+        }
+    )
+    summary = {
+        "iterations": int(iterations.max()) if len(iterations) else 0,
+        "pairs": totals["pairs"],
+        "answers": totals["answers"],
+        "cost": round(totals["cost"], 2),
+        "wall_hours": totals["wall"] / 3600,
+        **_relations(collection, group),
+    }
+    return Campaign(summary, lists, iterations)
+
+
+def _relations(collection: Collection, group: np.ndarray) -> dict[str, float]:
+    """Share of true strict order relations recovered and of true ties kept in one group."""
+    code = collection.query
+    start = np.searchsorted(code, np.arange(len(collection.queries)))
+    slot = np.arange(len(code)) - start[code]
+    width = int(slot.max()) + 1
+    truth = np.full((len(collection.queries), width), -1)
+    made = np.full((len(collection.queries), width), -1)
+    truth[code, slot] = collection.group
+    made[code, slot] = group
+    valid = (truth[:, :, None] >= 0) & (truth[:, None, :] >= 0)
+    valid &= ~np.eye(width, dtype=bool)[None]
+    ahead = valid & (truth[:, :, None] < truth[:, None, :])
+    tied = valid & (truth[:, :, None] == truth[:, None, :])
+    recovered = ahead & (made[:, :, None] < made[:, None, :])
+    kept = tied & (made[:, :, None] == made[:, None, :])
+    return {
+        "order_recovered": float(recovered.sum() / max(ahead.sum(), 1)),
+        "ties_kept": float(kept.sum() / max(tied.sum(), 1)) if tied.any() else float("nan"),
+    }
+
+
+def list_adr(produced: pd.DataFrame, truth: pd.DataFrame, seed: int = 0) -> np.ndarray:
+    """Per list, ADR of the produced lists against the true lists (seed 002 §5.4).
+
+    Each produced list is read as a ranking: groups in order, members of a group in a random
+    order (``seed``). Several produced versions (a ``campaign`` column) are scored at once as
+    systems; returns an array (versions × queries), queries sorted.
+    """
+    rng = np.random.default_rng([seed, 0xADE])
+    runs = produced.assign(_tie=rng.random(len(produced)))
+    if "campaign" not in runs.columns:
+        runs = runs.assign(campaign=0)
+    runs = runs.sort_values(["campaign", "query", "group", "_tie"], ignore_index=True)
+    runs["rank"] = runs.groupby(["campaign", "query"]).cumcount() + 1
+    runs = runs.rename(columns={"campaign": "system"})[["system", "query", "document", "rank"]]
+    return average_dynamic_recall(judge(runs, truth[["query", "document", "group"]]))
+
+
+def simulate(
+    truth: pd.DataFrame,
+    design: Design,
+    model: CrowdModel = CrowdModel(),
+    campaigns: int = 100,
+    seed: int = 0,
+    on_campaign: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate ``campaigns`` whole campaigns; one row each with :data:`SUMMARY_COLUMNS`.
+
+    Campaign ``i`` uses seed ``(seed, i)``: its initial orders, workers and answers.
+    """
+    if campaigns < 1:
+        raise InputError(f"simulate at least one campaign, got {campaigns}")
+    collection = Collection.from_truth(truth)
+    rows, produced = [], []
+    for i in range(campaigns):
+        campaign = simulate_campaign(collection, design, model, seed=seed * 1_000_003 + i)
+        rows.append(campaign.summary)
+        produced.append(campaign.lists.assign(campaign=i))
+        if on_campaign:
+            on_campaign(i)
+    frame = pd.DataFrame(rows)
+    frame["adr"] = list_adr(pd.concat(produced, ignore_index=True), truth, seed).mean(axis=1)
+    return frame[SUMMARY_COLUMNS]
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per column: mean, 95% interval of the mean (normal), and the 5%, 50%, 95% quantiles."""
+    values = frame[SUMMARY_COLUMNS]
+    mean = values.mean()
+    half = 1.959964 * values.std(ddof=1).fillna(0) / np.sqrt(len(values))
+    return pd.DataFrame(
+        {
+            "mean": mean,
+            "ci_low": mean - half,
+            "ci_high": mean + half,
+            "p5": values.quantile(0.05),
+            "median": values.quantile(0.5),
+            "p95": values.quantile(0.95),
+        }
+    )
