@@ -112,7 +112,7 @@ def test_json_and_table(monkeypatch, capsys, files, tmp_path):
         plot,
     )
     assert code == 0
-    assert "Systems ranked by AP" in out and "good" in out
+    assert "Ranked by AP" in out and "good" in out
     assert plot.exists() and "figure saved" in err
 
 

@@ -60,7 +60,7 @@ def _summary_table(summary: pd.DataFrame) -> Table:
     measures = list(pd.unique(summary["measure"]))
     wide = summary.pivot(index="system", columns="measure")
     order = wide[("rank", measures[0])].sort_values(kind="stable").index
-    table = Table(title=f"Systems ranked by {measures[0]} (mean over queries, 95% CI)")
+    table = Table(title=f"Ranked by {measures[0]}: mean [95% CI]")
     table.add_column("rank", justify="right")
     table.add_column("system")
     for measure in measures:
@@ -136,7 +136,9 @@ def evaluate(
     more: Annotated[
         list[str] | None,
         typer.Argument(
-            help="More measures (so that '--measure ADR@5 AG@5' works).", show_default=False
+            help="More measures (so that '--measure ADR@5 AG@5' works).",
+            metavar="MEASURE",
+            show_default=False,
         ),
     ] = None,
     k: Annotated[int, typer.Option("--k", help="Cutoff of the measures given without one.")] = 5,
