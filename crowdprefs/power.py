@@ -132,43 +132,58 @@ def validate_study(
     return np.stack(stacked), codes, systems, queries
 
 
+def _allocate(
+    capacity: np.ndarray, size: int, samples: int, rng: np.random.Generator
+) -> np.ndarray | None:
+    """Equal-prior allocation ``(samples, strata)`` of ``size`` queries, or None if impossible.
+
+    Each stratum gets ⌊size/G⌋; the ``size mod G`` extra queries go one each to strata drawn
+    uniformly without replacement among those with room.
+    """
+    n_strata = capacity.shape[-1]
+    base, extra = divmod(size, n_strata)
+    room = capacity > base  # (samples, strata) or (strata,)
+    if (capacity < base).any() or (room.sum(axis=-1) < extra).any():
+        return None
+    priority = np.where(room, rng.random((samples, n_strata)), np.inf)
+    return base + (priority.argsort(axis=1).argsort(axis=1) < extra)
+
+
 def stratified_subsets(
     codes: np.ndarray, size: int, samples: int, rng: np.random.Generator, disjoint: bool = False
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Draw ``samples`` stratified query subsets of ``size`` queries (indices, sorted per row).
 
-    Equal priors (seed 001, §4): each of the G strata gets ⌊size/G⌋ queries, and the
-    remaining ``size mod G`` go one each to strata drawn uniformly without replacement (among
-    those with room); within a stratum queries are drawn uniformly without replacement. With
-    ``disjoint`` a second subset per sample, with the same allocation and no common query, is
-    returned too (seed 001, §5). Returns ``(a, b)`` index arrays ``(samples, size)``.
+    Equal priors (seed 001, §4): each of the G strata gets ⌊size/G⌋ queries and the remaining
+    ``size mod G`` go one each to strata drawn uniformly (among those with room); within a
+    stratum, queries are drawn uniformly without replacement. With ``disjoint``, a second
+    subset of the same size with no common query is drawn per sample (seed 001, §5), its extra
+    queries from the strata with room left. Returns index arrays ``(a, b)``, each
+    ``(samples, size)`` (``b`` is None without ``disjoint``).
     """
     codes = np.asarray(codes)
-    n_strata = int(codes.max()) + 1
-    capacity = np.bincount(codes, minlength=n_strata) // (2 if disjoint else 1)
-    base, extra = divmod(size, n_strata)
-    has_room = capacity > base
-    if (capacity < base).any() or has_room.sum() < extra:
+    counts = np.bincount(codes)
+    base = size // len(counts)
+    allocation_a = _allocate(counts - (base if disjoint else 0), size, samples, rng)
+    allocation_b = None
+    if allocation_a is not None and disjoint:
+        allocation_b = _allocate(counts - allocation_a, size, samples, rng)
+    if allocation_a is None or (disjoint and allocation_b is None):
         raise InputError(
-            f"cannot draw {'two disjoint' if disjoint else ''} subsets of {size} queries "
-            f"with equal priors over {n_strata} strata (smallest stratum: {capacity.min()})"
+            f"cannot draw {'two disjoint subsets' if disjoint else 'subsets'} of {size} "
+            f"queries with equal priors over {len(counts)} strata (smallest: {counts.min()})"
         )
-    priority = np.where(has_room, rng.random((samples, n_strata)), np.inf)
-    rank = priority.argsort(axis=1).argsort(axis=1)
-    allocation = base + (rank < extra)  # (samples, strata)
     # A random order of the queries within each stratum, per sample.
-    order = np.lexsort(
-        (rng.random((samples, len(codes))), np.broadcast_to(codes, (samples, len(codes))))
-    )
-    start = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=n_strata))[:-1]])
+    keys = (rng.random((samples, len(codes))), np.broadcast_to(codes, (samples, len(codes))))
+    order = np.lexsort(keys)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     position = np.empty_like(order)
     np.put_along_axis(position, order, np.arange(len(codes)) - start[codes[order]], axis=1)
-    quota = allocation[:, codes]  # (samples, queries)
-    pick_a = position < quota
-    a = np.nonzero(pick_a)[1].reshape(samples, size)
-    if not disjoint:
+    quota_a = allocation_a[:, codes]  # (samples, queries)
+    a = np.nonzero(position < quota_a)[1].reshape(samples, size)
+    if allocation_b is None:
         return a, None
-    pick_b = (position >= quota) & (position < 2 * quota)
+    pick_b = (position >= quota_a) & (position < quota_a + allocation_b[:, codes])
     return a, np.nonzero(pick_b)[1].reshape(samples, size)
 
 

@@ -1,0 +1,317 @@
+"""Commands ``crowdprefs stats test|power|stability|gawm`` over a system×query scores file."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .. import gawm as G
+from .. import power as P
+from ..console import console
+from ..errors import InputError
+from ..stats import PAIRWISE_TESTS, friedman, friedman_tukey, pairwise_tests, read_scores
+from .app import app
+
+stats_app = typer.Typer(
+    help="Significance tests, power and stability studies, GAWM and HITS over a scores file "
+    "(system,query,measure,score as written by 'crowdprefs evaluate --format csv', or a wide "
+    "CSV: first column system, one column per query).",
+    no_args_is_help=True,
+)
+app.add_typer(stats_app, name="stats")
+
+ScoresFile = Annotated[
+    Path, typer.Option("--scores", help="Scores file: long CSV/JSON or wide CSV.")
+]
+Measures = Annotated[
+    list[str] | None,
+    typer.Option("--measure", "-m", help="Measure(s) to use (repeatable); default: all."),
+]
+StrataFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--strata",
+        help="Query strata file (query first, stratum in the last column, e.g. MIREX "
+        "metadata.txt with the genre); subsets then take strata with equal priors.",
+    ),
+]
+StratumColumn = Annotated[
+    int | None,
+    typer.Option("--stratum-column", help="1-based column of the stratum (default: last)."),
+]
+Procedures = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--procedure",
+        "-p",
+        help="Procedure(s), repeatable: "
+        + "; ".join(f"{p.name} = {p.description}" for p in P.PROCEDURES.values())
+        + ". Default: FT and W1.",
+    ),
+]
+Samples = Annotated[int, typer.Option("--samples", "-r", help="Random subsets per size.")]
+Step = Annotated[int, typer.Option("--step", help="Subset sizes step, step·2, … (queries).")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the subset sampling.")]
+PlotFile = Annotated[
+    Path | None, typer.Option("--plot", help="Write the curves to this image (PNG, PDF, SVG).")
+]
+OutputFile = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Also write the tidy table as CSV here.")
+]
+
+
+class Format(StrEnum):
+    table = "table"
+    csv = "csv"
+
+
+class Axioms(StrEnum):
+    A = "A"
+    B = "B"
+    uniform = "uniform"
+
+
+Mean = StrEnum("Mean", {name: name for name in G.MEANS})
+TestName = StrEnum("TestName", {name: name for name in (*PAIRWISE_TESTS, "friedman-tukey")})
+
+
+def _matrices(path: Path, measures: list[str] | None, scale: float = 1.0) -> dict:
+    matrices = read_scores(path)
+    if measures:
+        unknown = [m for m in measures if m not in matrices]
+        if unknown:
+            raise InputError(
+                f"{path}: no measure {unknown[0]!r}; the file has {', '.join(matrices)}"
+            )
+        matrices = {m: matrices[m] for m in measures}
+    if scale <= 0:
+        raise InputError(f"--scale must be positive, got {scale}")
+    return {name: matrix / scale for name, matrix in matrices.items()}
+
+
+def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int = 4) -> None:
+    if output_format is Format.csv:
+        sys.stdout.write(frame.to_csv(index=False, lineterminator="\n"))
+        return
+    table = Table(title=title)
+    for column in frame.columns:
+        numeric = pd.api.types.is_numeric_dtype(frame[column])
+        table.add_column(str(column), justify="right" if numeric else "left")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(f"{v:.{digits}f}" if isinstance(v, float) else escape(str(v)) for v in row))
+    console.print(table)
+
+
+def _write_csv(frame: pd.DataFrame, path: Path | None) -> None:
+    if path is None:
+        return
+    temporary = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(temporary, index=False, lineterminator="\n")
+    temporary.replace(path)
+    console.print(f"wrote {escape(str(path))}")
+
+
+@stats_app.command("test")
+def test_command(
+    scores: ScoresFile,
+    measure: Measures = None,
+    test: Annotated[
+        TestName, typer.Option("--test", "-t", help="Pairwise test, or MIREX's Friedman-Tukey.")
+    ] = TestName("wilcoxon"),
+    alpha: Annotated[float, typer.Option("--alpha", help="Significance level α.")] = 0.05,
+    one_sided: Annotated[
+        bool,
+        typer.Option(
+            "--one-sided", help="1-tailed, in the direction of the observed mean difference."
+        ),
+    ] = False,
+    correction: Annotated[
+        str | None,
+        typer.Option("--correction", help="Multiple-comparison correction (holm, fdr_bh...)."),
+    ] = None,
+    output_format: Annotated[
+        Format, typer.Option("--format", help="Output format.")
+    ] = Format.table,
+) -> None:
+    """Test every pair of systems per measure (Wilcoxon, t, sign, Mann-Whitney, Friedman-Tukey)."""
+    tables = []
+    for name, matrix in _matrices(scores, measure).items():
+        if test.value == "friedman-tukey":
+            result = friedman(matrix)
+            if output_format is Format.table:
+                console.print(
+                    f"{escape(name)}: Friedman χ² = {result.statistic:.3f}, "
+                    f"df = {len(matrix) - 1}, p = {result.p:.3g}"
+                )
+            table = friedman_tukey(matrix, alpha)
+        else:
+            table = pairwise_tests(matrix, test.value, alpha, one_sided, correction)
+        table.insert(0, "measure", name)
+        tables.append(table)
+    frame = pd.concat(tables, ignore_index=True)
+    if output_format is Format.table:
+        count = int(frame.significant.sum())
+        console.print(f"{count} of {len(frame)} pairs significant")
+    _render(frame, f"{test.value} tests, α = {alpha}", output_format)
+
+
+def _study(
+    kind: str,
+    scores: Path,
+    measure: list[str] | None,
+    strata: Path | None,
+    stratum_column: int | None,
+    procedure: list[str] | None,
+    samples: int,
+    step: int,
+    seed: int,
+    plot: Path | None,
+    output: Path | None,
+    output_format: Format,
+) -> None:
+    matrices = _matrices(scores, measure)
+    strata_series = None if strata is None else P.read_strata(strata, stratum_column)
+    n_queries = next(iter(matrices.values())).shape[1]
+    if step < 1:
+        raise InputError(f"--step must be at least 1, got {step}")
+    sizes = P.default_sizes(n_queries, step, stability=kind == "stability")
+    study = P.power_study if kind == "power" else P.stability_study
+    table = study(matrices, strata_series, sizes, samples, procedure or ("FT", "W1"), seed)
+    _write_csv(table, output)
+    if plot is not None:
+        value = "power" if kind == "power" else "conflicts"
+        P.plot_curves(table, value, plot, title=f"evaluation {kind} ({samples} samples per size)")
+        if output_format is Format.table:
+            console.print(f"wrote {escape(str(plot))}")
+    if output_format is Format.csv:
+        _render(table, kind, output_format)
+        return
+    value = "power" if kind == "power" else "conflicts"
+    wide = table.pivot_table(
+        index="size", columns=["measure", "procedure"], values=value, sort=False
+    )
+    wide.columns = [f"{m} {p}" for m, p in wide.columns]
+    _render((100 * wide).reset_index().round(1), f"{value} (% of system pairs)", output_format, 1)
+    if kind == "stability":
+        last = table[table["size"] == table["size"].max()]
+        columns = ["measure", "procedure", "size", "power", "conflicts", "stable", "swaps"]
+        _render(last[columns + ["significant_swaps"]], "largest disjoint subsets", output_format)
+
+
+@stats_app.command("power")
+def power_command(
+    scores: ScoresFile,
+    measure: Measures = None,
+    strata: StrataFile = None,
+    stratum_column: StratumColumn = None,
+    procedure: Procedures = None,
+    samples: Samples = 500,
+    step: Step = 5,
+    seed: Seed = 0,
+    plot: PlotFile = None,
+    output: OutputFile = None,
+    output_format: Annotated[
+        Format, typer.Option("--format", help="Output format.")
+    ] = Format.table,
+) -> None:
+    """Power: share of system pairs significant in query subsets of growing size (seed 001)."""
+    _study(
+        "power", scores, measure, strata, stratum_column, procedure, samples, step, seed, plot,
+        output, output_format,
+    )  # fmt: skip
+
+
+@stats_app.command("stability")
+def stability_command(
+    scores: ScoresFile,
+    measure: Measures = None,
+    strata: StrataFile = None,
+    stratum_column: StratumColumn = None,
+    procedure: Procedures = None,
+    samples: Samples = 500,
+    step: Step = 5,
+    seed: Seed = 0,
+    plot: PlotFile = None,
+    output: OutputFile = None,
+    output_format: Annotated[
+        Format, typer.Option("--format", help="Output format.")
+    ] = Format.table,
+) -> None:
+    """Stability: conflicts and swaps between disjoint query subsets, up to N/2 (seed 001)."""
+    _study(
+        "stability", scores, measure, strata, stratum_column, procedure, samples, step, seed,
+        plot, output, output_format,
+    )  # fmt: skip
+
+
+@stats_app.command("gawm")
+def gawm_command(
+    scores: ScoresFile,
+    measure: Measures = None,
+    axioms: Annotated[
+        Axioms, typer.Option("--axioms", help="A: A1/A2 (eqs. 7-8); B: B1/B2 (eqs. 7, 9).")
+    ] = Axioms.A,
+    system_mean: Annotated[
+        Mean, typer.Option("--system-mean", help="Mean function for system performance E_s.")
+    ] = Mean("arithmetic"),
+    topic_mean: Annotated[
+        Mean, typer.Option("--topic-mean", help="Mean function for topic ease E_t.")
+    ] = Mean("arithmetic"),
+    scale: Annotated[
+        float, typer.Option("--scale", help="Divide scores by this (GAWM needs [0, 1]).")
+    ] = 1.0,
+    tol: Annotated[float, typer.Option("--tol", help="Convergence threshold.")] = 1e-9,
+    max_iter: Annotated[int, typer.Option("--max-iter", help="Maximum iterations.")] = 1000,
+    loto: Annotated[
+        bool, typer.Option("--loto", help="Also run the leave-one-topic-out predictive check.")
+    ] = False,
+    output_format: Annotated[
+        Format, typer.Option("--format", help="Output format.")
+    ] = Format.table,
+) -> None:
+    """GAWM scores and weights beside the mean and HITS, with correlations (seed 004)."""
+    for name, matrix in _matrices(scores, measure, scale).items():
+        result = G.gawm(matrix, axioms.value, system_mean.value, topic_mean.value, tol, max_iter)
+        systems_hits, _ = G.hits(matrix)
+        probability = G.p_better(matrix, result.topics.weight)
+        best = result.systems.score.idxmax()
+        frame = (
+            result.systems.assign(
+                hits_authority=systems_hits.authority,
+                rank=result.systems.score.rank(ascending=False, method="min").astype(int),
+                rank_mean=result.systems["mean"].rank(ascending=False, method="min").astype(int),
+                p_best_better=probability.loc[best],
+            )
+            .sort_values("score", ascending=False)
+            .rename_axis("system")
+            .reset_index()
+        )
+        if output_format is Format.csv:
+            frame.insert(0, "measure", name)
+        status = "converged" if result.converged else "did NOT converge"
+        if output_format is Format.table:
+            console.print(
+                f"{escape(name)}: GAWM axioms {axioms.value}, system mean {system_mean.value}, "
+                f"topic mean {topic_mean.value}: {status} after {result.iterations} iterations"
+            )
+        _render(frame, f"GAWM systems ({name})", output_format)
+        if output_format is Format.table:
+            correlations = G.correlations(matrix, result).rename("pearson").reset_index()
+            _render(
+                correlations.rename(columns={"index": "pair"}), "correlations", output_format, 3
+            )
+            if loto:
+                table = G.leave_one_topic_out(
+                    matrix, axioms.value, system_mean.value, topic_mean.value, tol, max_iter
+                )
+                console.print(
+                    f"leave-one-topic-out mean Kendall τ with the held-out topic: "
+                    f"mean {table.tau_mean.mean():.3f}, GAWM {table.tau_gawm.mean():.3f}"
+                )
