@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from .adaptive import StoppingRule, answers_wanted, decide
 from .aggregate import count_answers, inter_agreement, verdicts
 from .budget import batch_cost, check_budget
 from .crowds.base import Crowd
@@ -58,7 +59,8 @@ def next_batch(project: Project) -> int | None:
     rng = np.random.default_rng([project.seed, iteration, 0xBA7C])
     position = rng.permutation(len(needed))
     a_is_x = rng.integers(0, 2, len(needed))
-    wanted = project.settings.answers_per_pair
+    rule = stopping_rule(project)
+    wanted = project.settings.answers_per_pair if rule is None else rule.initial
     with store.transaction() as conn:
         conn.execute(
             "INSERT INTO batches (iteration, status, created_at) VALUES (?, 'built', ?)",
@@ -151,16 +153,58 @@ def missing_answers(project: Project, iteration: int) -> pd.DataFrame:
     )
 
 
+def stopping_rule(project: Project) -> StoppingRule | None:
+    """The project's adaptive rule (``[adaptive]`` section), ``None`` for the fixed design."""
+    settings = project.settings
+    return StoppingRule.from_section(
+        project.section("adaptive"), settings.answers_per_pair, settings.aggregation
+    )
+
+
+def _extend_undecided(project: Project, iteration: int, rule: StoppingRule) -> int:
+    """Adaptive answers: raise ``answers_wanted`` (and the HITs' assignments) of the batch's
+    undecided sorting pairs by the rule's step, after checking the budget; returns how many."""
+    store = project.store
+    pairs = store.pairs(iteration).set_index("pair_id")
+    pairs = pairs[pairs["kind"] == "sort"]
+    counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
+    grow = wanted > pairs["answers_wanted"].to_numpy()
+    if not grow.any():
+        return 0
+    settings = project.settings
+    old, new = pairs["answers_wanted"].to_numpy()[grow], wanted[grow]
+    extra = batch_cost(settings.reward, new, settings.fees) - batch_cost(
+        settings.reward, old, settings.fees
+    )
+    check_budget(extra, committed_cost(project), settings.budget)
+    rows = [(int(n), int(p)) for n, p in zip(new, pairs.index[grow], strict=True)]
+    with store.transaction() as conn:
+        conn.executemany("UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?", rows)
+        conn.executemany("UPDATE hits SET max_assignments = ? WHERE pair_id = ?", rows)
+    return len(rows)
+
+
 def collect(project: Project, crowd: Crowd) -> int:
-    """Collect the published batch's answers; marks it collected once every pair has them."""
+    """Collect the published batch's answers; marks it collected once every pair has them.
+
+    With adaptive answers, pairs still undecided once they have their answers get more wanted
+    (:func:`_extend_undecided`) and are collected again, until every pair is decided.
+    """
     iteration = _open_batch(project, ("published", "collected"))
     store = project.store
-    pairs = store.frame(
+    query = (
         "SELECT p.* FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?"
-        " WHERE p.iteration = ? ORDER BY p.position",
-        (crowd.name, iteration),
+        " WHERE p.iteration = ? ORDER BY p.position"
     )
-    new = crowd.collect(project, pairs)
+    new = crowd.collect(project, store.frame(query, (crowd.name, iteration)))
+    rule = stopping_rule(project)
+    while (
+        rule is not None
+        and missing_answers(project, iteration).empty
+        and _extend_undecided(project, iteration, rule)
+    ):
+        new += crowd.collect(project, store.frame(query, (crowd.name, iteration)))
     if missing_answers(project, iteration).empty:
         with store.transaction() as conn:
             if store.last_batch()["status"] == "published":
@@ -180,6 +224,9 @@ def aggregate(project: Project) -> pd.DataFrame:
     verdict, p = verdicts(
         counts["more"], counts["equal"], counts["less"], project.settings.aggregation
     )
+    rule = stopping_rule(project)
+    if rule is not None:
+        verdict = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
     result = pairs.drop(columns=["verdict", "p_value"]).join(counts)
     result["verdict"], result["p_value"] = verdict, p
     result["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
