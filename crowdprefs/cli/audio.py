@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from audio_prep import PrepareOptions, prepare_clips, renderer
-
 from ..console import console, err_console
 from ..errors import InputError
 from .app import app
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from audio_prep import PrepareOptions
 
 audio_app = typer.Typer(
     help="Prepare clips for the HITs: render MIDI, trim silence, normalise loudness, encode.",
@@ -24,7 +27,7 @@ audio_app = typer.Typer(
 app.add_typer(audio_app, name="audio")
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     mp3 = "mp3"
     ogg = "ogg"
     m4a = "m4a"
@@ -44,6 +47,8 @@ def _options(
     mono: bool,
     soundfont: Path | None,
 ) -> PrepareOptions:
+    from audio_prep import PrepareOptions, renderer  # imported late: keeps `--help` quick
+
     options = PrepareOptions(
         format=fmt.value,
         bitrate=bitrate,
@@ -141,4 +146,6 @@ def prepare(
         mono,
         soundfont,
     )
+    from audio_prep import prepare_clips
+
     report(prepare_clips(src, dst, options, jobs), dst)

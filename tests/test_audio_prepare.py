@@ -1,0 +1,226 @@
+"""prepare_clips and `crowdprefs audio prepare`: mixed folders, bad files, cache, atomicity."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pretty_midi
+import pytest
+import scipy.io.wavfile
+
+from audio_prep import (
+    MANIFEST_NAME,
+    PrepareOptions,
+    clip_seconds,
+    decode,
+    integrated_loudness,
+    prepare_clips,
+    read_manifest,
+)
+from audio_prep.codec import FFMPEG
+from crowdprefs.cli import main
+from crowdprefs.errors import InputError
+
+RATE = 44100
+GOOD = ["mel.mid", "sub/deep/tone.flac", "song.mp3", "sub/tone.ogg", "tone.wav"]
+BAD = {
+    "bad.mp3": "Invalid data",
+    "empty.wav": "empty",
+    "nonotes.mid": "no notes",
+    "notes.txt": "unsupported file type '.txt'",
+    "silent.wav": "silent throughout",
+}
+
+
+def burst(lead: float, body: float, trail: float, freq: float = 440.0) -> np.ndarray:
+    t = np.arange(round(body * RATE)) / RATE
+    x = np.concatenate(
+        [
+            np.zeros(round(lead * RATE)),
+            0.4 * np.sin(2 * np.pi * freq * t),
+            np.zeros(round(trail * RATE)),
+        ]
+    )
+    return np.stack([x, x], axis=1).astype(np.float32)
+
+
+def write_melody(path, start: float) -> None:
+    midi = pretty_midi.PrettyMIDI()
+    piano = pretty_midi.Instrument(program=0)
+    for i, pitch in enumerate([60, 62, 64, 65, 67]):
+        piano.notes.append(pretty_midi.Note(90, pitch, start + 0.2 * i, start + 0.2 * (i + 1)))
+    midi.instruments.append(piano)
+    midi.write(str(path))
+
+
+@pytest.fixture()
+def sources(tmp_path):
+    """A folder with every supported kind of input (1.3 s of leading silence, 1.0 s of tone,
+    0.7 s of trailing silence), and every kind of bad input."""
+    src = tmp_path / "src"
+    (src / "sub" / "deep").mkdir(parents=True)
+    scipy.io.wavfile.write(src / "tone.wav", RATE, burst(1.3, 1.0, 0.7))
+    for name in ["sub/deep/tone.flac", "sub/tone.ogg", "song.mp3"]:
+        subprocess.run(
+            [FFMPEG, "-v", "error", "-i", str(src / "tone.wav"), str(src / name)], check=True
+        )
+    write_melody(src / "mel.mid", start=1.5)
+    (src / "empty.wav").write_bytes(b"")
+    (src / "bad.mp3").write_bytes(b"\xff\xfb garbage " * 40)
+    pretty_midi.PrettyMIDI().write(str(src / "nonotes.mid"))
+    (src / "notes.txt").write_text("not audio")
+    scipy.io.wavfile.write(src / "silent.wav", RATE, np.zeros((RATE, 2), np.int16))
+    (src / ".hidden.wav").write_bytes(b"ignored")
+    return src
+
+
+def test_every_good_file_is_prepared_and_every_bad_one_listed(sources, tmp_path):
+    dst = tmp_path / "dst"
+    table = prepare_clips(sources, dst, PrepareOptions(keep_ms=100.0), progress=False)
+    assert list(table["source"]) == sorted(GOOD + list(BAD))
+    failed = table.set_index("source").loc[list(BAD)]
+    for name, reason in BAD.items():
+        assert reason in failed.loc[name, "error"], name
+        assert failed.loc[name, "output"] == ""
+    ok = table[table["error"] == ""].set_index("source")
+    assert sorted(ok.index) == sorted(GOOD)
+    # base names kept, sub-folders mirrored, the manifest written beside the outputs
+    assert ok.loc["sub/deep/tone.flac", "output"] == "sub/deep/tone.mp3"
+    pd.testing.assert_frame_equal(read_manifest(dst / MANIFEST_NAME), table)
+    for name in ["tone.wav", "sub/deep/tone.flac", "sub/tone.ogg", "song.mp3"]:
+        row = ok.loc[name]
+        assert row["seconds_before"] == pytest.approx(3.0, abs=0.03)
+        assert row["seconds_after"] == pytest.approx(1.2, abs=0.010)  # 1.0 s + 2 x 100 ms
+        assert row["loudness_lufs"] == pytest.approx(-23.0) and row["peak_dbfs"] <= -1.0
+        assert len(row["sha256"]) == 64
+    mel = ok.loc["mel.mid"]  # 1.5 s of leading rest, five 0.2 s notes, nothing after
+    assert mel["seconds_before"] == pytest.approx(2.5)
+    assert mel["seconds_after"] == pytest.approx(1.1, abs=0.010)
+    for output, seconds in zip(ok["output"], ok["seconds_after"], strict=True):
+        decoded = decode(dst / output)
+        assert decoded.seconds == pytest.approx(seconds, abs=0.010)
+        assert integrated_loudness(decoded.samples, decoded.rate) == pytest.approx(-23.0, abs=0.6)
+    leftovers = [p for p in dst.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+    assert leftovers == []
+
+
+def test_a_rerun_only_processes_what_changed(sources, tmp_path):
+    dst = tmp_path / "dst"
+    first = prepare_clips(sources, dst, progress=False).set_index("source")
+    stamps = {p: p.stat().st_mtime_ns for p in dst.rglob("*.mp3")}
+    again = prepare_clips(sources, dst, progress=False).set_index("source")
+    ok = again["error"] == ""
+    assert again.loc[ok, "cached"].all() and not again.loc[~ok, "cached"].any()
+    assert {p: p.stat().st_mtime_ns for p in dst.rglob("*.mp3")} == stamps
+    # new content in one file, one output deleted: exactly those two are made again
+    scipy.io.wavfile.write(sources / "tone.wav", RATE, burst(0.5, 2.0, 0.5))
+    (dst / "sub" / "tone.mp3").unlink()
+    third = prepare_clips(sources, dst, progress=False).set_index("source")
+    remade = third.index[(third["error"] == "") & ~third["cached"]]
+    assert sorted(remade) == ["sub/tone.ogg", "tone.wav"]
+    assert third.loc["tone.wav", "seconds_after"] == pytest.approx(2.2, abs=0.010)
+    assert third.loc["tone.wav", "sha256"] != first.loc["tone.wav", "sha256"]
+    # other settings: everything is made again
+    fourth = prepare_clips(sources, dst, PrepareOptions(keep_ms=0.0), progress=False)
+    assert not fourth["cached"].any()
+
+
+def test_two_jobs_give_the_same_manifest_as_one(sources, tmp_path):
+    one = prepare_clips(sources, tmp_path / "one", jobs=1, progress=False)
+    two = prepare_clips(sources, tmp_path / "two", jobs=2, progress=False)
+    pd.testing.assert_frame_equal(one, two)
+
+
+def test_a_list_of_files_keeps_their_layout_and_reports_missing_ones(sources, tmp_path):
+    files = [sources / "tone.wav", sources / "sub" / "tone.ogg", sources / "gone.wav"]
+    table = prepare_clips(files, tmp_path / "dst", PrepareOptions(format="ogg"), progress=False)
+    rows = table.set_index("source")
+    assert rows.loc["sub/tone.ogg", "output"] == "sub/tone.ogg"
+    assert rows.loc["tone.wav", "output"] == "tone.ogg"
+    assert "No such file" in rows.loc["gone.wav", "error"]
+
+
+def test_two_sources_with_one_output_name_are_not_both_written(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    scipy.io.wavfile.write(src / "a.wav", RATE, burst(0.1, 0.5, 0.1))
+    subprocess.run(
+        [FFMPEG, "-v", "error", "-i", str(src / "a.wav"), str(src / "a.flac")], check=True
+    )
+    rows = prepare_clips(src, tmp_path / "dst", progress=False).set_index("source")
+    assert rows.loc["a.flac", "output"] == "a.mp3"
+    assert "a.mp3 is already made from a.flac" in rows.loc["a.wav", "error"]
+
+
+def test_sources_inside_the_destination_are_not_inputs(sources):
+    table = prepare_clips(sources, sources / "prepared", progress=False)
+    again = prepare_clips(sources, sources / "prepared", progress=False)
+    assert len(table) == len(again) and not again["source"].str.startswith("prepared").any()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        PrepareOptions(format="wma"),
+        PrepareOptions(threshold_db=3.0),
+        PrepareOptions(max_seconds=0.0),
+        PrepareOptions(loudness=5.0),
+        PrepareOptions(sample_rate=100),
+        PrepareOptions(soundfont="missing.sf2"),
+    ],
+)
+def test_bad_options_are_one_clear_error(sources, tmp_path, options):
+    with pytest.raises(InputError):
+        prepare_clips(sources, tmp_path / "dst", options, progress=False)
+
+
+def test_missing_or_empty_sources_are_one_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no such file or folder"):
+        prepare_clips(tmp_path / "nowhere", tmp_path / "dst", progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="holds no files"):
+        prepare_clips(tmp_path / "empty", tmp_path / "dst", progress=False)
+
+
+def test_excerpts_resampling_and_mono(tmp_path):
+    src = tmp_path / "long.wav"
+    scipy.io.wavfile.write(src, 48000, np.tile(burst(0.0, 3.0, 0.0)[: 3 * RATE], (2, 1)))
+    options = PrepareOptions(max_seconds=2.5, sample_rate=22050, mono=True, format="m4a")
+    row = prepare_clips(src, tmp_path / "dst", options, progress=False).iloc[0]
+    out = decode(tmp_path / "dst" / row["output"])
+    assert out.rate == 22050 and out.samples.shape[1] == 1
+    assert out.seconds == pytest.approx(2.5, abs=0.010) == clip_seconds(tmp_path / "dst/long.m4a")
+
+
+def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """Run the console-script entry point in-process: exit code, stdout, stderr."""
+    monkeypatch.setattr(sys, "argv", ["crowdprefs", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    out, err = capsys.readouterr()
+    return exit_.value.code, out, err
+
+
+def test_the_command_lists_failures_and_exits_non_zero(sources, tmp_path, monkeypatch, capsys):
+    dst = str(tmp_path / "dst")
+    code, out, err = run_cli(monkeypatch, capsys, "audio", "prepare", str(sources), dst, "-j", "1")
+    assert code == 2
+    assert "5 of 10 clips ready" in out
+    for name in BAD:
+        assert name in err
+    assert "Traceback" not in err
+    assert "error: 5 of 10 files could not be" in err
+    for name in BAD:
+        (sources / name).unlink()
+    code, out, err = run_cli(monkeypatch, capsys, "audio", "prepare", str(sources), dst)
+    assert code == 0, err
+    assert "5 of 5 clips ready" in out and "5 unchanged" in out
+
+
+def test_the_command_refuses_bad_options_in_one_line(sources, tmp_path, monkeypatch, capsys):
+    args = ["audio", "prepare", str(sources), str(tmp_path / "dst"), "--threshold-db", "6"]
+    code, _, err = run_cli(monkeypatch, capsys, *args)
+    assert code == 2 and err.strip().startswith("error: threshold 6.0 dB must be below 0")
