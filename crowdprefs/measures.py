@@ -60,11 +60,6 @@ class Judged:
     n_judged: np.ndarray
     length: np.ndarray = field(repr=False)
 
-    @property
-    def depth(self) -> int:
-        """Number of rank positions held (the longest run)."""
-        return self.gain.shape[2]
-
 
 def as_levels(truth: pd.DataFrame) -> pd.DataFrame:
     """The ground truth as levels ``[query, document, gain]`` (lists converted, see module doc)."""
@@ -443,6 +438,11 @@ class Measure:
             + (f"@{self.cutoff}" if self.cutoff else "")
         )
 
+    @property
+    def depth(self) -> int | None:
+        """Ranks of a run the measure reads: its cutoff, or ``None`` (all) without one."""
+        return None if self.name in ("BEP", "Fmax") else self.cutoff
+
     def __call__(self, data: Judged) -> np.ndarray:
         kind = MEASURES[self.name]
         args = {"k": self.cutoff} if kind.cutoff != "none" else {}
@@ -501,7 +501,8 @@ def score(
     parsed = [m if isinstance(m, Measure) else parse_measure(m, k) for m in measures]
     if not parsed:
         raise InputError("no measure to compute")
-    data = judge(runs, truth)
+    depths = [m.depth for m in parsed]
+    data = judge(runs, truth, depth=None if None in depths else max(depths))
     n_s, n_q = len(data.systems), len(data.queries)
     return pd.DataFrame(
         {
