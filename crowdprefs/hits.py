@@ -21,6 +21,7 @@ autoescaped. The fields a submission carries are :data:`ANSWER_FIELDS`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -224,6 +225,9 @@ def render_preference_hit(
     )
 
 
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def _cdata(text: str) -> str:
     """``text`` as CDATA sections (a ``]]>`` inside is split across two sections)."""
     return "<![CDATA[" + text.replace("]]>", "]]]]><![CDATA[>") + "]]>"
@@ -235,8 +239,7 @@ def htmlquestion_xml(html: str, frame_height: int = 800) -> str:
     Raises :class:`InputError` when the page holds characters XML cannot carry or the XML is
     larger than MTurk's 65,535-byte limit on ``Question``.
     """
-    bad = next((c for c in html if ord(c) < 32 and c not in "\t\n\r"), None)
-    if bad is not None or "\ufffe" in html or "\uffff" in html:
+    if _NOT_XML.search(html):
         raise InputError("the HIT's HTML holds a control character XML cannot carry")
     xml = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'

@@ -17,7 +17,7 @@ from .base import Crowd
 if TYPE_CHECKING:
     from ..project import Project
 
-CROWDS = ("simulated", "web")
+CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake")
 
 
 def get_crowd(name: str, project: Project) -> Crowd:
@@ -26,6 +26,12 @@ def get_crowd(name: str, project: Project) -> Crowd:
         from .simulated import SimulatedCrowd
 
         return SimulatedCrowd.for_project(project)
+    if name in ("mturk-sandbox", "mturk-fake"):
+        from .mturk import MTurkCrowd
+
+        return MTurkCrowd.for_crowd_name(name, project)
+    if name == "mturk":
+        raise InputError("live MTurk is reached only with 'crowdprefs mturk publish --live'")
     if name == "web":
         from .web import WebCrowd
 
