@@ -19,6 +19,7 @@ import pandas as pd
 from .adaptive import StoppingRule, answers_wanted, decide
 from .aggregate import count_answers, inter_agreement, verdicts
 from .budget import batch_cost, check_budget
+from .checks import add_checks
 from .crowds.base import Crowd
 from .errors import BudgetError, StateError
 from .project import Project
@@ -74,6 +75,7 @@ def next_batch(project: Project) -> int | None:
                 for (q, x, y), a, p in zip(needed, a_is_x, position, strict=True)
             ],
         )
+        add_checks(conn, project, iteration, wanted)  # attention checks ([checks]; off by default)
     return iteration
 
 
