@@ -255,3 +255,69 @@ def htmlquestion_xml(html: str, frame_height: int = 800) -> str:
             "shorten the [hit] texts"
         )
     return xml
+
+
+_INDEX = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Preview of batch {{ iteration }}</title>
+<style>body{font-family:system-ui,sans-serif;margin:1.5rem}td,th{padding:.2rem .6rem}</style>
+</head><body>
+<h1>Batch {{ iteration }}: {{ rows|length }} HITs</h1>
+<p>Each HIT as a worker sees it before accepting it (nothing can be answered), and as after
+accepting it. Answers submitted here go nowhere but this page's server.</p>
+<table><tr><th>#</th><th>query</th><th>variation A</th><th>variation B</th><th>kind</th>
+<th>preview</th><th>try</th></tr>
+{% for row in rows %}<tr><td>{{ row.position }}</td><td>{{ row.query }}</td><td>{{ row.a }}</td>
+<td>{{ row.b }}</td><td>{{ row.kind }}</td>
+<td><a href="{{ row.file }}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE">preview</a></td>
+<td><a href="{{ row.file }}?assignmentId=PREVIEW-{{ row.position }}">try</a></td></tr>
+{% endfor %}</table></body></html>
+"""
+
+
+def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
+    """Render every HIT of a batch into ``folder`` (clips copied under ``folder/clips``).
+
+    Writes ``hit-NNN.html`` (in MTurk mode: ``?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`` shows
+    the preview, any other id lets one answer; answers post to ``submitted``) and
+    ``index.html``. Returns the HIT files in batch order.
+    """
+    from .hosting import FolderHost
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs = project.store.pairs(iteration)
+    if pairs.empty:
+        raise InputError(f"batch {iteration} has no pairs")
+    host = FolderHost(folder)
+    clips = {
+        p for pair in pairs.to_dict("records") for p in pair_clips(project, pair).values() if p
+    }
+    host.prepare(clips)
+    written, rows = [], []
+    for pair in pairs.to_dict("records"):
+        name = f"hit-{int(pair['position']) + 1:03d}.html"
+        html = render_preference_hit(
+            project, pair, mode="mturk", submit_url="submitted", clip_url=host.url
+        )
+        _write_text(folder / name, html)
+        written.append(folder / name)
+        a_is_x = bool(pair["a_is_x"])
+        rows.append(
+            {
+                "position": int(pair["position"]) + 1,
+                "query": pair["query"],
+                "a": pair["x"] if a_is_x else pair["y"],
+                "b": pair["y"] if a_is_x else pair["x"],
+                "kind": pair["kind"],
+                "file": name,
+            }
+        )
+    index = _environment().from_string(_INDEX).render(iteration=iteration, rows=rows)
+    _write_text(folder / "index.html", index)
+    return written
+
+
+def _write_text(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".part")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import sys
 
-import click
+import typer
 from rich.markup import escape
 
 from ..console import err_console
 from ..errors import CrowdprefsError
 from . import core  # noqa: F401  (registers its commands)
+from . import mturk  # noqa: F401  (preview, mturk ...)
 from . import audit  # noqa: F401  (audit, import-answers, replay)
 from . import web  # noqa: F401  (registers its commands)
 from . import evaluate  # noqa: F401  (registers its commands)
@@ -32,10 +33,12 @@ def main() -> None:
         code = app(standalone_mode=False)
     except CrowdprefsError as error:
         _fail(str(error), error.exit_code)
-    except click.ClickException as error:  # bad option, missing argument, ...
-        _fail(error.format_message(), error.exit_code)
-    except click.exceptions.Abort:
+    except typer.Exit as error:
+        sys.exit(error.exit_code)
+    except typer.Abort:
         _fail("aborted", 1)
+    except typer.TyperException as error:  # bad option, missing argument, ... (typer's click)
+        _fail(error.format_message(), getattr(error, "exit_code", 2))
     except KeyboardInterrupt:
         _fail("interrupted: the state on disk is consistent; rerun the command to resume", 130)
     except OSError as error:  # unreadable or unwritable files, full disks, ...

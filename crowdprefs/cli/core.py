@@ -266,6 +266,13 @@ def demo(
     seed: Annotated[
         int, typer.Option(help="Seed of the synthetic collection, the crowd and the sort.")
     ] = DEFAULT_SEED,
+    crowd: Annotated[
+        str,
+        typer.Option(
+            "--crowd",
+            help="simulated, or mturk-fake: the same simulated workers behind a local MTurk fake.",
+        ),
+    ] = "simulated",
 ) -> None:
     """Run a whole campaign on a synthetic collection with the simulated crowd, end to end.
 
@@ -287,7 +294,9 @@ def demo(
             f"demo collection: {frame['query'].nunique()} queries, {len(frame)} candidates "
             f"({sizes.min()}–{sizes.max()} per query)"
         )
-        run_with_progress(project, "simulated", "demo campaign (simulated crowd)")
+        if crowd not in ("simulated", "mturk-fake"):
+            raise InputError(f"the demo runs with --crowd simulated or mturk-fake, not {crowd!r}")
+        run_with_progress(project, crowd, f"demo campaign ({crowd} crowd)")
         lists = driver.lists(project)
         write_lists(lists, directory / "lists.qrel")
         contradictions = driver.query_contradictions(project)

@@ -568,8 +568,21 @@ class MTurkCrowd:
         """Fetch new answers, then review the batch (approve, reject, block, replace)."""
         if pairs.empty:
             return 0
+        from ..driver import missing_answers
+
+        iteration = int(pairs["iteration"].iloc[0])
         new = self.fetch(project, pairs)
-        done = review(project, self, int(pairs["iteration"].iloc[0]), flags=self.flags)
+        last = done = review(project, self, iteration, flags=self.flags)
+        for _ in range(3):  # replacements may be answered at once (always, on the fake)
+            if not last["replaced"]:
+                break
+            short = set(missing_answers(project, iteration)["pair_id"])
+            arrived = self.fetch(project, pairs[pairs["pair_id"].isin(short)])
+            if not arrived:
+                break
+            new += arrived
+            last = review(project, self, iteration, flags=self.flags)
+            done = {what: done[what] + last[what] for what in done}
         if any(done.values()):
             err_console.print(
                 "review: " + ", ".join(f"{count} {what}" for what, count in done.items() if count),

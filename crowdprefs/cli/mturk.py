@@ -1,0 +1,261 @@
+"""Commands: ``preview`` and ``mturk publish | collect | review | reconcile | expire | balance |
+upload``.
+
+MTurk commands act on the sandbox unless ``--live`` is given (publishing live also asks to
+confirm the cost) or ``--fake`` (the project's local fake).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import threading
+import webbrowser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import parse_qsl
+
+import pandas as pd
+import typer
+from rich.table import Table
+
+from .. import driver
+from ..budget import batch_cost
+from ..console import console, err_console
+from ..crowds.mturk import MTurkCrowd
+from ..errors import InputError, StateError
+from ..hits import write_preview
+from ..hosting import clip_paths, host_for_project
+from ..project import Project
+from .app import app
+from .core import ProjectDir
+
+mturk_app = typer.Typer(
+    help="Publish to Amazon Mechanical Turk (sandbox unless --live), collect, review, repair.",
+    no_args_is_help=True,
+)
+app.add_typer(mturk_app, name="mturk")
+
+Live = Annotated[
+    bool, typer.Option("--live", help="Use live MTurk (real money) instead of the sandbox.")
+]
+Fake = Annotated[
+    bool, typer.Option("--fake", help="Use the project's local MTurk fake (no network).")
+]
+Flags = Annotated[
+    Path | None,
+    typer.Option(
+        "--flags", help="CSV worker_id,reason of workers to block (their answers are rejected)."
+    ),
+]
+
+
+def _crowd(project: Project, live: bool, fake: bool, flags: Path | None = None) -> MTurkCrowd:
+    if live and fake:
+        raise InputError("--live and --fake exclude each other")
+    if fake:
+        crowd = MTurkCrowd.for_crowd_name("mturk-fake", project)
+    else:
+        crowd = MTurkCrowd(project, target="live" if live else "sandbox")
+    crowd.flags = _read_flags(flags) if flags else None
+    return crowd
+
+
+def _read_flags(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"flags file not found: {path}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a valid CSV: {error}") from None
+    if not {"worker_id", "reason"} <= set(frame.columns):
+        raise InputError(f"{path}: needs columns worker_id,reason")
+    empty = frame["worker_id"].str.strip() == ""
+    if empty.any():
+        raise InputError(f"{path}:{int(empty.to_numpy().argmax()) + 2}: empty worker_id")
+    return frame[["worker_id", "reason"]]
+
+
+@app.command()
+def preview(
+    directory: ProjectDir,
+    output: Annotated[
+        Path | None, typer.Option(help="Folder for the HTML files (default: PROJECT/preview).")
+    ] = None,
+    iteration: Annotated[
+        int | None, typer.Option(help="Batch to render (default: the open or next batch).")
+    ] = None,
+    open_: Annotated[
+        bool,
+        typer.Option("--open", help="Serve the files on localhost and open them in a browser."),
+    ] = False,
+    port: Annotated[int, typer.Option(help="Port for --open (0: any free port).")] = 0,
+) -> None:
+    """Render a batch's HITs to local HTML files to try them in a browser before paying."""
+    with Project(directory) as project:
+        if iteration is None:
+            iteration = driver.next_batch(project)
+            if iteration is None:
+                last = project.store.last_batch()
+                if last is None:
+                    raise StateError("the project has no batch to preview")
+                iteration = last["iteration"]
+        folder = output or directory / "preview"
+        files = write_preview(project, iteration, folder)
+    console.print(f"wrote {len(files)} HITs of batch {iteration} and index.html to {folder}")
+    if open_:
+        _serve(folder, port)
+
+
+class _PreviewHandler(SimpleHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        length = int(self.headers.get("Content-Length", 0))
+        fields = parse_qsl(self.rfile.read(length).decode("utf-8", "replace"))
+        rows = "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in fields
+        )
+        body = (
+            "<!DOCTYPE html><meta charset='utf-8'><title>Submitted</title>"
+            f"<h1>The HIT would have sent:</h1><table>{rows}</table>"
+            "<p><a href='index.html'>back to the batch</a></p>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(folder: Path, port: int) -> None:
+    handler = functools.partial(_PreviewHandler, directory=str(folder))
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    console.print(f"serving {folder} at {url} (Ctrl-C to stop)")
+    threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+@mturk_app.command("publish")
+def publish(
+    directory: ProjectDir,
+    live: Live = False,
+    fake: Fake = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm a live cost.")] = False,
+    partial: Annotated[
+        bool, typer.Option(help="Publish the part of the batch that fits the budget.")
+    ] = False,
+) -> None:
+    """Publish the open batch (building it if needed): one HIT per pair."""
+    with Project(directory) as project:
+        iteration = driver.next_batch(project)
+        if iteration is None:
+            console.print("every list is closed: nothing to publish")
+            return
+        crowd = _crowd(project, live, fake)
+        if live:
+            todo = project.store.frame(
+                "SELECT answers_wanted FROM pairs WHERE iteration = ? AND pair_id NOT IN"
+                " (SELECT pair_id FROM hits WHERE crowd = ?)",
+                (iteration, crowd.name),
+            )["answers_wanted"]
+            settings = project.settings
+            cost = batch_cost(settings.reward, todo.to_numpy(), settings.fees)
+            budget = (
+                "no budget set" if settings.budget is None else f"budget ${settings.budget:.2f}"
+            )
+            console.print(
+                f"LIVE MTurk: {len(todo)} HITs, {int(todo.sum())} assignments, ${cost:.2f} "
+                f"(committed so far ${driver.committed_cost(project):.2f}; {budget}; "
+                f"balance ${crowd.balance():.2f})"
+            )
+            if not yes and not typer.confirm("Spend this money on live MTurk?", default=False):
+                raise typer.Abort()
+        count = driver.publish(project, crowd, partial=partial)
+        console.print(f"published {count} HITs of batch {iteration} to {crowd.name}")
+
+
+@mturk_app.command("collect")
+def collect(
+    directory: ProjectDir, live: Live = False, fake: Fake = False, flags: Flags = None
+) -> None:
+    """Fetch the published batch's answers and review them."""
+    with Project(directory) as project:
+        crowd = _crowd(project, live, fake, flags)
+        new = driver.collect(project, crowd)
+        batch = project.store.last_batch()
+        console.print(
+            f"collected {new} new answers; batch {batch['iteration']} is {batch['status']}"
+        )
+
+
+@mturk_app.command("review")
+def review_(
+    directory: ProjectDir, live: Live = False, fake: Fake = False, flags: Flags = None
+) -> None:
+    """Apply the review rules to the collected answers (e.g. after adding --flags)."""
+    from ..review import review
+
+    with Project(directory) as project:
+        crowd = _crowd(project, live, fake, flags)
+        last = project.store.last_batch()
+        if last is None:
+            raise StateError("the project has no batch to review")
+        done = review(project, crowd, last["iteration"], flags=crowd.flags)
+        console.print(", ".join(f"{n} {what}" for what, n in done.items()))
+
+
+@mturk_app.command("reconcile")
+def reconcile(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
+    """Compare the state with what MTurk holds: adopt orphan HITs, fetch missing answers."""
+    with Project(directory) as project:
+        report = _crowd(project, live, fake).reconcile(project)
+    table = Table(title="reconcile")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for what, count in report.items():
+        table.add_row(what.replace("_", " "), str(count))
+    console.print(table)
+
+
+@mturk_app.command("expire")
+def expire(
+    directory: ProjectDir,
+    live: Live = False,
+    fake: Fake = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
+) -> None:
+    """End every open HIT of the project now (answers already given stay)."""
+    if not yes and not typer.confirm("Expire every open HIT of this project?", default=False):
+        raise typer.Abort()
+    with Project(directory) as project:
+        count = _crowd(project, live, fake).expire(project)
+    console.print(f"expired {count} HITs")
+
+
+@mturk_app.command("balance")
+def balance(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
+    """Show the requester account's available balance."""
+    with Project(directory) as project:
+        crowd = _crowd(project, live, fake)
+        console.print(f"{crowd.name}: ${crowd.balance():.2f} available")
+
+
+@mturk_app.command("upload")
+def upload(directory: ProjectDir) -> None:
+    """Upload the project's clips to the S3 bucket of its hosting section (only what is missing)."""
+    with Project(directory) as project:
+        host = host_for_project(project)
+        if host is None:
+            raise InputError("no [hosting] section: set s3_bucket or base_url in crowdprefs.toml")
+        paths = clip_paths(project)
+        sent = host.prepare(paths)
+    err_console.print(f"{sent} of {len(paths)} clips uploaded ({len(paths) - sent} were there)")
