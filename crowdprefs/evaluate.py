@@ -125,7 +125,7 @@ def evaluate(
     pairwise tests (they are also skipped, with an empty table, with fewer than two systems or
     queries). See :func:`summarize` and :func:`pairwise` for the other arguments.
     """
-    _, _, ignored = M.validate(runs, truth)
+    ignored = M.validate(runs, truth).ignored
     scores = M.score(runs, truth, measures, k=k)
     summary = summarize(scores, confidence)
     testable = scores["system"].nunique() > 1 and scores["query"].nunique() > 1

@@ -71,12 +71,46 @@ def as_levels(truth: pd.DataFrame) -> pd.DataFrame:
     return truth
 
 
-def validate(runs: pd.DataFrame, truth: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Check runs and ground truth; return them cleaned and the number of run rows ignored.
+def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of ``values`` and their distinct string labels, sorted (one hash pass)."""
+    codes, uniques = pd.factorize(values)
+    labels, remap = np.unique(np.asarray(uniques).astype(str), return_inverse=True)
+    return remap[codes].astype(np.int64), labels
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Runs and ground truth after :func:`validate`, as integer codes.
+
+    Run rows: ``system``/``query``/``document`` codes into ``systems``/``queries``/``documents``
+    and ``position`` (0-based rank within its system and query); only rows of judged queries are
+    kept, ``ignored`` counts the others. Truth rows: ``t_query``, ``t_document``, ``t_gain``.
+    """
+
+    systems: np.ndarray
+    queries: np.ndarray
+    documents: np.ndarray
+    system: np.ndarray
+    query: np.ndarray
+    document: np.ndarray
+    position: np.ndarray
+    t_query: np.ndarray
+    t_document: np.ndarray
+    t_gain: np.ndarray
+    ignored: int
+
+
+def validate(runs: pd.DataFrame, truth: pd.DataFrame) -> Checked:
+    """Check runs and ground truth (levels or lists) and encode them (:class:`Checked`).
 
     Raises :class:`InputError` for: missing columns, an empty run or ground truth, a negative or
     non-finite gain, a document judged twice for a query, a document listed twice in a run, a
-    repeated or non-positive rank. Run rows whose query is not judged are dropped (counted).
+    repeated or non-positive rank, no run result for a judged query. Run rows whose query is not
+    judged are dropped and counted.
     """
     missing = {"system", "query", "document", "rank"} - set(runs.columns)
     if missing:
@@ -86,48 +120,81 @@ def validate(runs: pd.DataFrame, truth: pd.DataFrame) -> tuple[pd.DataFrame, pd.
         raise InputError("the runs are empty")
     if truth.empty:
         raise InputError("the ground truth is empty")
-    gain = pd.to_numeric(truth["gain"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(gain) | (gain < 0)
+    t_gain = pd.to_numeric(truth["gain"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(t_gain) | (t_gain < 0)
     if bad.any():
-        row = truth.iloc[int(np.flatnonzero(bad)[0])]
+        row = truth.iloc[_first(bad)]
         raise InputError(
             f"ground truth: gain {row['gain']!r} of query {row['query']!r}, document "
             f"{row['document']!r} is not a number >= 0"
         )
-    truth = pd.DataFrame(
-        {
-            "query": truth["query"].astype(str),
-            "document": truth["document"].astype(str),
-            "gain": gain,
-        }
-    )
-    twice = truth.duplicated(["query", "document"])
+    t_query, queries = _codes(truth["query"])
+    t_doc, t_docs = _codes(truth["document"])
+    twice = pd.Series(t_query * len(t_docs) + t_doc).duplicated().to_numpy()
     if twice.any():
-        row = truth[twice].iloc[0]
+        i = _first(twice)
         raise InputError(
-            f"ground truth: document {row['document']!r} judged twice for query {row['query']!r}"
+            f"ground truth: document {str(t_docs[t_doc[i]])!r} judged twice for query "
+            f"{str(queries[t_query[i]])!r}"
         )
     rank = pd.to_numeric(runs["rank"], errors="coerce").to_numpy(dtype=float)
     if not (np.isfinite(rank) & (rank >= 1)).all():
         raise InputError("runs: every rank must be a number >= 1")
-    runs = pd.DataFrame(
-        {
-            "system": runs["system"].astype(str).to_numpy(),
-            "query": runs["query"].astype(str).to_numpy(),
-            "document": runs["document"].astype(str).to_numpy(),
-            "rank": rank,
-        }
+
+    r_query, r_queries = _codes(runs["query"])
+    known = np.searchsorted(queries, r_queries)
+    known[known == len(queries)] = 0
+    found = queries[known] == r_queries if len(r_queries) else np.zeros(0, bool)
+    keep = found[r_query]
+    ignored = int((~keep).sum())
+    if not keep.any():
+        raise InputError("no run has a result for a query of the ground truth")
+    system, systems = _codes(runs["system"][keep] if ignored else runs["system"])
+    r_doc, r_docs = _codes(runs["document"][keep] if ignored else runs["document"])
+    query = known[r_query[keep]]
+    rank = rank[keep]
+
+    cell = system * len(queries) + query
+    twice = pd.Series(cell * len(r_docs) + r_doc).duplicated().to_numpy()
+    order = np.lexsort((rank, cell))
+    cell_sorted, rank_sorted = cell[order], rank[order]
+    same = (cell_sorted[1:] == cell_sorted[:-1]) & (rank_sorted[1:] == rank_sorted[:-1])
+    if twice.any():
+        i = _first(twice)
+        raise InputError(
+            f"runs: system {str(systems[system[i]])!r}, query {str(queries[query[i]])!r}: "
+            f"document {str(r_docs[r_doc[i]])!r} is listed twice"
+        )
+    if same.any():
+        i = order[_first(same) + 1]
+        raise InputError(
+            f"runs: system {str(systems[system[i]])!r}, query {str(queries[query[i]])!r}: rank "
+            f"{rank[i]:g} is repeated"
+        )
+    start = np.flatnonzero(np.r_[True, cell_sorted[1:] != cell_sorted[:-1]])
+    position = np.empty(len(cell), dtype=np.int64)
+    position[order] = np.arange(len(cell)) - np.repeat(start, np.diff(np.r_[start, len(cell)]))
+
+    # one document vocabulary: the run's, then judged documents no run retrieved
+    t_in_runs = np.searchsorted(r_docs, t_docs)
+    t_in_runs[t_in_runs == len(r_docs)] = 0
+    seen = r_docs[t_in_runs] == t_docs if len(r_docs) else np.zeros(len(t_docs), bool)
+    extra = np.cumsum(~seen) - 1 + len(r_docs)
+    t_code = np.where(seen, t_in_runs, extra)
+    documents = np.concatenate([r_docs, t_docs[~seen]])
+    return Checked(
+        systems=systems,
+        queries=queries,
+        documents=documents,
+        system=system,
+        query=query,
+        document=r_doc,
+        position=position,
+        t_query=t_query,
+        t_document=t_code[t_doc],
+        t_gain=t_gain,
+        ignored=ignored,
     )
-    for keys, what in ((["document"], "listed twice"), (["rank"], "has a repeated rank")):
-        twice = runs.duplicated(["system", "query", *keys])
-        if twice.any():
-            row = runs[twice].iloc[0]
-            detail = f"document {row['document']!r}" if keys == ["document"] else "a rank"
-            raise InputError(
-                f"runs: system {row['system']!r}, query {row['query']!r}: {detail} {what}"
-            )
-    known = runs["query"].isin(pd.unique(truth["query"])).to_numpy()
-    return runs[known], truth, int((~known).sum())
 
 
 def judge(runs: pd.DataFrame, truth: pd.DataFrame, depth: int | None = None) -> Judged:
@@ -135,70 +202,49 @@ def judge(runs: pd.DataFrame, truth: pd.DataFrame, depth: int | None = None) -> 
 
     ``depth`` keeps only the top ``depth`` ranks of each run (all when ``None``).
     """
-    runs, truth, _ = validate(runs, truth)
-    if runs.empty:
-        raise InputError("no run has a result for a query of the ground truth")
-    systems = np.sort(pd.unique(runs["system"]).astype(str))
-    queries = np.sort(pd.unique(truth["query"]).astype(str))
-    s_code = pd.Categorical(runs["system"], categories=systems).codes.astype(np.int64)
-    q_code = pd.Categorical(runs["query"], categories=queries).codes.astype(np.int64)
-    t_query = pd.Categorical(truth["query"], categories=queries).codes.astype(np.int64)
-    n_s, n_q = len(systems), len(queries)
-
-    # rank positions: order by (system, query, rank), then count within each (system, query)
-    cell = s_code * n_q + q_code
-    order = np.lexsort((runs["rank"].to_numpy(), cell))
-    cell_sorted = cell[order]
-    start = np.flatnonzero(np.r_[True, cell_sorted[1:] != cell_sorted[:-1]])
-    sizes = np.diff(np.r_[start, len(cell_sorted)])
-    position = np.empty(len(cell), dtype=np.int64)
-    position[order] = np.arange(len(cell)) - np.repeat(start, sizes)
-    length = np.zeros(n_s * n_q, dtype=np.int64)
-    length[cell_sorted[start]] = sizes
-    width = int(position.max()) + 1 if depth is None else depth
-    keep = position < width
+    c = validate(runs, truth)
+    n_s, n_q, n_d = len(c.systems), len(c.queries), len(c.documents)
+    width = int(c.position.max()) + 1 if depth is None else depth
+    keep = c.position < width
+    cell = c.system * n_q + c.query
+    length = np.bincount(cell, minlength=n_s * n_q).reshape(n_s, n_q)
 
     # per judged (query, document): gain and the number of strictly better judged documents
-    t_gain = truth["gain"].to_numpy(dtype=float)
     better = (
-        truth.assign(q=t_query).groupby("q")["gain"].rank(method="min", ascending=False).to_numpy()
-        - 1
+        pd.Series(c.t_gain).groupby(c.t_query).rank(method="min", ascending=False).to_numpy() - 1
     ).astype(np.int64)
-    codes, documents = pd.factorize(pd.concat([truth["document"], runs["document"]]))
-    t_key = t_query * len(documents) + codes[: len(truth)]
-    r_key = q_code * len(documents) + codes[len(truth) :]
+    t_key = c.t_query * n_d + c.t_document
     t_order = np.argsort(t_key)
-    found = np.searchsorted(t_key[t_order], r_key)
-    found = np.minimum(found, len(t_key) - 1)
-    hit = t_key[t_order][found] == r_key
-    row = t_order[found]
+    t_sorted = t_key[t_order]
+    r_key = (c.query * n_d + c.document)[keep]
+    found = np.minimum(np.searchsorted(t_sorted, r_key), len(t_sorted) - 1)
+    hit = t_sorted[found] == r_key
+    row = t_order[found[hit]]
 
     shape = (n_s, n_q, width)
-    flat = (cell * width + position)[keep]
-    gain = np.zeros(shape).reshape(-1)
-    judged = np.zeros(shape, dtype=bool).reshape(-1)
-    best = np.full(shape, -1, dtype=np.int64).reshape(-1)
-    sel = hit[keep]
-    gain[flat[sel]] = t_gain[row[keep][sel]]
-    judged[flat[sel]] = True
-    best[flat[sel]] = better[row[keep][sel]]
+    flat = (cell * width + c.position)[keep][hit]
+    gain = np.zeros(n_s * n_q * width)
+    judged = np.zeros(n_s * n_q * width, dtype=bool)
+    best = np.full(n_s * n_q * width, -1, dtype=np.int64)
+    gain[flat] = c.t_gain[row]
+    judged[flat] = True
+    best[flat] = better[row]
 
-    n_judged = np.bincount(t_query, minlength=n_q)
+    n_judged = np.bincount(c.t_query, minlength=n_q)
     ideal = np.zeros((n_q, int(n_judged.max())))
-    t_sorted = np.lexsort((-t_gain, t_query))
-    t_start = np.r_[0, np.cumsum(n_judged)[:-1]]
-    ideal[t_query[t_sorted], np.arange(len(truth)) - np.repeat(t_start, n_judged)] = t_gain[
-        t_sorted
-    ]
+    by_gain = np.lexsort((-c.t_gain, c.t_query))
+    first = np.r_[0, np.cumsum(n_judged)[:-1]]
+    slot = np.arange(len(by_gain)) - np.repeat(first, n_judged)
+    ideal[c.t_query[by_gain], slot] = c.t_gain[by_gain]
     return Judged(
-        systems=systems,
-        queries=queries,
+        systems=c.systems,
+        queries=c.queries,
         gain=gain.reshape(shape),
         judged=judged.reshape(shape),
         better=best.reshape(shape),
         ideal=ideal,
         n_judged=n_judged,
-        length=np.minimum(length.reshape(n_s, n_q), width),
+        length=np.minimum(length, width),
     )
 
 

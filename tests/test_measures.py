@@ -223,14 +223,14 @@ def test_missing_results_score_zero_and_unknown_queries_are_ignored():
     assert table["query"].unique().tolist() == ["q1", "q2"]
     got = table.set_index(["measure", "system", "query"])["score"]
     assert got[("AG@1", "s", "q2")] == 0 and got[("AG@1", "t", "q2")] == 1
-    assert M.validate(runs, truth)[2] == 1
+    assert M.validate(runs, truth).ignored == 1
 
 
 @pytest.mark.parametrize(
     ("runs", "truth", "message"),
     [
-        (one_run("aa"), None, r"document 'a' listed twice"),
-        (one_run("ab").assign(rank=1), None, r"repeated rank"),
+        (one_run("aa"), None, r"document 'a' is listed twice"),
+        (one_run("ab").assign(rank=1), None, r"rank 1 is repeated"),
         (one_run("")[["system"]], None, r"runs lack column"),
         (one_run(""), None, r"the runs are empty"),
         (one_run("a"), pd.DataFrame({"query": ["q"], "document": ["a"], "gain": [-1.0]}), ">= 0"),
