@@ -1,0 +1,185 @@
+"""The HIT in a real browser (Debian's Chromium through Playwright), served from localhost.
+
+Preview mode cannot answer; the answer is only possible after each clip has played to the end;
+submitting posts the expected fields; hostile text renders as text.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import wave
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import numpy as np
+import pandas as pd
+import pytest
+import tomli_w
+
+from crowdprefs import driver
+from crowdprefs.hits import render_preference_hit
+from crowdprefs.hosting import FolderHost
+from crowdprefs.project import CONFIG_NAME, Project, init_project
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's /usr/bin/chromium"),
+]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--autoplay-policy=no-user-gesture-required",
+    "--mute-audio",
+]
+HOSTILE = "<img src=x onerror=\"document.title='pwned'\"> & <b>bold</b>"
+
+
+def _wav(path: Path, seconds: float, hz: float) -> None:
+    rate = 8000
+    t = np.arange(int(rate * seconds)) / rate
+    samples = (0.3 * np.sin(2 * np.pi * hz * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.tobytes())
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    posts: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length", 0))
+        self.posts.append(parse_qs(self.rfile.read(length).decode(), keep_blank_values=True))
+        body = b"<!DOCTYPE html><title>thanks</title>ok"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A project with tiny WAV clips, its first HIT rendered in MTurk mode, served on localhost."""
+    root = tmp_path_factory.mktemp("hit")
+    clips = root / "clips"
+    clips.mkdir()
+    for i, name in enumerate(("q", "a", "b", "c")):
+        _wav(clips / f"{name}.wav", 0.25 + 0.05 * i, 330 + 110 * i)
+    frame = pd.DataFrame(
+        {
+            "query": ["Q1"] * 3,
+            "document": ["d1", "d2", "d3"],
+            "audio": [str(clips / f"{n}.wav") for n in ("a", "b", "c")],
+            "query_audio": [str(clips / "q.wav")] * 3,
+        }
+    )
+    project = init_project(root / "p", frame, seed=3)
+    config = project.root / CONFIG_NAME
+    import tomllib
+
+    data = tomllib.loads(config.read_text())
+    data["hit"] = {"title": HOSTILE, "instructions": HOSTILE}
+    config.write_text(tomli_w.dumps(data))
+    project.close()
+    project = Project(root / "p")
+    driver.next_batch(project)
+    site_dir = root / "site"
+    host = FolderHost(site_dir)
+    pair = project.store.pairs(1).iloc[0].to_dict()
+    host.prepare([p for p in (frame["audio"].tolist() + [str(clips / "q.wav")])])
+    page = render_preference_hit(
+        project, pair, mode="mturk", submit_url="/submit", clip_url=host.url
+    )
+    (site_dir / "hit.html").write_text(page, encoding="utf-8")
+    project.close()
+    handler = type("Handler", (_Handler,), {"posts": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=site_dir))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler.posts
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _play_all(page) -> None:
+    for name in ("query", "a", "b"):
+        page.evaluate(f"document.getElementById('clip-{name}').play()")
+        page.wait_for_function(
+            f"document.getElementById('state-{name}').classList.contains('done')", timeout=15000
+        )
+
+
+def test_preview_mode_cannot_answer(site, browser):
+    url, posts = site
+    page = browser.new_page()
+    page.goto(f"{url}/hit.html?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
+    assert page.is_visible("#crowdprefs-preview")
+    assert page.is_disabled("input[name=choice][value=A]")
+    assert page.is_disabled("#comment")
+    _play_all(page)  # even after listening, nothing can be sent
+    assert page.is_disabled("#crowdprefs-submit")
+    page.evaluate("document.getElementById('crowdprefs-hit').requestSubmit()")
+    page.wait_for_timeout(300)
+    assert posts == []
+    page.close()
+
+
+def test_answer_only_after_every_clip_played_to_the_end(site, browser):
+    url, posts = site
+    page = browser.new_page()
+    page.goto(f"{url}/hit.html?assignmentId=ASSIGN123&hitId=H1&workerId=W1")
+    assert not page.is_visible("#crowdprefs-preview")
+    page.check("input[name=choice][value=B]")
+    assert page.is_disabled("#crowdprefs-submit")
+    page.evaluate("document.getElementById('clip-query').play()")
+    page.wait_for_function("document.getElementById('state-query').classList.contains('done')")
+    assert page.is_disabled("#crowdprefs-submit")  # A and B not played yet
+    _play_all(page)
+    assert page.is_enabled("#crowdprefs-submit")
+    page.fill("#background", "piano, 10 years")
+    page.fill("#comment", "<b>nice</b>")
+    with page.expect_navigation():
+        page.click("#crowdprefs-submit")
+    assert len(posts) == 1
+    sent = {k: v[0] for k, v in posts[0].items()}
+    assert sent["assignmentId"] == "ASSIGN123"
+    assert sent["choice"] == "B"
+    assert sent["background"] == "piano, 10 years"
+    assert sent["comment"] == "<b>nice</b>"
+    assert sent["plays_query"] == "2" and sent["plays_a"] == "1" and sent["plays_b"] == "1"
+    assert all(float(sent[f"listen_{c}"]) > 0.1 for c in ("query", "a", "b"))
+    assert float(sent["seconds_on_page"]) > 0
+    page.close()
+
+
+def test_hostile_config_renders_as_text(site, browser):
+    url, _ = site
+    page = browser.new_page()
+    page.goto(f"{url}/hit.html?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE")
+    assert page.inner_text("h1") == HOSTILE
+    assert page.inner_text(".instructions") == HOSTILE
+    assert page.locator("img").count() == 0 and page.locator("h1 b").count() == 0
+    assert page.title() != "pwned"
+    page.close()
