@@ -113,7 +113,9 @@ def mann_whitney(
     Returns ``(U1, p)`` arrays equal to ``scipy.stats.mannwhitneyu(x, y, ...)`` for
     x = [+1]*more + [0]*equal + [−1]*less and y = −x. ``alternative="greater"`` tests that x
     ranks higher (is more similar). ``method="auto"`` chooses as scipy does: exact when both
-    samples have at most 8 values and there are no ties, asymptotic otherwise.
+    samples have at most 8 values and there are no ties, asymptotic otherwise. Without the
+    continuity correction, a pair whose answers are all "equal" has p = 0/0 = NaN, as in
+    scipy; :func:`verdicts` reads that as "equal".
     """
     p_, e, q = (a.astype(np.float64) for a in _counts(more, equal, less))
     n = p_ + e + q

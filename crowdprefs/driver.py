@@ -29,14 +29,10 @@ from .store import now
 
 def sort_states(project: Project) -> dict[str, SortState]:
     """Every query's current segments and needed pairs, replayed from the aggregated verdicts."""
-    candidates = project.store.candidates()
-    known = project.store.known_verdicts()
-    by_query: dict[str, dict[tuple[str, str], int]] = {q: {} for q in candidates["query"].unique()}
-    for query, x, y, verdict in known.itertuples(index=False):
-        by_query[query][(x, y)] = int(verdict)
+    verdicts = project.store.verdict_maps()
     return {
-        query: replay(initial_order(docs.tolist(), project.seed, query), by_query[query])
-        for query, docs in candidates.groupby("query", sort=False)["document"]
+        query: replay(initial_order(documents, project.seed, query), verdicts.get(query, {}))
+        for query, documents in project.store.candidate_orders().items()
     }
 
 
@@ -81,8 +77,12 @@ def next_batch(project: Project) -> int | None:
 
 def committed_cost(project: Project) -> float:
     """What every published HIT of the project costs, at the configured reward and fees."""
-    sizes = project.store.frame("SELECT max_assignments FROM hits")["max_assignments"]
-    return batch_cost(project.settings.reward, sizes.to_numpy(), project.settings.fees)
+    sizes = project.store.frame(
+        "SELECT max_assignments AS n, COUNT(*) AS hits FROM hits GROUP BY n"
+    )
+    return batch_cost(
+        project.settings.reward, sizes["n"].repeat(sizes["hits"]).to_numpy(), project.settings.fees
+    )
 
 
 _UNPUBLISHED = "pair_id NOT IN (SELECT pair_id FROM hits WHERE crowd = ?)"
@@ -283,11 +283,11 @@ def status(project: Project) -> dict:
         FROM pairs WHERE kind = 'sort' GROUP BY query
         """
     ).set_index("query")
-    sizes = store.candidates().groupby("query", sort=False).size()
+    orders = store.candidate_orders()
     queries = [
         {
             "query": query,
-            "candidates": int(sizes[query]),
+            "candidates": len(orders[query]),
             "iterations": int(per_query["iterations"].get(query, 0)),
             "open_segments": state.open_segments,
             "pairs_judged": int(per_query["pairs_judged"].get(query, 0)),

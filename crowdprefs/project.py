@@ -136,8 +136,10 @@ def read_candidates(path: Path) -> pd.DataFrame:
             return value
         return str((path.parent / value).resolve())
 
-    frame["audio"] = frame["audio"].map(resolve)
-    frame["query_audio"] = frame["query_audio"].map(resolve)
+    for column in ("audio", "query_audio"):  # object columns: None, not NaN, when absent
+        frame[column] = pd.Series(
+            [resolve(v) for v in frame[column]], index=frame.index, dtype=object
+        )
     return frame
 
 
@@ -224,12 +226,12 @@ def init_project(
             queries = frame.groupby("query", sort=False)["query_audio"].first()
             conn.executemany(
                 "INSERT INTO queries (query, audio) VALUES (?, ?)",
-                [(q, a or None) for q, a in queries.items()],
+                list(queries.items()),
             )
             conn.executemany(
                 "INSERT INTO candidates (query, document, audio, position) VALUES (?, ?, ?, ?)",
                 [
-                    (row.query, row.document, row.audio or None, i)
+                    (row.query, row.document, row.audio, i)
                     for i, row in enumerate(frame.itertuples(index=False))
                 ],
             )

@@ -103,10 +103,14 @@ def split(segment: Segment, verdicts: Verdicts) -> list[Segment] | None:
     more: list[Hashable] = []
     equal: list[Hashable] = []
     less: list[Hashable] = []
+    get = verdicts.get
     for member in segment.todo[:-1]:
-        verdict = lookup(verdicts, member, pivot)
+        verdict = get((member, pivot))
         if verdict is None:
-            return None
+            verdict = get((pivot, member))
+            if verdict is None:
+                return None
+            verdict = -verdict
         (more if verdict > 0 else less if verdict < 0 else equal).append(member)
     parts = [Segment((), tuple(more))] if more else []
     parts.append(Segment((pivot, *segment.done), tuple(equal)))

@@ -277,6 +277,25 @@ class Store:
         where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
         return self.frame(f"SELECT * FROM pairs {where} ORDER BY iteration, position", params)
 
+    def candidate_orders(self) -> dict[str, list[str]]:
+        """Each query's documents in CSV order (plain lists: the sort's hot path)."""
+        orders: dict[str, list[str]] = {}
+        for query, document in self.conn.execute(
+            "SELECT query, document FROM candidates ORDER BY position"
+        ):
+            orders.setdefault(query, []).append(document)
+        return orders
+
+    def verdict_maps(self) -> dict[str, dict[tuple[str, str], int]]:
+        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins)."""
+        maps: dict[str, dict[tuple[str, str], int]] = {}
+        for query, x, y, verdict in self.conn.execute(
+            "SELECT query, x, y, verdict FROM pairs"
+            " WHERE kind = 'sort' AND verdict IS NOT NULL ORDER BY pair_id"
+        ):
+            maps.setdefault(query, {})[(x, y)] = verdict
+        return maps
+
     def known_verdicts(self) -> pd.DataFrame:
         """``query, x, y, verdict`` of every aggregated sorting pair (the latest when repeated)."""
         return self.frame(

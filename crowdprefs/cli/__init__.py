@@ -12,18 +12,20 @@ from rich.markup import escape
 
 from ..console import err_console
 from ..errors import CrowdprefsError
-from . import core  # noqa: F401  (registers its commands)
-from . import mturk  # noqa: F401  (preview, mturk ...)
-from . import audit  # noqa: F401  (audit, import-answers, replay)
-from . import web  # noqa: F401  (registers its commands)
-from . import evaluate  # noqa: F401  (registers its commands)
-from . import audio  # noqa: F401  (registers its commands)
-from . import stats  # noqa: F401  (registers its commands)
+from . import (
+    audio,  # noqa: F401  (registers its commands)
+    audit,  # noqa: F401  (audit, import-answers, replay)
+    core,  # noqa: F401  (registers its commands)
+    evaluate,  # noqa: F401  (registers its commands)
+    mturk,  # noqa: F401  (preview, mturk ...)
+    stats,  # noqa: F401  (registers its commands)
+    web,  # noqa: F401  (registers its commands)
+)
 from .app import app
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -249,7 +249,7 @@ def export(
         bool, typer.Option(help="Also list queries whose sort is still open.")
     ] = False,
 ) -> None:
-    """Write the ordered lists as group qrels: ``tag query document group`` (1 = most similar)."""
+    """Write the ordered lists as group qrels: tag query document group (1 = most similar)."""
     if fmt != "qrels":
         raise InputError(f"unknown export format {fmt!r}: use qrels")
     with Project(directory) as project:
@@ -276,7 +276,7 @@ def demo(
 ) -> None:
     """Run a whole campaign on a synthetic collection with the simulated crowd, end to end.
 
-    Writes ``candidates.csv``, ``truth.qrel`` (the hidden truth), ``project/`` and ``lists.qrel``.
+    Writes candidates.csv, truth.qrel (the hidden truth), project/ and lists.qrel.
     """
     started = time.perf_counter()
     project_dir = directory / "project"
