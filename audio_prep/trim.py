@@ -24,23 +24,24 @@ def audible_bounds(
 ) -> tuple[int, int] | None:
     """``(start, end)`` frame indices (end exclusive) of the audible part of ``samples``
     (shape (frames, channels)); ``None`` when the clip is silent throughout."""
-    level = np.abs(samples).max(axis=1)
-    peak = level.max(initial=0.0)
+    peak = float(np.abs(samples).max(initial=0.0))
     if peak == 0.0:
         return None
     threshold = peak * 10.0 ** (threshold_db / 20.0)
     width = max(1, round(rate * BLOCK_MS / 1000.0))
-    power = np.square(samples, dtype=np.float64).mean(axis=1)
-    padded = np.pad(power, (0, -len(power) % width))
-    audible = np.flatnonzero(padded.reshape(-1, width).mean(axis=1) >= threshold**2)
+    power = np.square(samples).mean(axis=1)
+    blocks = np.pad(power, (0, -len(power) % width)).reshape(-1, width).mean(axis=1, dtype=float)
+    audible = np.flatnonzero(blocks >= threshold**2)
     if audible.size == 0:
         return None
-    first, last = audible[0] * width, audible[-1] * width
-    above = level >= threshold
-    start = first + int(np.argmax(above[first : first + width]))
-    tail = above[last : last + width]
-    end = last + len(tail) - int(np.argmax(tail[::-1]))
-    return start, end
+
+    def above(block: int) -> np.ndarray:  # which frames of a block reach the threshold
+        return np.abs(samples[block * width : (block + 1) * width]).max(axis=1) >= threshold
+
+    head, tail = above(audible[0]), above(audible[-1])
+    start = audible[0] * width + int(np.argmax(head))
+    end = audible[-1] * width + len(tail) - int(np.argmax(tail[::-1]))
+    return int(start), int(end)
 
 
 def trim_silence(
