@@ -125,15 +125,16 @@ def evaluate(
     pairwise tests (they are also skipped, with an empty table, with fewer than two systems or
     queries). See :func:`summarize` and :func:`pairwise` for the other arguments.
     """
-    ignored = M.validate(runs, truth).ignored
-    scores = M.score(runs, truth, measures, k=k)
+    parsed = M.parse_measures(measures, k)
+    data = M.judge(runs, truth, depth=M.depth_needed(parsed))
+    scores = M.tabulate(data, parsed)
     summary = summarize(scores, confidence)
     testable = scores["system"].nunique() > 1 and scores["query"].nunique() > 1
     if test is None or not testable:
         tests = pd.DataFrame(columns=TEST_COLUMNS)
     else:
         tests = pairwise(scores, test, alpha, one_sided, correction)
-    return Evaluation(scores=scores, summary=summary, tests=tests, ignored_rows=ignored)
+    return Evaluation(scores=scores, summary=summary, tests=tests, ignored_rows=data.ignored)
 
 
 def pr_curves(runs: pd.DataFrame, truth: pd.DataFrame, rel: float = 1) -> pd.DataFrame:

@@ -48,7 +48,8 @@ class Judged:
     ``gain[s, q, i]`` is the gain of the document at rank ``i + 1`` (0 when unjudged or past the
     end of the run), ``judged`` whether it is judged, ``better[s, q, i]`` how many judged
     documents of the query have a strictly higher gain (used by ADR), ``ideal[q, :]`` the judged
-    gains of query ``q`` in descending order (0-padded) and ``n_judged[q]`` their number.
+    gains of query ``q`` in descending order (0-padded), ``n_judged[q]`` their number,
+    ``length[s, q]`` the number of ranks held and ``ignored`` the run rows of unjudged queries.
     """
 
     systems: np.ndarray
@@ -59,6 +60,7 @@ class Judged:
     ideal: np.ndarray
     n_judged: np.ndarray
     length: np.ndarray = field(repr=False)
+    ignored: int = 0
 
 
 def as_levels(truth: pd.DataFrame) -> pd.DataFrame:
@@ -245,6 +247,7 @@ def judge(runs: pd.DataFrame, truth: pd.DataFrame, depth: int | None = None) -> 
         ideal=ideal,
         n_judged=n_judged,
         length=np.minimum(length, width),
+        ignored=c.ignored,
     )
 
 
@@ -533,6 +536,36 @@ def parse_measure(text: str, k: int | None = None) -> Measure:
     return Measure(match["name"], cutoff, changed)
 
 
+def parse_measures(measures: Iterable[str | Measure], k: int | None = None) -> list[Measure]:
+    """:func:`parse_measure` over a list (``Measure`` objects pass through); at least one."""
+    parsed = [m if isinstance(m, Measure) else parse_measure(m, k) for m in measures]
+    if not parsed:
+        raise InputError("no measure to compute")
+    return parsed
+
+
+def depth_needed(measures: Iterable[Measure]) -> int | None:
+    """The ranks of each run that ``measures`` read (``None``: all), for :func:`judge`."""
+    depths = [m.depth for m in measures]
+    return None if None in depths else max(depths)
+
+
+def tabulate(data: Judged, measures: list[Measure]) -> pd.DataFrame:
+    """The long table ``[system, query, measure, score]`` of ``measures`` on ``data``.
+
+    Rows are ordered by measure (as given), system, query.
+    """
+    n_s, n_q = len(data.systems), len(data.queries)
+    return pd.DataFrame(
+        {
+            "system": np.tile(np.repeat(data.systems, n_q), len(measures)),
+            "query": np.tile(data.queries, n_s * len(measures)),
+            "measure": np.repeat([str(m) for m in measures], n_s * n_q),
+            "score": np.concatenate([m(data).reshape(-1) for m in measures]),
+        }
+    )
+
+
 def score(
     runs: pd.DataFrame,
     truth: pd.DataFrame,
@@ -544,17 +577,5 @@ def score(
     ``measures`` are :class:`Measure` objects or strings for :func:`parse_measure` (``k`` being
     the cutoff of those given without one). Rows are ordered by measure (as given), system, query.
     """
-    parsed = [m if isinstance(m, Measure) else parse_measure(m, k) for m in measures]
-    if not parsed:
-        raise InputError("no measure to compute")
-    depths = [m.depth for m in parsed]
-    data = judge(runs, truth, depth=None if None in depths else max(depths))
-    n_s, n_q = len(data.systems), len(data.queries)
-    return pd.DataFrame(
-        {
-            "system": np.tile(np.repeat(data.systems, n_q), len(parsed)),
-            "query": np.tile(data.queries, n_s * len(parsed)),
-            "measure": np.repeat([str(m) for m in parsed], n_s * n_q),
-            "score": np.concatenate([m(data).reshape(-1) for m in parsed]),
-        }
-    )
+    parsed = parse_measures(measures, k)
+    return tabulate(judge(runs, truth, depth=depth_needed(parsed)), parsed)
