@@ -571,6 +571,7 @@ class MTurkCrowd:
         from ..driver import missing_answers
 
         iteration = int(pairs["iteration"].iloc[0])
+        self._sync_sizes(project, pairs, set(missing_answers(project, iteration)["pair_id"]))
         new = self.fetch(project, pairs)
         last = done = review(project, self, iteration, flags=self.flags)
         for _ in range(3):  # replacements may be answered at once (always, on the fake)
@@ -589,6 +590,19 @@ class MTurkCrowd:
                 highlight=False,
             )
         return new
+
+    def _sync_sizes(self, project: Project, pairs: pd.DataFrame, short: set[int]) -> None:
+        """Extend HITs whose size was raised locally (adaptive answers) but not on MTurk yet."""
+        hits = project.store.frame(
+            "SELECT pair_id, hit_id, max_assignments FROM hits WHERE crowd = ?", (self.name,)
+        )
+        hits = hits[hits["pair_id"].isin(short) & hits["pair_id"].isin(pairs["pair_id"])]
+        for hit_id, local in hits[["hit_id", "max_assignments"]].itertuples(index=False):
+            remote = int(self.call("GetHIT", HITId=hit_id)["HIT"]["MaxAssignments"])
+            if remote < local:
+                after = min(int(local), 9) if remote < 10 <= local else int(local)
+                if after > remote:
+                    self.add_assignments(hit_id, remote, after)
 
     # --- the reviewer's calls (idempotent) ---------------------------------------------------
 

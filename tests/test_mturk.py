@@ -1,0 +1,327 @@
+"""The MTurk backend against the local fake: the real boto3 client, a loopback endpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import tomli_w
+from typer.testing import CliRunner
+
+from crowdprefs import driver
+from crowdprefs.cli.app import app
+from crowdprefs.crowds import get_crowd
+from crowdprefs.crowds.mturk import (
+    MTurkCrowd,
+    MTurkSettings,
+    parse_answer,
+    request_token,
+    validate_answer,
+)
+from crowdprefs.crowds.mturk_fake import FakeMTurk, SimulatedResponder, answer_xml
+from crowdprefs.crowds.simulated import SimulatedCrowd
+from crowdprefs.demo import make_collection
+from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.io import write_lists
+from crowdprefs.project import CONFIG_NAME, Project, Settings, init_project
+
+SIZES = (4, 5, 3)
+
+
+def make_project(root: Path, *, answers: int = 5, seed: int = 11, **sections) -> Project:
+    """A three-query campaign whose simulated truth sits beside it."""
+    candidates, truth = make_collection(seed, SIZES)
+    root.mkdir(parents=True, exist_ok=True)
+    candidates.to_csv(root / "candidates.csv", index=False)
+    write_lists(truth, root / "truth.qrel", tag="truth")
+    settings = Settings(
+        answers_per_pair=answers,
+        sections={"simulated": {"truth": "../truth.qrel"}, **sections},
+    )
+    return init_project(root / "project", root / "candidates.csv", seed=seed, settings=settings)
+
+
+def start_fake(
+    project: Project, state: Path | str = ":memory:", **options
+) -> tuple[FakeMTurk, str]:
+    responder = SimulatedResponder(project.store.path, SimulatedCrowd.for_project(project))
+    fake = FakeMTurk(state, responder, **options)
+    return fake, fake.start()
+
+
+def run_campaign(project: Project, crowd, limit: int = 60) -> None:
+    """Every step of the loop, as a user would repeat them, until all lists are closed."""
+    for _ in range(limit):
+        if driver.next_batch(project) is None:
+            return
+        status = project.store.last_batch()["status"]
+        if status == "built":
+            driver.publish(project, crowd)
+        elif status == "published":
+            driver.collect(project, crowd)
+        else:
+            driver.aggregate(project)
+    raise AssertionError("the campaign did not finish")
+
+
+@pytest.fixture
+def campaign(tmp_path):
+    project = make_project(tmp_path / "c")
+    fake, url = start_fake(project)
+    yield project, fake, MTurkCrowd(project, target="fake", endpoint_url=url)
+    fake.stop()
+    project.close()
+
+
+def test_full_campaign_through_the_fake(campaign):
+    project, fake, crowd = campaign
+    run_campaign(project, crowd)
+    lists = driver.lists(project)
+    assert sorted(lists["query"].unique()) == ["q01", "q02", "q03"]
+    hits = project.store.frame("SELECT * FROM hits WHERE crowd = 'mturk-fake'")
+    pairs = project.store.pairs()
+    assert len(hits) == len(pairs) == len(fake.hits())  # exactly one HIT per pair
+    assert {h["RequesterAnnotation"].rsplit(" ", 1)[1] for h in fake.hits()} == {
+        str(p) for p in pairs["pair_id"]
+    }
+    answers = project.store.answers(include_rejected=True)
+    remote = [a for h in fake.hits() for a in fake.assignments(h["HITId"])]
+    assert len(answers) == len(remote)
+    assert answers["assignment_id"].is_unique
+    assert set(answers["status"]) <= {"approved", "rejected"}
+    by_id = {a["AssignmentId"]: a["AssignmentStatus"].lower() for a in remote}
+    assert (answers["assignment_id"].map(by_id) == answers["status"]).all()
+    # the HIT type carries the qualifications (95% approval, 100 approved HITs)
+    hit_type = fake.hits()[0]
+    quals = {
+        q["QualificationTypeId"]: q["IntegerValues"] for q in hit_type["QualificationRequirements"]
+    }
+    assert quals == {"000000000000000000L0": [95], "00000000000000000040": [100]}
+    # scores are from x's point of view whatever side x was shown on
+    merged = answers.assign(sign=answers["a_is_x"].map({1: 1, 0: -1}))
+    side = merged["choice"].map({"A": 1, "B": -1, "equal": 0})
+    assert (side * merged["sign"] == merged["score"]).all()
+
+
+def test_the_two_bots_are_blocked_and_replaced(tmp_path):
+    project = make_project(tmp_path / "b", answers=5)
+    section = project.root / CONFIG_NAME
+    import tomllib
+
+    data = tomllib.loads(section.read_text())
+    data["simulated"].update({"bots": 2, "workers": 12, "activity": 0.0})
+    data["review"] = {"bot_min_answers": 4}
+    section.write_text(tomli_w.dumps(data))
+    project.close()
+    project = Project(tmp_path / "b" / "project")
+    fake, url = start_fake(project)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    run_campaign(project, crowd)
+    blocks = project.store.frame("SELECT * FROM worker_blocks")
+    assert len(blocks) == 2 and blocks["applied_at"].notna().all()
+    assert set(fake.blocked()) == set(blocks["worker_id"])
+    assert blocks["reason"].str.startswith("bot:").all()
+    rejected = project.store.answers(include_rejected=True).query("status == 'rejected'")
+    assert set(rejected["worker_id"]) == set(blocks["worker_id"])
+    assert (rejected["choice"] == "equal").all() and (rejected["seconds"] == 8.0).all()
+    # every rejected answer was replaced: each pair has its 5 accepted answers
+    accepted = project.store.answers().groupby("pair_id").size()
+    assert (accepted == 5).all()
+    fake.stop()
+    project.close()
+
+
+def test_a_retried_or_resumed_publish_never_posts_a_pair_twice(campaign):
+    project, fake, crowd = campaign
+    driver.next_batch(project)
+    pairs = project.store.pairs(1)
+    crowd.publish(project, pairs.iloc[:3])
+    # the state loses its HIT ids (a crash before the commit): the tokens find the HITs again
+    with project.store.transaction() as conn:
+        conn.execute("DELETE FROM hits")
+    driver.publish(project, crowd)
+    assert len(fake.hits()) == len(pairs)
+    # three requests were refused by their token (HitAlreadyExists) and their HITs recovered
+    assert fake.calls()["CreateHITWithHITType"] == len(pairs) + 3
+    local = project.store.frame("SELECT pair_id, hit_id FROM hits")
+    assert len(local) == len(pairs) and local["hit_id"].is_unique
+
+
+def test_token_is_a_function_of_project_iteration_and_pair(campaign):
+    project, _, _ = campaign
+    token = request_token(project, 1, "q01", "a", "b")
+    assert token == request_token(project, 1, "q01", "a", "b")
+    assert len(token) <= 64
+    assert (
+        len(
+            {
+                token,
+                request_token(project, 2, "q01", "a", "b"),
+                request_token(project, 1, "q01", "b", "a"),
+            }
+        )
+        == 3
+    )
+
+
+def test_faults_are_retried_and_tokens_keep_hits_unique(tmp_path):
+    project = make_project(tmp_path / "f")
+    fake, url = start_fake(project, fault_rate=0.15, seed=5)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    run_campaign(project, crowd)
+    assert len(fake.hits()) == len(project.store.pairs())
+    assert len(project.store.answers(include_rejected=True)) == sum(
+        len(fake.assignments(h["HITId"])) for h in fake.hits()
+    )
+    fake.stop()
+    project.close()
+
+
+def test_the_fake_validates_against_botocore_model(campaign):
+    _, fake, _ = campaign
+    target = "MTurkRequesterServiceV20170117."
+    status, body = fake.dispatch(target + "CreateHITType", json.dumps({"Title": "t"}).encode())
+    assert status == 400 and body["__type"] == "ValidationException"
+    assert "AssignmentDurationInSeconds" in body["Message"]
+    status, body = fake.dispatch(target + "GetHIT", json.dumps({"HITId": 5}).encode())
+    assert status == 400 and "HITId" in body["Message"]
+    status, body = fake.dispatch(target + "NoSuchThing", b"{}")
+    assert status == 400
+    type_id = fake.dispatch(
+        target + "CreateHITType",
+        json.dumps(
+            {"AssignmentDurationInSeconds": 60, "Reward": "0.02", "Title": "t", "Description": "d"}
+        ).encode(),
+    )[1]["HITTypeId"]
+    bad_question = {
+        "HITTypeId": type_id,
+        "MaxAssignments": 1,
+        "LifetimeInSeconds": 60,
+        "Question": "<HTMLQuestion>not closed",
+    }
+    status, body = fake.dispatch(target + "CreateHITWithHITType", json.dumps(bad_question).encode())
+    assert status == 400 and "not valid XML" in body["Message"]
+
+
+def test_answer_parsing_is_safe_and_validated():
+    fields = {"choice": "equal", "comment": "<b>&amp;</b>", "plays_query": "2", "listen_a": "3.5"}
+    parsed = validate_answer(parse_answer(answer_xml(fields)))
+    assert parsed["choice"] == "equal" and parsed["comment"] == "<b>&amp;</b>"
+    assert parsed["plays_query"] == 2.0 and parsed["listen_a"] == 3.5
+    bomb = (
+        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+        "<QuestionFormAnswers>&b;</QuestionFormAnswers>"
+    )
+    with pytest.raises(InputError, match="unreadable answer XML"):
+        parse_answer(bomb)
+    with pytest.raises(InputError, match="invalid choice"):
+        validate_answer({"choice": "C"})
+    with pytest.raises(InputError, match="invalid listen_a"):
+        validate_answer({"choice": "A", "listen_a": "nan"})
+    long = validate_answer({"choice": "A", "comment": "x" * 5000})
+    assert len(long["comment"]) == 2000
+
+
+def test_malformed_answers_are_rejected_with_a_reason_and_replaced(campaign):
+    project, fake, crowd = campaign
+    real = fake.responder
+
+    def sloppy(hit, first, count):
+        answers = real(hit, first, count)
+        if first == 0 and answers:
+            answers[0]["fields"]["choice"] = "maybe"
+        return answers
+
+    fake.responder = sloppy
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    reviews = project.store.frame("SELECT * FROM answer_reviews WHERE decision = 'reject'")
+    pairs = project.store.pairs(1)
+    assert len(reviews) == len(pairs)
+    assert reviews["reason"].str.contains("invalid choice").all()
+    assert reviews["applied_at"].notna().all()
+    assert project.store.last_batch()["status"] == "collected"
+    assert (project.store.frame("SELECT max_assignments FROM hits")["max_assignments"] == 6).all()
+
+
+def test_flags_from_the_audit_block_and_reject(campaign):
+    project, fake, crowd = campaign
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    answers_before = fake.assignments(fake.hits()[0]["HITId"])
+    victim = answers_before[0]["WorkerId"]
+    crowd.flags = pd.DataFrame({"worker_id": [victim], "reason": ["audit: low agreement"]})
+    driver.collect(project, crowd)
+    assert fake.blocked() == {victim: "audit: low agreement"}
+    stored = project.store.answers(include_rejected=True)
+    assert (stored.loc[stored["worker_id"] == victim, "status"] == "rejected").all()
+    assert victim not in set(project.store.answers()["worker_id"])
+    assert project.store.last_batch()["status"] == "collected"
+
+
+def test_reconcile_adopts_orphans_and_expire_ends_hits(campaign):
+    project, fake, crowd = campaign
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    with project.store.transaction() as conn:
+        conn.execute("DELETE FROM hits WHERE pair_id IN (SELECT pair_id FROM pairs LIMIT 2)")
+    report = crowd.reconcile(project)
+    assert report["adopted"] == 2 and report["remote_hits"] == len(fake.hits())
+    assert report["new_answers"] == len(project.store.answers())
+    assert crowd.expire(project) == len(fake.hits())
+    assert {h["HITStatus"] for h in fake.hits()} == {"Reviewable"}
+    assert set(project.store.frame("SELECT status FROM hits")["status"]) == {"expired"}
+
+
+def test_balance_and_budget_stop_publishing(tmp_path):
+    project = make_project(tmp_path / "m")
+    fake, url = start_fake(project, balance="0.50")
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    driver.next_batch(project)
+    with pytest.raises(BudgetError, match="balance \\$0.50 cannot pay"):
+        driver.publish(project, crowd)
+    assert fake.hits() == []
+    fake.stop()
+    project.close()
+
+
+def test_live_needs_explicit_flag_and_confirmation(tmp_path):
+    project = make_project(tmp_path / "l")
+    project.close()
+    with pytest.raises(InputError, match="--live"):
+        get_crowd("mturk", Project(tmp_path / "l" / "project"))
+    result = CliRunner().invoke(
+        app, ["mturk", "publish", str(tmp_path / "l" / "project"), "--live"], input="n\n"
+    )
+    assert result.exit_code != 0
+    assert "LIVE MTurk" in result.output and "$" in result.output
+    with Project(tmp_path / "l" / "project") as reopened:
+        assert reopened.store.frame("SELECT * FROM hits").empty
+        assert MTurkCrowd(reopened, target="sandbox", client=object()).name == "mturk-sandbox"
+
+
+def test_settings_are_validated(tmp_path):
+    project = make_project(tmp_path / "s", mturk={"locales": ["US", "us"]})
+    with pytest.raises(InputError, match="locales"):
+        MTurkSettings.from_project(project)
+    ok = MTurkSettings(locales=["US", "CA-QC"]).qualifications()
+    assert ok[-1]["LocaleValues"] == [{"Country": "US"}, {"Country": "CA", "Subdivision": "QC"}]
+    project.close()
+
+
+def test_publishing_local_clips_needs_hosting(tmp_path):
+    project = make_project(tmp_path / "h")
+    clip = tmp_path / "h" / "clip.wav"
+    clip.write_bytes(b"RIFF")
+    with project.store.transaction() as conn:
+        conn.execute("UPDATE candidates SET audio = ?", (str(clip),))
+        conn.execute("UPDATE queries SET audio = ?", (str(clip),))
+    crowd = MTurkCrowd(project, target="sandbox", client=object())
+    driver.next_batch(project)
+    with pytest.raises(InputError, match="set \\[hosting\\]"):
+        crowd._clip_url(project, project.store.pairs(1))
+    project.close()
