@@ -25,6 +25,7 @@ one short ``BEGIN IMMEDIATE`` transaction, so concurrent posts are serialised by
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -43,7 +44,7 @@ from .. import driver
 from ..aggregate import count_answers, inter_agreement
 from ..crowds.web import advance
 from ..errors import BudgetError
-from ..hits import pair_clips, render_preference_hit
+from ..hits import TEMPLATE_DIR, pair_clips, render_preference_hit
 from ..project import Project
 from . import assign
 from .assign import Forbidden, Judge, WebError, WebSettings
@@ -58,11 +59,10 @@ MAX_FORM_FIELDS = 40
 MAX_BODY = 64 * 1024
 
 
+@functools.cache
 def _templates() -> jinja2.Environment:
-    import hit_templates
-
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(hit_templates.__file__).parent),
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
@@ -205,19 +205,10 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
         project, judge, assignment_id, fields.pop("csrf", None), fields, _settings(request)
     )
     if stored and _settings(request).advance:
-        _advance_if_complete(request, assignment_id)
+        pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
+        if assign.batch_complete(project.store.conn, pair_id):
+            _advance(request.app, project)
     return _redirect("/next")
-
-
-def _advance_if_complete(request: Request, assignment_id: str) -> None:
-    project = _project(request)
-    iteration = project.store.conn.execute(
-        "SELECT p.iteration FROM web_assignments w JOIN pairs p USING (pair_id)"
-        " WHERE w.assignment_id = ?",
-        (assignment_id,),
-    ).fetchone()[0]
-    if driver.missing_answers(project, iteration).empty:
-        _advance(request.app, project)
 
 
 def _advance(app: Starlette, project: Project) -> None:

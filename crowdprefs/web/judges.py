@@ -1,0 +1,210 @@
+"""Simulated judges answering over HTTP, and a local server to answer to.
+
+Each judge is an ``httpx.AsyncClient`` with its own cookie jar: it opens its invitation link,
+then loops ``GET /next`` → reads the question page's form (action and CSRF token) → posts an
+answer, exactly as a browser without JavaScript would. What it answers comes from an *oracle*
+``(assignment_id, judge_index) -> choice``: :func:`simulated_oracle` answers like worker
+``judge_index`` of the project's simulated crowd (:mod:`crowdprefs.crowds.simulated`), so a web
+campaign of simulated judges builds the same kind of lists as the simulated crowd.
+
+Traffic goes only to the given base URL, which :class:`LocalServer` binds on 127.0.0.1; every
+loop is bounded by a deadline and an answer count, and stops by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+import uvicorn
+
+from ..crowds.simulated import SimulatedCrowd, simulate_answers
+from ..errors import CrowdError
+from ..project import Project
+from . import assign
+from .app import create_app
+from .security import new_token
+
+Oracle = Callable[[str, int], str]
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+STATE = re.compile(r'id="done" data-state="(\w+)"')
+
+
+class LocalServer:
+    """``crowdprefs serve`` in a background thread on ``127.0.0.1`` and a free port."""
+
+    def __init__(self, root: Path, researcher_token: str) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        config = uvicorn.Config(
+            create_app(root, researcher_token), log_level="warning", access_log=False
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
+        )
+
+    def __enter__(self) -> LocalServer:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise CrowdError("the local web server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.socket.close()
+
+
+@dataclass
+class JudgeReport:
+    """What the simulated judges did: answers posted, submit latencies (s), refusals."""
+
+    answers: int = 0
+    latencies: list[float] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def p95(self) -> float:
+        return float(np.percentile(self.latencies, 95)) if self.latencies else float("nan")
+
+
+async def _judge(
+    client: httpx.AsyncClient,
+    token: str,
+    index: int,
+    oracle: Oracle,
+    report: JudgeReport,
+    stop: Callable[[], bool],
+    deadline: float,
+    max_answers: int,
+) -> None:
+    response = await client.get(f"/invite/{token}", follow_redirects=True)
+    response.raise_for_status()
+    while time.monotonic() < deadline and not stop() and report.answers < max_answers:
+        response = await client.get("/next", follow_redirects=True)
+        path = response.url.path
+        if path.startswith("/hit/"):
+            assignment = path.rsplit("/", 1)[1]
+            match = CSRF.search(response.text)
+            if match is None:
+                raise CrowdError(f"question page {path} has no CSRF token")
+            form = {"csrf": match.group(1), "choice": oracle(assignment, index)}
+            started = time.perf_counter()
+            posted = await client.post(path, data=form)
+            report.latencies.append(time.perf_counter() - started)
+            if posted.status_code == 303:
+                report.answers += 1
+            else:
+                report.refused.append(f"{posted.status_code} {path}")
+        else:
+            state = STATE.search(response.text)
+            if state is None:
+                raise CrowdError(f"unexpected page {path} ({response.status_code})")
+            if state.group(1) == "finished":
+                return
+            await asyncio.sleep(0.05)
+
+
+def run_judges(
+    base_url: str,
+    tokens: list[str],
+    oracle: Oracle,
+    *,
+    watch: Callable[[], bool] | None = None,
+    max_seconds: float = 120.0,
+    max_answers: int = 100_000,
+) -> JudgeReport:
+    """Let one simulated judge per token answer concurrently until each sees the finished page,
+    ``watch()`` (called about every 0.2 s) returns true, ``max_seconds`` pass or ``max_answers``
+    were posted in all."""
+    report = JudgeReport()
+    deadline = time.monotonic() + max_seconds
+    stopped = asyncio.Event()
+
+    async def watcher() -> None:
+        while not stopped.is_set() and time.monotonic() < deadline:
+            if watch is not None and watch():
+                stopped.set()
+            await asyncio.sleep(0.2)
+
+    async def main() -> None:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        clients = [
+            httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60.0) for _ in tokens
+        ]
+        watching = asyncio.create_task(watcher())
+        try:
+            await asyncio.gather(
+                *(
+                    _judge(c, t, i, oracle, report, stopped.is_set, deadline, max_answers)
+                    for i, (c, t) in enumerate(zip(clients, tokens, strict=True))
+                )
+            )
+        finally:
+            stopped.set()
+            await watching
+            await asyncio.gather(*(c.aclose() for c in clients))
+
+    asyncio.run(main())
+    return report
+
+
+def simulated_oracle(root: Path) -> Oracle:
+    """Answers of the project's simulated crowd (``[simulated]`` section): judge *i* is worker
+    *i* of its pool (``i`` modulo the pool size), answering the assignment's pair."""
+    with Project(root) as project:
+        crowd = SimulatedCrowd.for_project(project)
+    n = len(crowd.pool.ids)
+    state = root / "state.sqlite"
+    local = threading.local()
+
+    @functools.lru_cache(maxsize=4096)
+    def everyone(pair_id: int) -> dict[str, str]:
+        pair = pd.read_sql_query(
+            "SELECT * FROM pairs WHERE pair_id = ?", local.conn, params=(pair_id,)
+        ).assign(answers_wanted=n)
+        frame = simulate_answers(pair, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
+        return dict(zip(frame["worker_id"], frame["choice"], strict=True))
+
+    def answer(assignment: str, index: int) -> str:
+        if not hasattr(local, "conn"):
+            local.conn = sqlite3.connect(f"file:{state}?mode=ro", uri=True, timeout=60)
+        pair_id = local.conn.execute(
+            "SELECT pair_id FROM web_assignments WHERE assignment_id = ?", (assignment,)
+        ).fetchone()[0]
+        return everyone(pair_id)[crowd.pool.ids[index % n]]
+
+    return answer
+
+
+def run_web_campaign(
+    root: Path,
+    *,
+    judges: int = 40,
+    max_seconds: float = 900.0,
+    watch: Callable[[], bool] | None = None,
+) -> JudgeReport:
+    """A whole campaign through the web crowd: ``judges`` simulated judges post their answers
+    over HTTP to a local server, which aggregates each batch and publishes the next until every
+    list is closed (or ``max_seconds`` pass). ``watch`` is called about every 0.2 s."""
+    with Project(root) as project:
+        tokens = [token for _, token in assign.invite(project, judges)]
+    oracle = simulated_oracle(root)
+    with LocalServer(root, new_token()) as server:
+        return run_judges(server.url, tokens, oracle, watch=watch, max_seconds=max_seconds)
