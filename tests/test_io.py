@@ -138,3 +138,16 @@ def test_runs_round_trip(tmp_path_factory, rows):
     back = io.read_runs(path).sort_values(["system", "query", "rank"]).reset_index(drop=True)
     expected = runs.sort_values(["system", "query", "rank"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(back, expected.astype({"system": str, "query": str}))
+
+
+def test_read_truth_detects_lists_and_levels(tmp_path):
+    lists = io.read_truth(write(tmp_path, "l.txt", "crowd q1 a 1\ncrowd q1 b 2\n"))
+    assert list(lists.columns) == io.LIST_COLUMNS
+    qrels = io.read_truth(write(tmp_path, "q.txt", "q1 0 a 2\nq1 0 b 0\n"))
+    assert list(qrels.columns) == io.LEVEL_COLUMNS
+    plain = io.read_truth(write(tmp_path, "p.txt", "q1 a 35\n"))
+    assert plain["gain"].tolist() == [35.0]
+    forced = io.read_truth(tmp_path / "q.txt", kind="lists")
+    assert forced["query"].tolist() == ["0", "0"]
+    with pytest.raises(InputError, match="unknown ground-truth kind"):
+        io.read_truth(tmp_path / "q.txt", kind="weird")
