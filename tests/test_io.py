@@ -147,7 +147,7 @@ def test_read_truth_detects_lists_and_levels(tmp_path):
     assert list(qrels.columns) == io.LEVEL_COLUMNS
     plain = io.read_truth(write(tmp_path, "p.txt", "q1 a 35\n"))
     assert plain["gain"].tolist() == [35.0]
-    forced = io.read_truth(tmp_path / "q.txt", kind="lists")
+    forced = io.read_truth(write(tmp_path, "f.txt", "q1 0 a 2\nq1 0 b 1\n"), kind="lists")
     assert forced["query"].tolist() == ["0", "0"]
     with pytest.raises(InputError, match="unknown ground-truth kind"):
         io.read_truth(tmp_path / "q.txt", kind="weird")
