@@ -246,7 +246,7 @@ def write_manifest(table: pd.DataFrame, path: Path) -> None:
 def _plan(root: Path, files: list[Path], dst: Path, options: PrepareOptions, previous):
     """Rows already final (failures found without decoding, cache hits) and the jobs to run."""
     fingerprint = options.fingerprint()
-    cache = previous[previous["error"] == ""].drop_duplicates("output").set_index("output")
+    cache = {r["output"]: r for r in previous[previous["error"] == ""].to_dict("records")}
     done, jobs, owners = [], [], {}
     for file in files:
         rel = file.relative_to(root)
@@ -275,13 +275,11 @@ def _plan(root: Path, files: list[Path], dst: Path, options: PrepareOptions, pre
         if row["sha256"] == EMPTY_SHA256:
             done.append(row | {"error": "the file is empty"})
             continue
-        if out in cache.index and (dst / out).is_file():
-            hit = cache.loc[out]
-            if hit["sha256"] == row["sha256"] and hit["settings"] == fingerprint:
-                done.append(
-                    hit.to_dict() | {"source": row["source"], "output": out, "cached": True}
-                )
-                continue
+        hit = cache.get(out, {})
+        key = (hit.get("sha256"), hit.get("settings"))
+        if key == (row["sha256"], fingerprint) and (dst / out).is_file():
+            done.append(hit | {"source": row["source"], "cached": True})
+            continue
         jobs.append((row | {"output": out}, file, dst / out))
     return done, jobs
 
