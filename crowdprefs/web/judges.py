@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import re
 import socket
 import sqlite3
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -70,6 +74,63 @@ class LocalServer:
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self.socket.close()
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class ServerProcess:
+    """``crowdprefs serve ROOT`` as a child process on ``127.0.0.1`` (stopped on exit)."""
+
+    def __init__(self, root: Path, researcher_token: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.command = [
+            sys.executable,
+            "-c",
+            "from crowdprefs.cli import main; main()",
+            "serve",
+            str(root),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+        self.env = {**os.environ, "CROWDPREFS_RESEARCHER_TOKEN": researcher_token}
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> ServerProcess:
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            self.command, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                last = self.log.read().decode(errors="replace").strip().splitlines()[-1:]
+                raise CrowdError(f"crowdprefs serve exited: {' '.join(last)}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.__exit__()
+        raise CrowdError("crowdprefs serve did not answer within 60 s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
 
 
 @dataclass
