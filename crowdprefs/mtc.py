@@ -27,15 +27,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
+import jinja2
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
-from scipy.special import expit, log_expit
-from scipy.stats import kendalltau, norm
+from scipy.special import expit
+from scipy.stats import norm
 
 from .errors import InputError
+from .hits import TEMPLATE_DIR
 
 Scale = Literal["fine", "broad"]
 MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
@@ -256,15 +259,27 @@ def ordinal_moments(
     return mean, np.maximum(p @ labels**2 - mean**2, 0.0)
 
 
-class UniformEstimator:
+class GainEstimator:
+    """Base of the gain estimators: ``predict`` gives E and Var of every pair's gain, judged
+    pairs included but predicted without their own judgment; calling the estimator gives the
+    :class:`Estimates` in which judged pairs take their gain."""
+
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        return with_judgments(*self.predict(gains), gains)
+
+
+class UniformEstimator(GainEstimator):
     """Every unjudged pair uniform over the scale's levels (seed §4.1)."""
 
     def __init__(self, col: Collection, scale: Scale = "fine") -> None:
         e, v = uniform_moments(scale)
         self.mean, self.var = np.full(col.n_pairs, e), np.full(col.n_pairs, v)
 
-    def __call__(self, gains: np.ndarray) -> Estimates:
-        return with_judgments(self.mean, self.var, gains)
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.mean, self.var
 
 
 @dataclass(frozen=True, eq=False)
@@ -327,7 +342,7 @@ def _fine_only(scale: Scale, model: str) -> None:
         raise InputError(f"{model} has coefficients for the Fine scale only; use --scale fine")
 
 
-class OutputEstimator:
+class OutputEstimator(GainEstimator):
     """L_output (seed §4.2.3) with the reference's coefficients; uniform where metadata lacks.
 
     It uses no judgment, so its estimates are computed once (seed §5.2: ranking without
@@ -343,8 +358,8 @@ class OutputEstimator:
         self.mean = np.where(meta.known, mean, e)
         self.var = np.where(meta.known, var, v)
 
-    def __call__(self, gains: np.ndarray) -> Estimates:
-        return with_judgments(self.mean, self.var, gains)
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.mean, self.var
 
 
 def judge_features(
@@ -355,24 +370,25 @@ def judge_features(
     aSYS = mean over the systems retrieving d of each system's mean judged gain over all
     queries (a system without judgments counts as 0 in that mean); aART = mean judged gain of
     the documents of d's artist in d's query (``artist_group`` from :func:`query_groups`).
-    Defined when some retrieving system has a judgment and some document of the artist in the
-    query is judged.
+    A judged pair's own judgment is left out of its features. Defined when some retrieving
+    system has a judgment and some document of the artist in the query is judged.
     """
     judged = ~np.isnan(gains)
     g = np.where(judged, gains, 0.0)
-    x = col.incidence
-    count = x @ judged
-    system_mean = np.divide(x @ g, count, out=np.zeros(col.n_systems), where=count > 0)
-    asys = (system_mean @ x) / col.retrieved_by
-    any_system = ((count > 0) @ x) > 0
-    art_n = np.bincount(artist_group, judged)[artist_group]
-    art_sum = np.bincount(artist_group, g)[artist_group]
+    system, pair = col.retrievals
+    total = col.per_system(g)[system] - g[pair]
+    count = col.per_system(judged.astype(float))[system] - judged[pair]
+    mean = np.divide(total, count, out=np.zeros(total.size), where=count > 0)
+    asys = np.bincount(pair, mean, col.n_pairs) / col.retrieved_by
+    any_system = np.bincount(pair, count > 0, col.n_pairs) > 0
+    art_n = np.bincount(artist_group, judged)[artist_group] - judged
+    art_sum = np.bincount(artist_group, g)[artist_group] - g
     aart = np.divide(art_sum, art_n, out=np.zeros(col.n_pairs), where=art_n > 0)
     fsys = col.retrieved_by / col.n_systems
     return np.column_stack([fsys, asys, aart]), any_system & (art_n > 0)
 
 
-class JudgeEstimator:
+class JudgeEstimator(GainEstimator):
     """L_judge (seed §4.2.3) where its features are defined, L_output elsewhere (MTC.md)."""
 
     def __init__(self, col: Collection, meta: PairMetadata, scale: Scale = "fine") -> None:
@@ -382,13 +398,269 @@ class JudgeEstimator:
         self.artist_group = query_groups(col, meta.artist)
         self.has_artist = meta.artist >= 0
 
-    def __call__(self, gains: np.ndarray) -> Estimates:
-        base = self.output(gains)
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         theta, defined = judge_features(self.col, gains, self.artist_group)
-        use = np.flatnonzero(defined & self.has_artist & ~base.judged)
-        mean, var = base.mean.copy(), base.var.copy()
+        use = np.flatnonzero(defined & self.has_artist)
+        mean, var = self.output.mean.copy(), self.output.var.copy()
         mean[use], var[use] = ordinal_moments(JUDGE_ALPHA, theta[use] @ JUDGE_BETA, FINE_LABELS)
-        return Estimates(mean, var, base.judged)
+        return mean, var
+
+
+# --------------------------------------------------------------------------- fitted model
+
+
+def fit_cumulative_logit(
+    x: np.ndarray, y: np.ndarray, n_levels: int, l2: float = 0.0, start: np.ndarray | None = None
+) -> np.ndarray:
+    """Maximum-likelihood cumulative logit (the seed's §4.1 ordinal logistic framework).
+
+    P(y ≤ j | x) = logistic(κ_j − x·β), j = 0..J−2, with κ_0 = θ_0 and
+    κ_j = κ_{j−1} + exp(θ_j) (the parametrisation of statsmodels' ``OrderedModel``, whose
+    estimates these are when ``l2`` = 0). Returns (β, θ). ``l2`` adds ½·l2·|β|² to the negative
+    log-likelihood. Every level 0..J−1 must occur in ``y``.
+    """
+    n, m = x.shape
+    lower_index, upper_index = y - 1, y  # κ index below and above each observation
+    at_top, at_bottom = y == n_levels - 1, y == 0
+
+    def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
+        beta, theta = params[:m], params[m:]
+        steps = np.exp(theta[1:])
+        kappa = theta[0] + np.r_[0.0, np.cumsum(steps)]
+        eta = x @ beta
+        upper = np.where(at_top, np.inf, kappa[np.minimum(upper_index, n_levels - 2)] - eta)
+        lower = np.where(at_bottom, -np.inf, kappa[np.maximum(lower_index, 0)] - eta)
+        su, sl = expit(upper), expit(lower)
+        p = np.maximum(su - sl, 1e-300)
+        du, dl = su * (1 - su) / p, sl * (1 - sl) / p  # σ'(u)/p and σ'(l)/p; 0 at ±inf
+        grad_beta = x.T @ (du - dl) + l2 * beta
+        grad_kappa = -np.bincount(upper_index[~at_top], du[~at_top], n_levels - 1) + np.bincount(
+            lower_index[~at_bottom], dl[~at_bottom], n_levels - 1
+        )
+        tail = np.cumsum(grad_kappa[::-1])[::-1]  # Σ_{j ≥ i} ∂/∂κ_j
+        grad_theta = np.r_[tail[0], steps * tail[1:]]
+        value = -np.log(p).sum() + 0.5 * l2 * beta @ beta
+        return value, np.r_[grad_beta, grad_theta]
+
+    if start is None:
+        share = np.cumsum(np.bincount(y, minlength=n_levels))[:-1] / n
+        kappa = np.log(share / (1 - share))
+        start = np.r_[np.zeros(m), kappa[0], np.log(np.maximum(np.diff(kappa), 1e-3))]
+    result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    return result.x
+
+
+def cumulative_logit_probabilities(x: np.ndarray, params: np.ndarray) -> np.ndarray:
+    """P(y = j | x) (n × J) under the parameters of :func:`fit_cumulative_logit`."""
+    m = x.shape[1]
+    beta, theta = params[:m], params[m:]
+    kappa = theta[0] + np.r_[0.0, np.cumsum(np.exp(theta[1:]))]
+    below = expit(kappa[None, :] - (x @ beta)[:, None])
+    n = len(x)
+    return np.hstack([below, np.ones((n, 1))]) - np.hstack([np.zeros((n, 1)), below])
+
+
+def fitted_features(
+    col: Collection,
+    gains: np.ndarray,
+    scale: Scale,
+    prior: np.ndarray | None,
+    artist_group: np.ndarray | None,
+) -> np.ndarray:
+    """Features of the refitted model; none uses the pair's own judgment (seed §4.2).
+
+    * ``prior``: the linear predictor θ·β of L_output (its knowledge from other editions), if
+      metadata is at hand;
+    * fSYS = c/S;
+    * aSYS: mean over the systems retrieving d of each system's mean judged gain over the
+      *other* queries, /M;
+    * aDOC: mean judged gain of the other judged documents of d's query, /M;
+    * aART: the same over the other judged documents of d's artist in d's query, /M, and an
+      indicator that it exists (when it does not, aART = aDOC).
+
+    An undefined mean takes the mean of all judgments (0.5·M when there is none).
+    """
+    m = MAX_GAIN[scale]
+    judged = ~np.isnan(gains)
+    g = np.where(judged, gains, 0.0) / m
+    overall = g.sum() / judged.sum() if judged.any() else 0.5
+    system, pair = col.retrievals
+    q = col.query_of[pair]
+    cells = system * col.n_queries + q
+    size = col.n_systems * col.n_queries
+    cell_sum = np.bincount(cells, g[pair], size).reshape(col.n_systems, col.n_queries)
+    cell_n = np.bincount(cells, judged[pair], size).reshape(col.n_systems, col.n_queries)
+    other_sum = cell_sum.sum(axis=1, keepdims=True) - cell_sum
+    other_n = cell_n.sum(axis=1, keepdims=True) - cell_n
+    loqo = np.divide(other_sum, other_n, out=np.full(other_sum.shape, overall), where=other_n > 0)
+    asys = np.bincount(pair, loqo[system, q], col.n_pairs) / col.retrieved_by
+
+    def leave_self_out(group: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        total = np.bincount(group, g)[group] - g
+        count = np.bincount(group, judged)[group] - judged
+        mean = np.divide(total, count, out=fallback.astype(float).copy(), where=count > 0)
+        return mean, count > 0
+
+    adoc, _ = leave_self_out(col.query_of, np.full(col.n_pairs, overall))
+    columns = [col.retrieved_by / col.n_systems, asys, adoc]
+    if artist_group is not None:
+        aart, has = leave_self_out(artist_group, adoc)
+        columns += [aart, has.astype(float)]
+    if prior is not None:
+        columns.insert(0, prior)
+    return np.column_stack(columns)
+
+
+def gain_levels(gains: np.ndarray, scale: Scale) -> np.ndarray:
+    """Ordinal level of each gain: Fine in ten bins [0,10), ..., [90,100]; Broad as is."""
+    if scale == "broad":
+        return np.round(gains).astype(int)
+    return np.minimum(gains // 10, 9).astype(int)
+
+
+def system_effects(
+    z: np.ndarray,
+    residual: np.ndarray,
+    noise: np.ndarray,
+    quality: np.ndarray,
+    scale: Scale,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-system effects b from the residuals of judged pairs: posterior mean, posterior
+    covariance and prior covariance.
+
+    Model: r_d = z_d·b + ε_d, ε_d ~ N(0, V_d), z_d = X_{·d}/c_d (the mean over the systems
+    retrieving d), b = γ·m + u with m the standardised estimated AG@k of the systems,
+    γ ~ N(0, σ²) and u ~ N(0, τ² I): prior Σ = σ² m mᵀ + τ² I. The part along m is the
+    error shared by systems of similar quality (good systems retrieve better documents than
+    predicted), u what is proper to each system. σ and τ maximise the marginal likelihood
+    r ~ N(0, z Σ zᵀ + V) over a grid, computed in S dimensions with A = zᵀV⁻¹z, h = zᵀV⁻¹r:
+    log|I + ΣA| and rᵀV⁻¹r − hᵀ(I + ΣA)⁻¹Σh. Posterior Cov = (I + ΣA)⁻¹Σ, b̂ = Cov h.
+    """
+    s = z.shape[1]
+    w = 1.0 / np.maximum(noise, 1e-6 * MAX_GAIN[scale] ** 2)
+    a = z.T @ (z * w[:, None])
+    h = z.T @ (w * residual)
+    spread = quality.std()
+    m = (quality - quality.mean()) / spread if spread > 0 else np.zeros(s)
+    grid = np.r_[0.0, MAX_GAIN[scale] * np.geomspace(0.002, 0.2, 12)]
+    best, prior = 0.0, np.zeros((s, s))
+    for sigma in grid:
+        for tau in grid:
+            cov = sigma**2 * np.outer(m, m) + tau**2 * np.eye(s)
+            inner = np.eye(s) + cov @ a
+            sign, logdet = np.linalg.slogdet(inner)
+            score = -0.5 * (logdet - h @ np.linalg.solve(inner, cov @ h))
+            if sign > 0 and score > best:
+                best, prior = score, cov
+    posterior = np.linalg.solve(np.eye(s) + prior @ a, prior)
+    return posterior @ h, posterior, prior
+
+
+class FittedEstimator(GainEstimator):
+    """A cumulative-logit model refitted from the judgments so far, cross-fitted by query folds.
+
+    Queries are split into ``folds`` folds; the gains of a fold's pairs are predicted by a
+    model fitted only on the judgments of the other folds (so no judgment predicts itself and
+    every prediction is for queries the model did not see), with the features of
+    :func:`fitted_features`. Level probabilities give E and Var with each level's value and
+    spread taken from the training gains of that level (seed §4.1). Models are refitted when
+    ``refit_every`` new judgments have arrived; until a fold has ``min_train`` training
+    judgments the ``fallback`` estimator (L_output, or uniform without metadata) is used.
+    """
+
+    def __init__(
+        self,
+        col: Collection,
+        scale: Scale = "fine",
+        meta: PairMetadata | None = None,
+        folds: int = 5,
+        refit_every: int = 20,
+        min_train: int = 40,
+        l2: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        self.col, self.scale, self.folds = col, scale, folds
+        self.refit_every, self.min_train, self.l2 = refit_every, min_train, l2
+        if meta is not None and scale == "fine":
+            self.fallback: GainEstimator = OutputEstimator(col, meta, scale)
+            self.prior = output_features(col, meta) @ OUTPUT_BETA
+        else:
+            self.fallback, self.prior = UniformEstimator(col, scale), None
+        self.artist_group = query_groups(col, meta.artist) if meta is not None else None
+        order = np.random.default_rng(seed).permutation(col.n_queries)
+        self.fold = (np.argsort(order) % folds)[col.query_of]
+        self.models: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.fitted_at = -refit_every
+
+    def _refit(self, features: np.ndarray, gains: np.ndarray) -> None:
+        judged = ~np.isnan(gains)
+        self.models = {}
+        for f in range(self.folds):
+            train = judged & (self.fold != f)
+            if train.sum() < self.min_train:
+                continue
+            levels = gain_levels(gains[train], self.scale)
+            present, y = np.unique(levels, return_inverse=True)
+            if present.size < 2:
+                continue
+            value = np.bincount(y, gains[train]) / np.bincount(y)
+            spread = np.bincount(y, gains[train] ** 2) / np.bincount(y) - value**2
+            params = fit_cumulative_logit(features[train], y, present.size, l2=self.l2)
+            self.models[f] = (params, value, spread)
+        self.fitted_at = int(judged.sum())
+
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, var = (a.copy() for a in self.fallback.predict(gains))
+        features = fitted_features(self.col, gains, self.scale, self.prior, self.artist_group)
+        if int((~np.isnan(gains)).sum()) >= self.fitted_at + self.refit_every:
+            self._refit(features, gains)
+        for f, (params, value, spread) in self.models.items():
+            rows = np.flatnonzero(self.fold == f)
+            p = cumulative_logit_probabilities(features[rows], params)
+            mean[rows] = p @ value
+            var[rows] = np.maximum(p @ (value**2 + spread) - mean[rows] ** 2, 0.0)
+        return mean, var
+
+
+class SystemEffects(GainEstimator):
+    """Wrap an estimator with per-system random effects (MTC.md, "Honest variances").
+
+    The residuals of the judged pairs against the wrapped estimator's predictions (which never
+    use a pair's own judgment) estimate effects b_s (:func:`system_effects`); an unjudged
+    pair's expectation moves by mean_{s∋d} b̂_s and the posterior covariance of b enters every
+    variance of AG@k and of differences (:func:`pair_statistics`), so that the errors of one
+    system's documents are no longer taken as independent.
+    """
+
+    def __init__(
+        self,
+        base: GainEstimator,
+        col: Collection,
+        scale: Scale,
+        shift: bool = False,
+        min_judged: int = 20,
+    ) -> None:
+        self.base, self.col, self.scale = base, col, scale
+        self.shift, self.min_judged = shift, min_judged
+        self.z = (col.incidence / col.retrieved_by).T
+
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.base.predict(gains)
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        mean, var = self.predict(gains)
+        judged = ~np.isnan(gains)
+        if judged.sum() < self.min_judged:
+            return with_judgments(mean, var, gains)
+        quality = pair_statistics(self.col, with_judgments(mean, var, gains), self.scale).mean
+        b, posterior, prior = system_effects(
+            self.z[judged], gains[judged] - mean[judged], var[judged], quality, self.scale
+        )
+        if self.shift:
+            mean = np.clip(mean + self.z @ b, 0.0, MAX_GAIN[self.scale])
+        cov = posterior if self.shift else prior
+        est = with_judgments(mean, var, gains)
+        return Estimates(est.mean, est.var, est.judged, cov)
 
 
 # --------------------------------------------------------------------------- AG@k and confidence
@@ -490,14 +762,18 @@ def pair_table(col: Collection, stats: PairStatistics, delta: float = 0.0) -> pd
 
 
 def sign_accuracy(stats: PairStatistics, truth: np.ndarray) -> tuple[float, float]:
-    """Share of pairs whose estimated sign of Δ is the true one, and Kendall's τ (tau-b).
+    """Share of pairs whose estimated sign of Δ is the true one, and Kendall's τ_b.
 
-    ``truth`` is each system's AG@k under all judgments.
+    ``truth`` is each system's AG@k under all judgments; τ_b = Σ sign·sign / √(n₁ n₂) with
+    n₁, n₂ the untied pairs of each ranking.
     """
     a, b = upper_pairs(len(truth))
-    correct = np.sign(stats.diff[a, b]) == np.sign(truth[a] - truth[b])
-    tau = kendalltau(stats.mean, truth).statistic if len(truth) > 1 else 1.0
-    return float(correct.mean()) if correct.size else 1.0, float(tau)
+    estimated, true = np.sign(stats.diff[a, b]), np.sign(truth[a] - truth[b])
+    if not a.size:
+        return 1.0, 1.0
+    ties = np.sqrt(np.count_nonzero(estimated) * np.count_nonzero(true))
+    tau = float((estimated * true).sum() / ties) if ties > 0 else float("nan")
+    return float((estimated == true).mean()), tau
 
 
 def calibration_table(
@@ -518,7 +794,9 @@ def calibration_table(
     )
     grouped = grouped.reindex(range(len(edges) - 1))
     grouped["pairs"] = grouped["pairs"].fillna(0).astype(int)
-    grouped.insert(0, "bin", [f"[{lo:.2f}, {hi:.2f})" for lo, hi in zip(edges, edges[1:])])
+    grouped.insert(
+        0, "bin", [f"[{lo:.2f}, {hi:.2f})" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    )
     grouped.insert(2, "share", grouped["pairs"] / max(len(frame), 1))
     return grouped.reset_index(drop=True)
 
@@ -656,3 +934,93 @@ def simulate(
     pairs["correct"] = np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b])
     done_order = np.concatenate(order) if order else np.array([], dtype=int)
     return Simulation(log, done_order, pairs, reached)
+
+
+# --------------------------------------------------------------------------- front end
+
+ESTIMATORS = ("uniform", "output", "judge", "fitted")
+SELECTIONS = ("reference", "adaptive")
+
+
+def read_metadata(path: str | Path) -> pd.DataFrame:
+    """Read ``document artist genre`` lines (whitespace-separated) as a DataFrame."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    frame = pd.read_csv(
+        path, sep=r"\s+", header=None, dtype=str, keep_default_na=False, engine="python"
+    )
+    if frame.shape[1] != 3:
+        raise InputError(
+            f"{path}: expected 3 fields (document artist genre), found {frame.shape[1]}"
+        )
+    frame.columns = ["document", "artist", "genre"]
+    return frame
+
+
+def make_estimator(
+    name: str,
+    col: Collection,
+    scale: Scale = "fine",
+    meta: PairMetadata | None = None,
+    effects: bool = True,
+    seed: int = 0,
+) -> GainEstimator:
+    """The estimator ``name`` (one of :data:`ESTIMATORS`), wrapped in :class:`SystemEffects`
+    when ``effects`` (posterior shift and covariance from the judgments so far)."""
+    if name not in ESTIMATORS:
+        raise InputError(f"unknown estimator {name!r}; choose one of {', '.join(ESTIMATORS)}")
+    if name in ("output", "judge") and meta is None:
+        raise InputError(f"estimator {name!r} needs --metadata (document artist genre)")
+    if name == "uniform":
+        base: GainEstimator = UniformEstimator(col, scale)
+    elif name == "output":
+        base = OutputEstimator(col, meta, scale)
+    elif name == "judge":
+        base = JudgeEstimator(col, meta, scale)
+    else:
+        base = FittedEstimator(col, scale, meta, seed=seed)
+    return SystemEffects(base, col, scale, shift=True) if effects else base
+
+
+def make_selector(
+    name: str, col: Collection, batches: int, size: int, target: float = 0.95
+) -> Selector:
+    """Selection ``name`` (:data:`SELECTIONS`): ``batches`` chunks of ``size`` pairs per call."""
+    if name not in SELECTIONS:
+        raise InputError(f"unknown selection {name!r}; choose one of {', '.join(SELECTIONS)}")
+    if batches < 1 or size < 1:
+        raise InputError(f"batches and batch size must be at least 1 (got {batches}, {size})")
+    if name == "reference":
+        weights = reference_weights(col)
+        return lambda est, stats: take_batch(col, weights, est.judged, batches, size)
+    return lambda est, stats: take_batch(
+        col, adaptive_weights(col, est, stats, target), est.judged, batches, size
+    )
+
+
+def render_level_hit(
+    query: str,
+    document: str,
+    clips: dict[str, str],
+    scale: Literal["fine", "broad", "both"] = "both",
+    mode: Literal["mturk", "web", "preview"] = "mturk",
+    submit_url: str = "",
+    hidden: dict[str, str] | None = None,
+) -> str:
+    """The level-judgment HIT (``hit_templates/level_judgment.html``) for one query–candidate
+    pair: the Broad and/or Fine similarity question of MIREX AMS (seed §2); autoescaped."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return environment.get_template("level_judgment.html").render(
+        query=query,
+        document=document,
+        clips=clips,
+        scale=scale,
+        mode=mode,
+        submit_url=submit_url,
+        hidden=hidden or {},
+    )
