@@ -1,0 +1,173 @@
+"""Planning commands: ``plan`` (simulate a campaign before paying) and ``crowd-model fit``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..adaptive import StoppingRule, nominal_level
+from ..aggregate import AggregationRule
+from ..console import console, make_progress
+from ..crowd_model import fit_crowd_model, load_crowd_model, save_fit
+from ..crowds.csv import read_results
+from ..crowds.simulated import CrowdModel, random_truth
+from ..errors import InputError
+from ..io import read_lists
+from ..planning import Design, simulate, summarize
+from ..project import read_candidates
+from .app import app
+
+crowd_model_app = typer.Typer(
+    help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
+)
+app.add_typer(crowd_model_app, name="crowd-model")
+
+_LABELS = {
+    "iterations": ("iterations", "{:.1f}"),
+    "pairs": ("pairs", "{:.0f}"),
+    "answers": ("answers", "{:.0f}"),
+    "cost": ("cost $ (fees incl.)", "{:.2f}"),
+    "wall_hours": ("wall time h", "{:.1f}"),
+    "adr": ("ADR vs truth", "{:.3f}"),
+    "order_recovered": ("order relations recovered", "{:.3f}"),
+    "ties_kept": ("true ties kept", "{:.3f}"),
+}
+
+
+@app.command()
+def plan(
+    candidates: Annotated[
+        Path, typer.Option("--candidates", help="Candidates CSV (query,document[,audio]).")
+    ],
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            help="Group qrels of a hidden truth to simulate against (default: a random truth of "
+            "about three candidates per group)."
+        ),
+    ] = None,
+    answers_per_pair: Annotated[
+        int, typer.Option(help="Answers per pair (the maximum when adaptive).")
+    ] = 10,
+    adaptive: Annotated[
+        str, typer.Option(help="Adaptive answers: off, curtail or sequential.")
+    ] = "off",
+    initial: Annotated[int, typer.Option(help="Adaptive: answers asked first.")] = 4,
+    step: Annotated[int, typer.Option(help="Adaptive: answers added per round.")] = 2,
+    alpha: Annotated[
+        float, typer.Option(help="Sequential: stated false-different rate on equal pairs.")
+    ] = StoppingRule.alpha,
+    futility: Annotated[
+        float, typer.Option(help="Sequential: stop as equal below this chance to separate.")
+    ] = StoppingRule.futility,
+    rule: Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")] = (
+        "mann-whitney"
+    ),
+    level: Annotated[float, typer.Option("--level", help="Level of the Mann-Whitney test.")] = 0.05,
+    margin: Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")] = 2,
+    reward: Annotated[float, typer.Option(help="Reward per answer in US$.")] = 0.02,
+    crowd_model: Annotated[
+        Path | None,
+        typer.Option(help="Crowd model TOML (from 'crowdprefs crowd-model fit'); default model."),
+    ] = None,
+    campaigns: Annotated[int, typer.Option(help="Campaigns to simulate.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of the simulations.")] = 0,
+    csv_out: Annotated[
+        Path | None, typer.Option("--csv", help="Also write one row per campaign to this CSV.")
+    ] = None,
+) -> None:
+    """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
+    simulating it many times with the simulated crowd, before any money is spent."""
+    frame = read_candidates(candidates)
+    hidden = read_lists(truth) if truth else random_truth(frame, seed)
+    known = set(zip(hidden["query"], hidden["document"], strict=True))
+    pairs = zip(frame["query"], frame["document"], strict=True)
+    lacking = [(q, d) for q, d in pairs if (q, d) not in known]
+    if lacking:
+        raise InputError(
+            f"{truth}: no group for query {lacking[0][0]!r}, document {lacking[0][1]!r}"
+        )
+    hidden = hidden.merge(frame[["query", "document"]], on=["query", "document"])
+    aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
+    stopping = None
+    if adaptive != "off":
+        stopping = StoppingRule(
+            method=adaptive,  # type: ignore[arg-type]
+            initial=min(initial, answers_per_pair),
+            step=step,
+            maximum=answers_per_pair,
+            alpha=alpha,
+            futility=futility,
+            aggregation=aggregation,
+        )
+    design = Design(answers_per_pair, aggregation, stopping, reward)
+    model = load_crowd_model(crowd_model) if crowd_model else CrowdModel()
+    with make_progress(transient=True) as progress:
+        task = progress.add_task("simulating campaigns", total=campaigns)
+        results = simulate(
+            hidden,
+            design,
+            model,
+            campaigns=campaigns,
+            seed=seed,
+            on_campaign=lambda _: progress.advance(task),
+        )
+    if csv_out:
+        results.to_csv(csv_out, index_label="campaign")
+    summary = summarize(results)
+    what = "fixed" if stopping is None else stopping.method
+    title = (
+        f"{campaigns} simulated campaigns: {frame['query'].nunique()} queries, {len(frame)} "
+        f"candidates, {what} answers (max {answers_per_pair}), {aggregation.rule}"
+    )
+    table = Table(title=title)
+    table.add_column("measure")
+    for name in ("mean", "95% CI of mean", "5%", "median", "95%"):
+        table.add_column(name, justify="right")
+    for column, row in summary.iterrows():
+        label, fmt = _LABELS[str(column)]
+        if math.isnan(row["mean"]):
+            continue
+        table.add_row(
+            label,
+            fmt.format(row["mean"]),
+            f"{fmt.format(row['ci_low'])}–{fmt.format(row['ci_high'])}",
+            fmt.format(row["p5"]),
+            fmt.format(row["median"]),
+            fmt.format(row["p95"]),
+        )
+    console.print(table)
+    if stopping is not None and stopping.method == "sequential":
+        per_look, worst = nominal_level(stopping)
+        console.print(
+            f"sequential rule: per-look Mann-Whitney level {per_look:.4f}; false 'different' "
+            f"rate on truly equal pairs at most {worst:.3f} (stated {stopping.alpha})"
+        )
+
+
+@crowd_model_app.command("fit")
+def fit(
+    results: Annotated[Path, typer.Argument(help="MTurk batch-results CSV of a campaign.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="TOML file to write the fitted model to.")
+    ] = Path("crowd-model.toml"),
+) -> None:
+    """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
+    bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
+    answers = read_results(results)
+    fitted = fit_crowd_model(answers)
+    save_fit(fitted, output)
+    model = fitted.model
+    table = Table(title=f"crowd model fitted to {results} ({fitted.pairs} pairs)")
+    table.add_column("parameter")
+    table.add_column("value", justify="right")
+    for name, value in model.to_dict().items():
+        table.add_row(name, f"{value:.3g}" if isinstance(value, float) else str(value))
+    shares = " ".join(f"{g}:{s:.2f}" for g, s in fitted.gap_shares.items())
+    table.add_row("pairs by true gap (groups)", shares)
+    console.print(table)
+    console.print(f"wrote {output}")
