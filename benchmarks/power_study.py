@@ -42,16 +42,17 @@ K = 5
 
 def mirex_measures(folder: Path) -> dict[str, pd.DataFrame]:
     """AG@5, nDCG@5 (log base 2), ANDCG@5 and ADR@5 (seed 001 §3) per system × query."""
-    runs = pd.read_csv(folder / "runs.txt", sep="\t", names=["system", "query", "document"])
-    judged = pd.read_csv(folder / "judgments.txt", sep="\t", names=["query", "document", "gain"])
-    runs = runs.astype(str).assign(rank=lambda r: r.groupby(["system", "query"]).cumcount())
-    runs = runs[runs["rank"] < K].merge(judged.astype({"query": str, "document": str}), "left")
+    ids = {"system": str, "query": str, "document": str}  # ids like 0001e0 are not numbers
+    runs = pd.read_csv(folder / "runs.txt", sep="\t", names=list(ids), dtype=ids)
+    names = ["query", "document", "gain"]
+    judged = pd.read_csv(folder / "judgments.txt", sep="\t", names=names, dtype=ids)
+    runs = runs.assign(rank=runs.groupby(["system", "query"]).cumcount())
+    runs = runs[runs["rank"] < K].merge(judged, "left")
     gains = runs.pivot_table("gain", ["system", "query"], "rank", fill_value=0)
     keys = gains.index
     gains = gains.reindex(columns=range(K), fill_value=0).to_numpy(float)
     ideal = (
-        judged.astype({"query": str})
-        .sort_values("gain", ascending=False)
+        judged.sort_values("gain", ascending=False)
         .groupby("query")
         .gain.apply(lambda g: np.pad(g.to_numpy(float)[:K], (0, max(0, K - len(g)))))
     )
