@@ -243,15 +243,18 @@ def write_manifest(table: pd.DataFrame, path: Path) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def _plan(root: Path, files: list[Path], dst: Path, options: PrepareOptions, previous):
-    """Rows already final (failures found without decoding, cache hits) and the jobs to run."""
+def _plan(
+    root: Path, files: list[Path], dst: Path, options: PrepareOptions, previous, absolute: bool
+):
+    """Rows already final (failures found without decoding, cache hits) and the jobs to run;
+    sources are named by absolute path when ``absolute``, else relative to ``root``."""
     fingerprint = options.fingerprint()
     cache = {r["output"]: r for r in previous[previous["error"] == ""].to_dict("records")}
     done, jobs, owners = [], [], {}
     for file in files:
         rel = file.relative_to(root)
         row = dict.fromkeys(COLUMNS, np.nan) | {
-            "source": rel.as_posix(),
+            "source": str(file) if absolute else rel.as_posix(),
             "output": "",
             "sha256": "",
             "error": "",
@@ -293,7 +296,9 @@ def prepare_clips(
     progress: bool = True,
 ) -> pd.DataFrame:
     """Prepare every source clip into ``dst`` and return the manifest (also written to
-    ``dst/manifest.csv``): one row per source with ``source`` (relative to the sources' root),
+    ``dst/manifest.csv``): one row per source with ``source`` (relative to ``sources`` when it
+    is a folder or a file; absolute for a list of files, whose outputs mirror their common
+    folder),
     ``output`` (relative to ``dst``; empty on failure), ``sha256`` of the source,
     ``seconds_before``/``seconds_after``, ``peak_dbfs`` and ``loudness_lufs`` of the output,
     ``error`` (empty when it worked), ``settings`` (options fingerprint) and ``cached``.
@@ -309,7 +314,8 @@ def prepare_clips(
     root, files = collect_sources(sources, dst)
     dst.mkdir(parents=True, exist_ok=True)
     manifest = dst / MANIFEST_NAME
-    rows, todo = _plan(root, files, dst, options, read_manifest(manifest))
+    absolute = not isinstance(sources, str | Path)
+    rows, todo = _plan(root, files, dst, options, read_manifest(manifest), absolute)
     try:
         if jobs == 1 or len(todo) < 2:
             with make_progress() as bar:
