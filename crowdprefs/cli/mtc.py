@@ -1,0 +1,326 @@
+"""``crowdprefs mtc``: Minimal Test Collections (what to judge next, estimates, simulation)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.table import Table
+
+from .. import mtc
+from ..console import console, err_console, make_progress
+from ..errors import InputError
+from ..io import read_levels, read_runs, write_levels
+from .app import app
+
+mtc_app = typer.Typer(
+    help="Minimal Test Collections: rank systems by AG@k with few level judgments (seed 000).",
+    no_args_is_help=True,
+)
+app.add_typer(mtc_app, name="mtc")
+
+Runs = Annotated[
+    Path, typer.Option("--runs", help="Runs: 'system query document' or TREC runs (file/folder).")
+]
+Metadata = Annotated[
+    Path | None,
+    typer.Option("--metadata", help="'document artist genre' lines (needed by output/judge)."),
+]
+ScaleOpt = Annotated[str, typer.Option("--scale", help="Gain scale: fine (0-100) or broad (0-2).")]
+EstimatorOpt = Annotated[
+    str, typer.Option("--estimator", help="Gain estimator: uniform, output, judge or fitted.")
+]
+EffectsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--effects/--no-effects",
+        help="Per-system random effects: correlated errors within a system (honest variances).",
+    ),
+]
+TargetOpt = Annotated[float, typer.Option("--target", help="Target confidence in the ranking.")]
+DeltaOpt = Annotated[
+    float, typer.Option("--delta", help="Minimum effect δ (AG@k units, 0-1) for confidences.")
+]
+RuleOpt = Annotated[
+    str, typer.Option("--rule", help="Ranking confidence: mean over pairs, or min (all pairs).")
+]
+
+
+def _scale(name: str) -> mtc.Scale:
+    if name not in mtc.MAX_GAIN:
+        raise InputError(f"unknown scale {name!r}; choose fine or broad")
+    return name  # type: ignore[return-value]
+
+
+def _rule(name: str) -> str:
+    if name not in ("mean", "min"):
+        raise InputError(f"unknown rule {name!r}; choose mean or min")
+    return name
+
+
+def _load(
+    runs: Path, judgments: Path | None, metadata: Path | None, scale: mtc.Scale
+) -> tuple[mtc.Collection, np.ndarray, mtc.PairMetadata | None]:
+    col = mtc.build_collection(read_runs(runs))
+    gains = mtc.gains_vector(col, read_levels(judgments) if judgments else None, scale)
+    meta = mtc.pair_metadata(col, mtc.read_metadata(metadata)) if metadata else None
+    return col, gains, meta
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts (NaN as null, numpy scalars as Python numbers)."""
+    return json.loads(frame.to_json(orient="records"))
+
+
+def _frame_table(frame: pd.DataFrame, title: str) -> Table:
+    table = Table(title=title)
+    for column in frame.columns:
+        table.add_column(str(column), justify="left" if frame[column].dtype == object else "right")
+    for row in frame.itertuples(index=False):
+        table.add_row(
+            *(
+                f"{value:.4f}" if isinstance(value, float) and not math.isnan(value) else str(value)
+                for value in row
+            )
+        )
+    return table
+
+
+@mtc_app.command("next")
+def next_(
+    runs: Runs,
+    out: Annotated[Path, typer.Option("--out", help="Where to write the pairs to judge next.")],
+    judgments: Annotated[
+        Path | None, typer.Option("--judgments", help="Level judgments so far (query doc gain).")
+    ] = None,
+    metadata: Metadata = None,
+    scale: ScaleOpt = "fine",
+    estimator: EstimatorOpt = "judge",
+    effects: EffectsOpt = True,
+    selection: Annotated[
+        str, typer.Option("--selection", help="adaptive, or reference (static c·(S−c)).")
+    ] = "adaptive",
+    batch: Annotated[int, typer.Option("--batch", help="How many pairs to judge next.")] = 20,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Pairs per query chunk (1 = global choice).")
+    ] = 1,
+    target: TargetOpt = 0.95,
+    hits: Annotated[
+        Path | None,
+        typer.Option("--hits", help="Also write one level-judgment HIT (HTML) per pair here."),
+    ] = None,
+    audio_url: Annotated[
+        str, typer.Option("--audio-url", help="Clip URL pattern for the HITs; {id} = clip id.")
+    ] = "{id}.mp3",
+    hit_scale: Annotated[
+        str, typer.Option("--hit-scale", help="Question in the HITs: fine, broad or both.")
+    ] = "both",
+) -> None:
+    """Write the query–candidate pairs to judge next (query, document), and optionally HITs."""
+    sc = _scale(scale)
+    if hit_scale not in ("fine", "broad", "both"):
+        raise InputError(f"unknown --hit-scale {hit_scale!r}; choose fine, broad or both")
+    col, gains, meta = _load(runs, judgments, metadata, sc)
+    est = mtc.make_estimator(estimator, col, sc, meta, effects)(gains)
+    stats = mtc.pair_statistics(col, est, sc)
+    select = mtc.make_selector(selection, col, max(batch // batch_size, 1), batch_size, target)
+    chosen = select(est, stats)[:batch]
+    frame = col.pairs.iloc[chosen][["query", "document"]].reset_index(drop=True)
+    frame["gain"] = np.round(est.mean[chosen], 2)  # the current estimate, for reference
+    write_levels(frame, out)
+    if hits is not None:
+        hits.mkdir(parents=True, exist_ok=True)
+        for number, row in enumerate(frame.itertuples(index=False), start=1):
+            clips = {
+                "query": audio_url.format(id=row.query),
+                "document": audio_url.format(id=row.document),
+            }
+            html = mtc.render_level_hit(row.query, row.document, clips, hit_scale)
+            _write_atomic(hits / f"level_{number:04d}.html", html)
+    confidence = mtc.ranking_confidence(stats)
+    err_console.print(
+        f"{len(frame)} pairs to judge written to {out} (judged so far {int(est.judged.sum())} of "
+        f"{col.n_pairs}; confidence in the ranking {confidence:.4f})"
+    )
+
+
+@mtc_app.command()
+def estimate(
+    runs: Runs,
+    judgments: Annotated[
+        Path | None, typer.Option("--judgments", help="Level judgments so far (query doc gain).")
+    ] = None,
+    metadata: Metadata = None,
+    scale: ScaleOpt = "fine",
+    estimator: EstimatorOpt = "judge",
+    effects: EffectsOpt = True,
+    delta: DeltaOpt = 0.0,
+    rule: RuleOpt = "mean",
+    level: Annotated[float, typer.Option("--level", help="Level of the intervals.")] = 0.95,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Rank systems by estimated AG@k with intervals and per-pair confidences (seed §3, §5.2)."""
+    sc = _scale(scale)
+    col, gains, meta = _load(runs, judgments, metadata, sc)
+    est = mtc.make_estimator(estimator, col, sc, meta, effects)(gains)
+    stats = mtc.pair_statistics(col, est, sc)
+    systems = mtc.system_table(col, stats, level)
+    pairs = mtc.pair_table(col, stats, delta)
+    confidence = mtc.ranking_confidence(stats, delta, _rule(rule))
+    if as_json:
+        payload = {
+            "judgments": int(est.judged.sum()),
+            "pairs_total": col.n_pairs,
+            "confidence": confidence,
+            "systems": _records(systems),
+            "pairs": _records(pairs),
+        }
+        console.print_json(json.dumps(payload))
+        return
+    console.print(_frame_table(systems, f"AG@{col.k} estimates ({level:.0%} intervals)"))
+    console.print(_frame_table(pairs, "System pairs"))
+    console.print(
+        f"judged {int(est.judged.sum())} of {col.n_pairs}; confidence in the ranking "
+        f"({rule}) {confidence:.4f}"
+    )
+
+
+def _plot(log: pd.DataFrame, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    axis.plot(log["judgments"], log["accuracy"], label="accuracy")
+    axis.plot(log["judgments"], log["confidence"], label="confidence (mean)")
+    axis.set_xlabel("judgments")
+    axis.set_ylim(0.5, 1.0)
+    axis.set_title(title)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=110, bbox_inches="tight")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(figure)
+
+
+@mtc_app.command()
+def simulate(
+    runs: Runs,
+    judgments: Annotated[
+        Path, typer.Option("--judgments", help="ALL judgments (the oracle): query doc gain.")
+    ],
+    metadata: Metadata = None,
+    scale: ScaleOpt = "fine",
+    estimator: EstimatorOpt = "judge",
+    effects: EffectsOpt = True,
+    selection: Annotated[
+        str, typer.Option("--selection", help="adaptive, or reference (static c·(S−c)).")
+    ] = "adaptive",
+    batches: Annotated[
+        int, typer.Option("--batches", help="Chunks judged per iteration (b).")
+    ] = 20,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Pairs per query chunk (n).")] = 1,
+    compat: Annotated[
+        bool,
+        typer.Option(
+            "--compat",
+            help="Reproduce the reference tool: reference selection, no random effects.",
+        ),
+    ] = False,
+    target: TargetOpt = 0.95,
+    rule: RuleOpt = "mean",
+    delta: DeltaOpt = 0.0,
+    max_judgments: Annotated[
+        int | None,
+        typer.Option("--max-judgments", help="Stop after this many judgments at the latest."),
+    ] = None,
+    keep_going: Annotated[
+        bool, typer.Option("--keep-going", help="Do not stop at the target (draw the curve).")
+    ] = False,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="PNG of accuracy and confidence vs judgments.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Simulate MTC against complete judgments: judgments needed, accuracy, τ, calibration."""
+    sc = _scale(scale)
+    col, truth, meta = _load(runs, judgments, metadata, sc)
+    if compat:
+        selection, effects = "reference", False
+    est = mtc.make_estimator(estimator, col, sc, meta, effects)
+    select = mtc.make_selector(selection, col, batches, batch_size, target)
+    limit = col.n_pairs if max_judgments is None else max_judgments
+    with make_progress() as progress:
+        task = progress.add_task("judging", total=limit)
+        sim = mtc.simulate(
+            col,
+            truth,
+            est,
+            select,
+            sc,
+            target=target,
+            rule=_rule(rule),  # type: ignore[arg-type]
+            delta=delta,
+            max_judgments=max_judgments,
+            stop_at_target=not keep_going,
+            progress=lambda done: progress.update(task, completed=done),
+        )
+    first = sim.log[sim.log["confidence"] >= target]
+    end = first.iloc[0] if len(first) else sim.log.iloc[-1]
+    calibration = mtc.calibration_table(sim.pairs["confidence"], sim.pairs["correct"])
+    if plot is not None:
+        _plot(sim.log, plot, f"MTC: {estimator}, {selection} selection")
+    if as_json:
+        payload = {
+            "estimator": estimator,
+            "selection": selection,
+            "effects": effects,
+            "batches": batches,
+            "batch_size": batch_size,
+            "target": target,
+            "reached": bool(len(first)),
+            "judgments": int(end["judgments"]),
+            "share": float(end["judgments"]) / col.n_pairs,
+            "confidence": float(end["confidence"]),
+            "accuracy": float(end["accuracy"]),
+            "tau": float(end["tau"]),
+            "log": _records(sim.log),
+            "calibration": _records(calibration),
+        }
+        console.print_json(json.dumps(payload))
+        return
+    shown = sim.log if len(sim.log) <= 40 else sim.log.iloc[:: max(len(sim.log) // 30, 1)]
+    console.print(_frame_table(shown, "Iterations"))
+    console.print(_frame_table(calibration, "Accuracy versus confidence (final pairs)"))
+    status = "reached" if len(first) else "not reached"
+    console.print(
+        f"target {target} {status}: {int(end['judgments'])} judgments "
+        f"({end['judgments'] / col.n_pairs:.1%}), confidence {end['confidence']:.4f}, "
+        f"accuracy {end['accuracy']:.4f}, tau {end['tau']:.4f}"
+    )
