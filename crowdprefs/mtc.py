@@ -560,12 +560,13 @@ class FittedEstimator(GainEstimator):
     """A cumulative-logit model refitted from the judgments so far, cross-fitted by query folds.
 
     Queries are split into ``folds`` folds; the gains of a fold's pairs are predicted by a
-    model fitted only on the judgments of the other folds (so no judgment predicts itself and
-    every prediction is for queries the model did not see), with the features of
-    :func:`fitted_features`. Level probabilities give E and Var with each level's value and
-    spread taken from the training gains of that level (seed §4.1). Models are refitted when
-    ``refit_every`` new judgments have arrived; until a fold has ``min_train`` training
-    judgments the ``fallback`` estimator (L_output, or uniform without metadata) is used.
+    model fitted only on the judgments of the other folds, whose features are computed without
+    any judgment of that fold (so no judgment predicts itself and every prediction is for
+    queries the model did not see), with the features of :func:`fitted_features`. Level
+    probabilities give E and Var with each level's value and spread taken from the training
+    gains of that level (seed §4.1). Models are refitted when ``refit_every`` new judgments
+    have arrived; until a fold has ``min_train`` training judgments the ``fallback`` estimator
+    (L_output, or uniform without metadata) is used.
     """
 
     def __init__(
@@ -592,13 +593,17 @@ class FittedEstimator(GainEstimator):
         self.models: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.fitted_at = -refit_every
 
-    def _refit(self, features: np.ndarray, gains: np.ndarray) -> None:
+    def _refit(self, gains: np.ndarray) -> None:
+        """Fit one model per fold f on the judgments outside f, with features computed as if
+        fold f had no judgment at all (so nothing of fold f reaches its model)."""
         judged = ~np.isnan(gains)
         self.models = {}
         for f in range(self.folds):
             train = judged & (self.fold != f)
             if train.sum() < self.min_train:
                 continue
+            masked = np.where(self.fold == f, np.nan, gains)
+            features = fitted_features(self.col, masked, self.scale, self.prior, self.artist_group)
             levels = gain_levels(gains[train], self.scale)
             present, y = np.unique(levels, return_inverse=True)
             if present.size < 2:
@@ -613,7 +618,7 @@ class FittedEstimator(GainEstimator):
         mean, var = (a.copy() for a in self.fallback.predict(gains))
         features = fitted_features(self.col, gains, self.scale, self.prior, self.artist_group)
         if int((~np.isnan(gains)).sum()) >= self.fitted_at + self.refit_every:
-            self._refit(features, gains)
+            self._refit(gains)
         for f, (params, value, spread) in self.models.items():
             rows = np.flatnonzero(self.fold == f)
             p = cumulative_logit_probabilities(features[rows], params)
