@@ -166,11 +166,16 @@ def test_token_is_a_function_of_project_iteration_and_pair(campaign):
     )
 
 
+@pytest.mark.slow
 def test_faults_are_retried_and_tokens_keep_hits_unique(tmp_path):
-    project = make_project(tmp_path / "f")
-    fake, url = start_fake(project, fault_rate=0.15, seed=5)
+    """Throttling and server faults (half after the fact) on one batch: retried by botocore."""
+    project = make_project(tmp_path / "f", answers=3)
+    fake, url = start_fake(project, fault_rate=0.12, seed=5)
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
-    run_campaign(project, crowd)
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    assert project.store.last_batch()["status"] == "collected"
     assert len(fake.hits()) == len(project.store.pairs())
     assert len(project.store.answers(include_rejected=True)) == sum(
         len(fake.assignments(h["HITId"])) for h in fake.hits()

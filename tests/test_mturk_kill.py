@@ -1,0 +1,108 @@
+"""Kill -9 at random moments during publish and collect, resume: nothing lost, nothing twice.
+
+The campaign runs in a forked child talking to the fake (a loopback server in this process);
+the child is killed with SIGKILL after a random delay, 50 times, and resumed each time.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import time
+from collections import Counter
+from contextlib import closing
+
+import pandas as pd
+import pytest
+from test_mturk import make_project, run_campaign, start_fake
+
+from crowdprefs import driver
+from crowdprefs.crowds.mturk import MTurkCrowd
+from crowdprefs.project import Project
+
+KILLS = 50
+
+
+def _child(root, url: str) -> None:
+    try:
+        with Project(root) as project:
+            run_campaign(project, MTurkCrowd(project, target="fake", endpoint_url=url))
+    except BaseException:  # noqa: BLE001 (any failure is reported through the exit code)
+        os._exit(3)
+    os._exit(0)
+
+
+def _run_with_kills(root, url: str, kills: int, longest: float, seed: int) -> Counter:
+    """Run the campaign in forked children, SIGKILLing the first ``kills`` ones at random.
+
+    Returns how many kills hit each batch status (built: publishing; published: collecting).
+    """
+    rng = random.Random(seed)
+    killed: Counter = Counter()
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            _child(root, url)
+        wait = rng.uniform(0.01, longest) if killed.total() < kills else 600.0
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                assert os.waitstatus_to_exitcode(status) == 0, "the campaign failed (not a kill)"
+                return killed
+            time.sleep(0.002)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        with closing(sqlite3.connect(root / "state.sqlite")) as conn:
+            row = conn.execute("SELECT status FROM batches ORDER BY iteration DESC").fetchone()
+        killed[row[0] if row else "none"] += 1
+
+
+def _answers(project: Project) -> pd.DataFrame:
+    frame = project.store.answers(include_rejected=True)
+    return frame[["iteration", "query", "x", "y", "worker_id", "choice", "status"]]
+
+
+@pytest.mark.slow
+def test_fifty_kills_during_publish_and_collect(tmp_path):
+    reference = make_project(tmp_path / "reference", answers=3)
+    fake, url = start_fake(reference)
+    started = time.monotonic()
+    run_campaign(reference, MTurkCrowd(reference, target="fake", endpoint_url=url))
+    whole = time.monotonic() - started
+    expected_lists = driver.lists(reference)
+    expected_answers = _answers(reference)
+    reference.close()
+    fake.stop()
+
+    project = make_project(tmp_path / "killed", answers=3)
+    root = project.root
+    project.close()
+    fake, url = start_fake(project)
+    # kills land anywhere in a resumed run (each kill loses at most the work since the last one)
+    killed = _run_with_kills(root, url, KILLS, longest=whole / 8, seed=2026)
+    assert killed.total() == KILLS
+    assert killed["built"] and killed["published"], killed  # during publish and collect
+    with Project(root) as project:
+        assert driver.next_batch(project) is None
+        pairs = project.store.pairs()
+        hits = fake.hits()
+        # exactly one HIT per pair, on MTurk and in the state
+        assert len(hits) == len(pairs)
+        assert sorted(int(h["RequesterAnnotation"].rsplit(" ", 1)[1]) for h in hits) == sorted(
+            pairs["pair_id"]
+        )
+        local_hits = project.store.frame("SELECT hit_id FROM hits")["hit_id"]
+        assert sorted(local_hits) == sorted(h["HITId"] for h in hits)
+        # every assignment stored once, none lost
+        remote = {a["AssignmentId"] for h in hits for a in fake.assignments(h["HITId"])}
+        stored = project.store.answers(include_rejected=True)["assignment_id"]
+        assert stored.is_unique and set(stored) == remote
+        # the same answers and the same lists as the uninterrupted run
+        key = ["iteration", "query", "x", "y", "worker_id"]
+        got = _answers(project).sort_values(key, ignore_index=True)
+        pd.testing.assert_frame_equal(got, expected_answers.sort_values(key, ignore_index=True))
+        pd.testing.assert_frame_equal(driver.lists(project), expected_lists)
+    fake.stop()
