@@ -1,0 +1,182 @@
+"""Planning: the vectorised sort equals replay, the fast crowd matches the simulated crowd,
+campaign totals, list-quality measures and the ``plan`` command."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from crowdprefs.adaptive import StoppingRule
+from crowdprefs.cli.app import app
+from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
+from crowdprefs.demo import make_collection
+from crowdprefs.io import write_lists
+from crowdprefs.planning import (
+    SUMMARY_COLUMNS,
+    Collection,
+    Design,
+    _Crowd,
+    _relations,
+    list_adr,
+    simulate,
+    simulate_campaign,
+    sort_rounds,
+    summarize,
+)
+from crowdprefs.sorting import replay
+
+
+def _hashed_verdict(x: np.ndarray, y: np.ndarray, salt: int) -> np.ndarray:
+    """A fixed, arbitrary (even non-transitive) verdict for every ordered pair of items."""
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    value = (lo * 7919 + hi * 104729 + salt * 31) % 3 - 1
+    return np.where(x < y, value, -value)
+
+
+@pytest.mark.parametrize("salt", range(4))
+def test_vectorised_sort_equals_replay_batch_for_batch(salt):
+    rng = np.random.default_rng(salt)
+    sizes = rng.integers(2, 16, 12)
+    query = np.repeat(np.arange(len(sizes)), sizes)
+    position = rng.random(len(query))
+    group, iterations, asked = sort_rounds(
+        query, position, lambda x, y: _hashed_verdict(x, y, salt)
+    )
+    total = 0
+    for q in range(len(sizes)):
+        items = np.flatnonzero(query == q)
+        order = items[np.argsort(position[items])].tolist()
+        known: dict = {}
+        rounds = 0
+        while True:
+            state = replay(order, known)
+            if state.closed:
+                break
+            rounds += 1
+            for x, y in state.needed:
+                known[(x, y)] = int(_hashed_verdict(np.array([x]), np.array([y]), salt)[0])
+                total += 1
+        expected = {d: g for g, members in enumerate(state.groups(), 1) for d in members}
+        assert [expected[i] for i in items] == group[items].tolist()
+        assert iterations[q] == rounds
+    assert asked == total
+
+
+def test_seed_002_table_1_example():
+    """Table 1: C, D, E, A, G, B, F sorts into (A, B, C), (D, E), (F, G) in four iterations."""
+    names = list("CDEAGBF")
+    truth = {"A": 1, "B": 1, "C": 1, "D": 2, "E": 2, "F": 3, "G": 3}
+    level = np.array([truth[n] for n in names])
+    group, iterations, asked = sort_rounds(
+        np.zeros(7, dtype=np.int64),
+        np.arange(7.0),
+        lambda x, y: np.sign(level[y] - level[x]),
+    )
+    assert dict(zip(names, group.tolist(), strict=True)) == truth
+    assert iterations.tolist() == [3]  # the fourth row of Table 1 asks nothing
+    assert asked == 6 + 4 + 2
+
+
+def test_fast_crowd_answers_like_the_simulated_crowd():
+    model = CrowdModel()
+    n = 4000
+    gap = np.tile([0.0, 1.0, 2.0, -1.0], n // 4)
+    a_is_x = np.arange(n) % 2 == 0
+    crowd = _Crowd(model, WorkerPool.draw(model, 4), np.random.default_rng(4))
+    fast = np.concatenate([crowd.answer(gap, a_is_x)[0] for _ in range(5)])
+    pairs = pd.DataFrame(
+        {
+            "pair_id": np.arange(n),
+            "query": "q",
+            "x": np.where(gap == 0, "a", np.where(gap > 0, "b", "a")),
+            "y": np.where(gap == 2, "a", np.where(gap == -1, "b", "a")),
+            "a_is_x": a_is_x.astype(int),
+            "answers_wanted": 5,
+        }
+    )
+    # latent: a = 0, b = +1 ; pairs: (a,a) gap 0, (b,a) +1, (b,a) → use c for gap 2
+    pairs.loc[gap == 2, "x"] = "c"
+    similarity = {("q", "a"): 0.0, ("q", "b"): 1.0, ("q", "c"): 2.0}
+    pairs.loc[gap == -1, ["x", "y"]] = ["a", "b"]
+    core = simulate_answers(pairs, similarity, WorkerPool.draw(model, 4), model, seed=4)
+    core_gap = np.repeat(gap, 5)
+    fast_gap = np.tile(gap, 5)
+    for g in (0.0, 1.0, 2.0, -1.0):
+        for value in (1, 0, -1):
+            a = (core["score"].to_numpy()[core_gap == g] == value).mean()
+            b = (fast[fast_gap == g] == value).mean()
+            assert abs(a - b) < 0.04, (g, value, a, b)
+
+
+def test_campaign_totals_and_lists():
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    campaign = simulate_campaign(collection, Design(), seed=3)
+    s = campaign.summary
+    assert s["answers"] == 10 * s["pairs"]
+    assert s["cost"] == pytest.approx(s["answers"] * 0.03)  # $0.02 + max($0.01, 40% fee)
+    assert 3 <= s["iterations"] <= 10 and s["wall_hours"] > 0
+    assert len(campaign.lists) == 118
+    assert campaign.lists.groupby("query")["group"].min().eq(1).all()
+    adaptive = simulate_campaign(collection, Design(adaptive=StoppingRule()), seed=3).summary
+    assert adaptive["answers"] < 10 * adaptive["pairs"]
+
+
+def test_relations_and_adr_of_perfect_and_reversed_lists():
+    truth = pd.DataFrame({"query": "q", "document": list("ABCDE"), "group": [1, 1, 1, 2, 2]})
+    collection = Collection.from_truth(truth)
+    perfect = _relations(collection, collection.group)
+    assert perfect == {"order_recovered": 1.0, "ties_kept": 1.0}
+    reversed_ = _relations(collection, 3 - collection.group)
+    assert reversed_["order_recovered"] == 0.0
+    assert list_adr(truth, truth)[0, 0] == pytest.approx(1.0)
+
+
+def test_list_adr_reproduces_seed_002_example():
+    """Seed 002 §5.4: truth ⟨(A,B,C),(D,E)⟩, results ⟨A,B,D,E,C⟩ give ADR 0.933."""
+    truth = pd.DataFrame({"query": "q", "document": list("ABCDE"), "group": [1, 1, 1, 2, 2]})
+    produced = pd.DataFrame({"query": "q", "document": list("ABDEC"), "group": [1, 2, 3, 4, 5]})
+    assert list_adr(produced, truth)[0, 0] == pytest.approx(0.9333, abs=1e-4)
+
+
+def test_simulate_and_summarize():
+    _, truth = make_collection(2010, sizes=(5, 8, 12))
+    frame = simulate(truth, Design(), campaigns=6, seed=2)
+    assert list(frame.columns) == SUMMARY_COLUMNS and len(frame) == 6
+    again = simulate(truth, Design(), campaigns=6, seed=2)
+    pd.testing.assert_frame_equal(frame, again)
+    summary = summarize(frame)
+    assert (summary["ci_low"] <= summary["mean"]).all()
+    assert (frame["adr"].between(0, 1)).all()
+
+
+def test_plan_command(tmp_path):
+    candidates, truth = make_collection(2010, sizes=(5, 8, 12))
+    candidates.to_csv(tmp_path / "c.csv", index=False)
+    write_lists(truth, tmp_path / "t.qrel")
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--candidates",
+            str(tmp_path / "c.csv"),
+            "--truth",
+            str(tmp_path / "t.qrel"),
+            "--campaigns",
+            "5",
+            "--adaptive",
+            "sequential",
+            "--csv",
+            str(tmp_path / "runs.csv"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "ADR vs truth" in result.output and "per-look" in result.output
+    assert len(pd.read_csv(tmp_path / "runs.csv")) == 5
+    without_truth = runner.invoke(
+        app, ["plan", "--candidates", str(tmp_path / "c.csv"), "--campaigns", "2"]
+    )
+    assert without_truth.exit_code == 0, without_truth.output
