@@ -79,6 +79,8 @@ def project_answers(project: Project) -> pd.DataFrame:
     for column in ("background", "comment"):
         frame[column] = frame[column].fillna("")
     frame["iteration"] = frame["iteration"].astype("Int64")
+    numbers = ["max_assignments", "expected", "score", "seconds", "listen_seconds"]
+    frame[numbers] = frame[numbers].astype(float)
     frame.attrs["source"] = str(project.root)
     frame.attrs["empty_rows"] = []
     return frame[list(FRAME_COLUMNS)]
@@ -323,7 +325,7 @@ def background_class(text: pd.Series) -> pd.Series:
     none = text.str.match(r"(?i)^(no|none|nope|nothing|not really|n/?a)\b")
     return pd.Series(
         np.where(text == "", "unknown", np.where(none, "none", "some")), index=text.index
-    )
+    ).astype(str)
 
 
 def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -371,7 +373,7 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     profile["first_iteration"] = worker["iteration"].min()
     given = answers[answers["background"].fillna("") != ""]
     profile["background"] = given.groupby("worker_id")["background"].last()
-    profile["background"] = profile["background"].fillna("")
+    profile["background"] = profile["background"].fillna("").astype(str)
     profile["background_class"] = background_class(profile["background"])
     profile["comments"] = (answers["comment"].fillna("") != "").groupby(answers["worker_id"]).sum()
     counts = ["answers", "empty", "rejected", "verdict_answers", "checks", "check_failures"]
