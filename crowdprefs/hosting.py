@@ -214,9 +214,12 @@ def host_for_project(project: Project, *, s3_client=None) -> ClipHost | None:
     if "s3_bucket" in section:
         if s3_client is None:
             import boto3
+            from botocore.config import Config
 
             s3_client = boto3.session.Session().client(
-                "s3", region_name=section.get("region", "us-east-1")
+                "s3",
+                region_name=section.get("region", "us-east-1"),
+                config=Config(signature_version="s3v4", retries={"mode": "adaptive"}),
             )
         days = float(section.get("url_expires_days", 7))
         return S3Host(
