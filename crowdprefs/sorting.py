@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .rng import counter_uniform
+
 MORE, EQUAL, LESS = 1, 0, -1
 
 Verdicts = Mapping[tuple[Hashable, Hashable], int]
@@ -148,11 +150,11 @@ def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
 def initial_order(documents: Sequence[Hashable], seed: int, query: str) -> list[Hashable]:
     """The random initial order of a query's candidates (seed 002 §4.2), fixed by the seed.
 
-    Each query draws from its own stream, keyed by the seed and a CRC of the query name, so
-    adding or removing another query never changes this one's order.
+    Candidates are sorted by counter-based random keys of (seed, CRC of the query name, CSV
+    position), so adding or removing another query never changes this one's order.
     """
-    rng = np.random.default_rng([seed, zlib.crc32(query.encode())])
-    return [documents[i] for i in rng.permutation(len(documents))]
+    keys = counter_uniform(seed, zlib.crc32(query.encode()), np.arange(len(documents)))
+    return [documents[i] for i in np.argsort(keys, kind="stable")]
 
 
 def contradictions(documents: Sequence[Hashable], verdicts: Verdicts) -> list[tuple]:

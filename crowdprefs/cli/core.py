@@ -303,5 +303,6 @@ def demo(
     groups = lists.groupby("query")["group"].max()
     console.print(
         f"wrote {directory / 'lists.qrel'}: {len(groups)} lists, {int(groups.sum())} groups, "
-        f"{len(contradictions)} non-transitive triples met; {time.perf_counter() - started:.1f} s"
+        f"{len(contradictions)} non-transitive triples met; {time.perf_counter() - started:.1f} s",
+        soft_wrap=True,
     )
