@@ -97,6 +97,8 @@ def test_json_and_table(monkeypatch, capsys, files, tmp_path):
     assert set(payload) == {"scores", "summary", "tests"}
     assert {r["measure"] for r in payload["summary"]} == {"AG@5", "nDCG@5", "ANDCG@5", "ADR@5"}
     assert len(payload["tests"]) == 4
+    (tmp_path / "scores.json").write_text(out)
+    assert read_scores(tmp_path / "scores.json")["ADR@5"].shape == (2, 4)
     plot = tmp_path / "fig.png"
     code, out, err = run(
         monkeypatch,

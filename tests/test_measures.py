@@ -293,3 +293,25 @@ def test_mirex2011_ag5_is_the_mean_judged_gain_of_the_top_5(mirex2011):
     expected = top5.groupby(["system", "query"])["gain"].sum().groupby("system").mean() / 5
     pd.testing.assert_series_equal(ag, expected, check_names=False)
     assert len(ag) == 18
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    gains=st.lists(st.integers(0, 3), min_size=1, max_size=12),
+    k=st.integers(1, 15),
+    seed=st.integers(0, 2**16),
+)
+def test_ideal_ranking_scores_one_and_any_ranking_stays_in_0_1(gains, k, seed):
+    truth = pd.DataFrame(
+        {"query": "q", "document": [f"d{i}" for i in range(len(gains))], "gain": gains}
+    ).astype({"gain": float})
+    ideal = truth.sort_values("gain", ascending=False, kind="stable")["document"]
+    names = [f"nDCG@{k}", f"nDCG_trec@{k}", f"ANDCG@{k}", f"ADR@{k}", "ADR", "AP", "BEP", "Fmax"]
+    normalised = scores(one_run(ideal), truth, names)
+    has_relevant = max(gains) >= 1
+    for name, value in normalised.items():
+        expected = 1.0 if has_relevant or name.startswith("ADR") else 0.0
+        assert value == pytest.approx(expected), name
+    shuffled = np.random.default_rng(seed).permutation(list(ideal) + ["u1", "u2"])
+    got = scores(one_run(shuffled), truth, [*names, f"P@{k}", f"R@{k}", f"F@{k}"])
+    assert all(0 <= v <= 1 + 1e-12 for v in got.values())
