@@ -35,9 +35,6 @@ import pandas as pd
 from .errors import InputError
 from .io import lists_to_levels
 
-SCORE_COLUMNS = ["system", "query", "measure", "score"]
-
-
 # --------------------------------------------------------------------------- validated input
 
 
@@ -75,7 +72,7 @@ def as_levels(truth: pd.DataFrame) -> pd.DataFrame:
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes of ``values`` and their distinct string labels, sorted (one hash pass)."""
-    codes, uniques = pd.factorize(values)
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
     labels, remap = np.unique(np.asarray(uniques).astype(str), return_inverse=True)
     return remap[codes].astype(np.int64), labels
 
