@@ -266,6 +266,9 @@ def _plan(
         if suffix not in AUDIO_SUFFIXES | MIDI_SUFFIXES:
             done.append(row | {"error": f"unsupported file type {suffix or '(none)'!r}"})
             continue
+        if dst / out == file:
+            done.append(row | {"error": "its output would overwrite it: choose another DST"})
+            continue
         if out in owners:
             done.append(row | {"error": f"its output {out} is already made from {owners[out]}"})
             continue
@@ -310,7 +313,7 @@ def prepare_clips(
     options.validate()
     if jobs < 1:
         raise InputError(f"jobs {jobs} must be at least 1")
-    dst = Path(dst)
+    dst = Path(dst).resolve()
     root, files = collect_sources(sources, dst)
     dst.mkdir(parents=True, exist_ok=True)
     manifest = dst / MANIFEST_NAME

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -33,37 +33,55 @@ class Format(StrEnum):
     m4a = "m4a"
 
 
-def _options(
-    fmt: Format,
-    bitrate: str,
-    trim: bool,
-    threshold_db: float,
-    keep_ms: float,
-    max_seconds: float,
-    loudness: float,
-    keep_level: bool,
-    peak_ceiling: float,
-    sample_rate: int | None,
-    mono: bool,
-    soundfont: Path | None,
-) -> PrepareOptions:
+FormatOpt = Annotated[Format, typer.Option("--format", help="Output format for browsers.")]
+BitrateOpt = Annotated[str, typer.Option(help="Encoder bitrate, e.g. 96k, 128k, 192k.")]
+TrimOpt = Annotated[
+    bool,
+    typer.Option("--trim-silence/--no-trim-silence", help="Trim leading and trailing silence."),
+]
+ThresholdOpt = Annotated[
+    float, typer.Option(help="Silence threshold in dB below the clip's own peak.")
+]
+KeepOpt = Annotated[float, typer.Option(help="Silence kept at each end after trimming (ms).")]
+MaxSecondsOpt = Annotated[
+    float, typer.Option(help="Keep at most this many seconds (after trimming); 0: whole clips.")
+]
+LoudnessOpt = Annotated[float, typer.Option(help="Target integrated loudness (LUFS, BS.1770).")]
+KeepLevelOpt = Annotated[bool, typer.Option(help="Do not normalise loudness.")]
+CeilingOpt = Annotated[
+    float, typer.Option(help="Normalisation never lifts the sample peak above this (dBFS).")
+]
+RateOpt = Annotated[
+    int | None,
+    typer.Option(help="Resample to this rate (Hz); default: keep the source's (MIDI: 44100)."),
+]
+MonoOpt = Annotated[bool, typer.Option(help="Downmix to one channel.")]
+SoundfontOpt = Annotated[
+    Path | None,
+    typer.Option(help="SoundFont (.sf2) for MIDI through FluidSynth (needs pyfluidsynth)."),
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes.")]
+
+
+def _options(**values) -> PrepareOptions:
+    """The library's options from the command line's (validated; one line when out of range)."""
     from audio_prep import PrepareOptions, renderer  # imported late: keeps `--help` quick
 
     options = PrepareOptions(
-        format=fmt.value,
-        bitrate=bitrate,
-        trim_silence=trim,
-        threshold_db=threshold_db,
-        keep_ms=keep_ms,
-        max_seconds=max_seconds or None,
-        loudness=None if keep_level else loudness,
-        peak_ceiling_db=peak_ceiling,
-        sample_rate=sample_rate,
-        mono=mono,
-        soundfont=soundfont,
+        format=values["fmt"].value,
+        bitrate=values["bitrate"],
+        trim_silence=values["trim"],
+        threshold_db=values["threshold_db"],
+        keep_ms=values["keep_ms"],
+        max_seconds=values["max_seconds"] or None,
+        loudness=None if values["keep_level"] else values["loudness"],
+        peak_ceiling_db=values["peak_ceiling"],
+        sample_rate=values["sample_rate"],
+        mono=values["mono"],
+        soundfont=values["soundfont"],
     )
     options.validate()
-    if soundfont is not None and renderer(soundfont) != "fluidsynth":
+    if options.soundfont is not None and renderer(options.soundfont) != "fluidsynth":
         err_console.print(
             "[yellow]warning:[/] pyfluidsynth is not installed: MIDI is rendered with the sine "
             "synthesiser, not the SoundFont ('pip install pyfluidsynth' to use it)"
@@ -97,33 +115,21 @@ def report(table: pd.DataFrame, dst: Path) -> None:
 
 @audio_app.command("prepare")
 def prepare(
-    src: Path = typer.Argument(..., help="A folder of clips (searched recursively) or one file."),
-    dst: Path = typer.Argument(..., help="Output folder; sub-folders of SRC are mirrored."),
-    fmt: Format = typer.Option(Format.mp3, "--format", help="Output format for browsers."),
-    bitrate: str = typer.Option("128k", help="Encoder bitrate, e.g. 96k, 128k, 192k."),
-    trim: bool = typer.Option(
-        True, "--trim-silence/--no-trim-silence", help="Trim leading and trailing silence."
-    ),
-    threshold_db: float = typer.Option(
-        -50.0, help="Silence threshold in dB below the clip's own peak."
-    ),
-    keep_ms: float = typer.Option(100.0, help="Silence kept at each end after trimming (ms)."),
-    max_seconds: float = typer.Option(
-        30.0, help="Keep at most this many seconds (after trimming); 0 keeps whole clips."
-    ),
-    loudness: float = typer.Option(-23.0, help="Target integrated loudness (LUFS, BS.1770)."),
-    keep_level: bool = typer.Option(False, help="Do not normalise loudness."),
-    peak_ceiling: float = typer.Option(
-        -1.0, help="Normalisation never lifts the sample peak above this (dBFS)."
-    ),
-    sample_rate: int | None = typer.Option(
-        None, help="Resample to this rate (Hz); default: keep the source's (MIDI: 44100)."
-    ),
-    mono: bool = typer.Option(False, help="Downmix to one channel."),
-    soundfont: Path | None = typer.Option(
-        None, help="SoundFont (.sf2) for MIDI through FluidSynth (needs pyfluidsynth)."
-    ),
-    jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", "-j", help="Parallel processes."),
+    src: Annotated[Path, typer.Argument(help="A folder of clips (recursive) or one file.")],
+    dst: Annotated[Path, typer.Argument(help="Output folder; sub-folders of SRC are mirrored.")],
+    fmt: FormatOpt = Format.mp3,
+    bitrate: BitrateOpt = "128k",
+    trim: TrimOpt = True,
+    threshold_db: ThresholdOpt = -50.0,
+    keep_ms: KeepOpt = 100.0,
+    max_seconds: MaxSecondsOpt = 30.0,
+    loudness: LoudnessOpt = -23.0,
+    keep_level: KeepLevelOpt = False,
+    peak_ceiling: CeilingOpt = -1.0,
+    sample_rate: RateOpt = None,
+    mono: MonoOpt = False,
+    soundfont: SoundfontOpt = None,
+    jobs: JobsOpt = os.cpu_count() or 1,
 ) -> None:
     """Prepare every clip of SRC into DST and write DST/manifest.csv.
 
@@ -132,20 +138,68 @@ def prepare(
     files whose content or settings changed. Files that fail are listed with the reason and
     the command exits non-zero after processing all the others.
     """
-    options = _options(
-        fmt,
-        bitrate,
-        trim,
-        threshold_db,
-        keep_ms,
-        max_seconds,
-        loudness,
-        keep_level,
-        peak_ceiling,
-        sample_rate,
-        mono,
-        soundfont,
-    )
+    options = _options(**locals())
     from audio_prep import prepare_clips
 
     report(prepare_clips(src, dst, options, jobs), dst)
+
+
+@app.command("prepare")
+def prepare_project(
+    directory: Annotated[
+        Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
+    ],
+    dst: Annotated[
+        Path | None, typer.Option(help="Where the clips go; default: PROJECT/clips.")
+    ] = None,
+    fmt: FormatOpt = Format.mp3,
+    bitrate: BitrateOpt = "128k",
+    trim: TrimOpt = True,
+    threshold_db: ThresholdOpt = -50.0,
+    keep_ms: KeepOpt = 100.0,
+    max_seconds: MaxSecondsOpt = 30.0,
+    loudness: LoudnessOpt = -23.0,
+    keep_level: KeepLevelOpt = False,
+    peak_ceiling: CeilingOpt = -1.0,
+    sample_rate: RateOpt = None,
+    mono: MonoOpt = False,
+    soundfont: SoundfontOpt = None,
+    jobs: JobsOpt = os.cpu_count() or 1,
+) -> None:
+    """Prepare the clips of a project's queries and candidates (as 'audio prepare' does) and
+    store each clip's path and duration; print the HITs' minimum listening times.
+
+    A rerun prepares again only what changed (sources are remembered in the clips' manifest);
+    audio given as URLs is left alone.
+    """
+    options = _options(**locals())
+    from audio_prep.project import CLIPS_FOLDER, listening_seconds, prepare_project
+
+    from ..project import Project
+
+    with Project(directory) as project:
+        clips = prepare_project(project, options, jobs, dst=dst)
+        listening = listening_seconds(project.store.queries(), project.store.candidates())
+    local = clips["source"].notna()
+    failed = clips[clips["error"] != ""]
+    console.print(
+        f"{int(local.sum()) - len(failed)} of {len(clips)} clips prepared into "
+        f"{escape(str(dst or Path(directory) / CLIPS_FOLDER))}"
+        + (f"; {int((~local).sum())} without a local file left alone" if (~local).any() else "")
+    )
+    known = listening.dropna(subset=["mean"])
+    if len(known):
+        mean = (known["mean"] * known["pairs"]).sum() / known["pairs"].sum()
+        console.print(
+            f"minimum listening time per HIT (query + 2 candidates, once each): mean "
+            f"{mean:.1f} s, from {known['shortest'].min():.1f} to {known['longest'].max():.1f} s"
+        )
+    if len(failed):
+        listing = Table("query", "document", "source", "reason", title="Clips not prepared")
+        for row in failed.itertuples():
+            listing.add_row(
+                escape(row.query), escape(row.document or "(query)"), escape(row.source),
+                escape(row.error),
+            )  # fmt: skip
+        err_console.print(listing)
+        raise InputError(f"{len(failed)} of {len(clips)} clips could not be prepared")
