@@ -23,7 +23,7 @@ from crowdprefs.crowds.mturk import (
 from crowdprefs.crowds.mturk_fake import FakeMTurk, SimulatedResponder, answer_xml
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import make_collection
-from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.errors import BudgetError, CrowdError, InputError
 from crowdprefs.io import write_lists
 from crowdprefs.project import CONFIG_NAME, Project, Settings, init_project
 
@@ -329,4 +329,37 @@ def test_publishing_local_clips_needs_hosting(tmp_path):
     driver.next_batch(project)
     with pytest.raises(InputError, match="set \\[hosting\\]"):
         crowd._clip_url(project, project.store.pairs(1))
+    project.close()
+
+
+def test_cli_with_the_fake(tmp_path):
+    project = make_project(tmp_path / "cli", answers=2)
+    root = str(project.root)
+    project.close()
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "wrote 9 HITs of batch 1" in run("preview", root, "--output", str(tmp_path / "pv"))
+    assert "published 9 HITs of batch 1 to mturk-fake" in run("mturk", "publish", root, "--fake")
+    assert "batch 1 is collected" in run("mturk", "collect", root, "--fake")
+    assert "remote hits" in run("mturk", "reconcile", root, "--fake")
+    assert "expired 9 HITs" in run("mturk", "expire", root, "--fake", "--yes")
+    assert "$10000.00 available" in run("mturk", "balance", root, "--fake")
+
+
+def test_faults_left_after_retries_end_in_one_line(tmp_path):
+    project = make_project(tmp_path / "e", mturk={"max_attempts": 2})
+    fake, url = start_fake(project, fault_rate=1.0)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    with pytest.raises(CrowdError) as error:
+        crowd.balance()
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith("MTurk (fake) GetAccountBalance: ")
+    assert "ThrottlingException" in message or "ServiceFault" in message
+    fake.stop()
     project.close()
