@@ -270,7 +270,8 @@ def demo(
         str,
         typer.Option(
             "--crowd",
-            help="simulated, or mturk-fake: the same simulated workers behind a local MTurk fake.",
+            help="simulated, or mturk-fake: the same simulated workers behind a local MTurk fake, "
+            "or web: simulated judges posting over HTTP to a local 'crowdprefs serve'.",
         ),
     ] = "simulated",
 ) -> None:
@@ -294,9 +295,16 @@ def demo(
             f"demo collection: {frame['query'].nunique()} queries, {len(frame)} candidates "
             f"({sizes.min()}–{sizes.max()} per query)"
         )
-        if crowd not in ("simulated", "mturk-fake"):
-            raise InputError(f"the demo runs with --crowd simulated or mturk-fake, not {crowd!r}")
-        run_with_progress(project, crowd, f"demo campaign ({crowd} crowd)")
+        if crowd not in ("simulated", "mturk-fake", "web"):
+            raise InputError(
+                f"the demo runs with --crowd simulated, mturk-fake or web, not {crowd!r}"
+            )
+        if crowd == "web":
+            from .web import run_web_demo
+
+            run_web_demo(project)
+        else:
+            run_with_progress(project, crowd, f"demo campaign ({crowd} crowd)")
         lists = driver.lists(project)
         write_lists(lists, directory / "lists.qrel")
         contradictions = driver.query_contradictions(project)

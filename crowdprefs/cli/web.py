@@ -8,12 +8,14 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..console import console, err_console
+from ..aggregate import count_answers, inter_agreement
+from ..console import console, err_console, make_progress
 from ..errors import InputError
 from ..project import Project
 from ..web import assign
@@ -135,3 +137,45 @@ def invite(
     if output is not None:
         _write_csv(frame, output)
         console.print(f"wrote {output}")
+
+
+def run_web_demo(project: Project, judges: int = 40) -> None:
+    """The demo's campaign through the web crowd: ``judges`` simulated judges post their answers
+    over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next.
+    """
+    from .. import driver
+    from ..web.judges import run_web_campaign
+
+    total = project.store.candidates()["query"].nunique()
+    with make_progress(transient=True) as progress:
+        task = progress.add_task(f"{judges} judges answering over HTTP", total=total)
+
+        def watch() -> bool:
+            totals = driver.status(project)["totals"]
+            progress.update(
+                task,
+                completed=totals["closed"],
+                description=f"iteration {totals['iteration']}: {totals['answers']} answers",
+            )
+            return False
+
+        report = run_web_campaign(project.root, judges=judges, watch=watch)
+    table = Table(title="demo campaign (web crowd, simulated judges over HTTP)")
+    for name in ("iter.", "pairs", "answers", "agree.", "judges"):
+        table.add_column(name, justify="right")
+    answers = project.store.answers()
+    for iteration, frame in answers.groupby("iteration"):
+        counts = count_answers(frame)
+        agreement = inter_agreement(counts["more"], counts["equal"], counts["less"])
+        table.add_row(
+            str(iteration),
+            str(frame["pair_id"].nunique()),
+            str(len(frame)),
+            f"{np.nanmean(agreement):.3f}",
+            str(frame["worker_id"].nunique()),
+        )
+    console.print(table)
+    console.print(
+        f"{report.answers} answers posted, {len(report.refused)} refused; "
+        f"submit latency p95 {1000 * report.p95():.0f} ms"
+    )
