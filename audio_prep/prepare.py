@@ -207,7 +207,7 @@ def collect_sources(
         if not files:
             raise InputError(f"{sources}: the folder holds no files to prepare")
         return path, files
-    files = [Path(f).resolve() for f in sources]
+    files = list(dict.fromkeys(Path(f).resolve() for f in sources))  # once each, in order
     if not files:
         raise InputError("no source files were given")
     return Path(os.path.commonpath([f.parent for f in files])), files

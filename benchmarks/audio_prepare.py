@@ -10,6 +10,7 @@ silence (seed 000's audio clips). The baseline is the same corpus at one job, in
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import tempfile
 import time
@@ -37,13 +38,22 @@ def make_corpus(root: Path, queries: int, wavs: int) -> tuple[Path, int]:
     return root / "midi", len(table) + table["query"].nunique() + wavs
 
 
-def timed(src: Path, dst: Path, jobs: int) -> tuple[float, int]:
-    start = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process and of every finished descendant (workers, ffmpeg)."""
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    )
+
+
+def timed(src: Path, dst: Path, jobs: int) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and cache hits of one run."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     table = prepare_clips(src, dst, PrepareOptions(), jobs=jobs, progress=False)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     if (table["error"] != "").any():
         raise SystemExit(f"unexpected failures:\n{table[table['error'] != '']}")
-    return seconds, int(table["cached"].sum())
+    return seconds, cpu, int(table["cached"].sum())
 
 
 def main() -> None:
@@ -56,18 +66,23 @@ def main() -> None:
         root = Path(tmp)
         src, clips = make_corpus(root / "example", args.melodies, args.wavs)
         print(f"corpus: {clips} clips ({clips - args.wavs} MIDI melodies, {args.wavs} WAV x 30 s)")
-        one, _ = timed(src, root / "one", 1)
-        many, _ = timed(src, root / "many", args.jobs)
-        cached, hits = timed(src, root / "many", args.jobs)
+        one, one_cpu, _ = timed(src, root / "one", 1)
+        many, many_cpu, _ = timed(src, root / "many", args.jobs)
+        cached, _, hits = timed(src, root / "many", args.jobs)
         assert hits == clips
     rss = max(
-        resource.getrusage(who).ru_maxrss
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
     speedup = f"= {one / many:.2f}x 1 job"
-    print(f"1 job        : {clips / one:7.2f} clips/s ({one:.1f} s)")
-    print(f"{args.jobs} jobs       : {clips / many:7.2f} clips/s ({many:.1f} s)  {speedup}")
+    print(
+        f"1 job        : {clips / one:7.2f} clips/s ({one:.1f} s; {one_cpu / clips:.2f} CPU s/clip)"
+    )
+    print(
+        f"{args.jobs} jobs       : {clips / many:7.2f} clips/s ({many:.1f} s; "
+        f"{many_cpu / clips:.2f} CPU s/clip)  {speedup}"
+    )
     print(f"cached rerun : {clips / cached:7.2f} clips/s ({cached:.2f} s)  = {one / cached:.0f}x")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak RSS (largest process): {rss / 1024:.0f} MiB")
 
 
