@@ -14,10 +14,10 @@ random and bots "equal" in fixed time. :func:`fit_crowd_model` estimates, from a
   of each pair's counts (A, equal, B) under a mixture over the unknown gap ``g ∈ {−4 … 4}``
   (weights symmetric in the sign: the side shown as A is random, seed 002 §4.2). The answer
   shares at each gap average the model's workers (their log-normal noise and band, normal
-  bias, with the default spreads) over fixed quantile draws; the gap weights (the *difficulty
-  distribution*: the share of pairs whose candidates are 0, 1, 2… groups apart) are fitted by
-  EM inside a Nelder-Mead search over noise, band, bias and careless share (from two
-  starting points; the best optimum is kept).
+  bias, with the default spreads) over fixed quantile draws. The gap weights (the *difficulty
+  distribution*: the share of pairs whose candidates are 0, 1, 2… groups apart) are a share of
+  equal pairs and a geometric fall beyond (:func:`gap_weights`), fitted with the rest by
+  Nelder-Mead from four starting points (the best optimum is kept).
 * **times**: ``median_seconds`` the median of the honest workers' median times,
   ``worker_seconds_spread`` the standard deviation of their log medians,
   ``answer_seconds_spread`` that of each answer's log time around its worker's median;
@@ -50,6 +50,8 @@ GAPS = np.arange(-4, 5)
 """Signed gaps (in true groups) the difficulty mixture ranges over."""
 
 _DRAWS = 48
+_MAX_RATIO = 0.75
+"""Largest fall of the difficulty distribution per group of gap (see :func:`_mixture_fit`)."""
 
 
 @dataclass(frozen=True)
@@ -102,10 +104,12 @@ def find_bots(answers: pd.DataFrame) -> list[str]:
 
 
 def _worker_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Standard-normal quantile points, decorrelated, for noise, band and bias of the workers."""
+    """Standard-normal quantile points for the workers' noise, band and bias (decorrelated)."""
     z = special.ndtri((np.arange(_DRAWS) + 0.5) / _DRAWS)
     rng = np.random.default_rng(0xC0DE)
-    return z, rng.permutation(z), rng.permutation(z)
+    noise, band, bias = z, rng.permutation(z), rng.permutation(z)
+    # antithetic bias draws: the answer shares mirror exactly when the mean bias is 0
+    return np.tile(noise, 2), np.tile(band, 2), np.concatenate([bias, -bias])
 
 
 def answer_shares(
@@ -129,69 +133,72 @@ def answer_shares(
     return (1 - c) * honest + c / 3
 
 
-def _logsumexp(values: np.ndarray) -> np.ndarray:
-    top = values.max(axis=1, keepdims=True)
-    return (top + np.log(np.exp(values - top).sum(axis=1, keepdims=True)))[:, 0]
-
-
-def _gap_weights(
-    log_like: np.ndarray, weight: np.ndarray, folded: np.ndarray
-) -> tuple[np.ndarray, float]:
-    """EM for the symmetric gap weights (from ``folded``) given log-likelihoods (U, G)."""
-    half = len(GAPS) // 2
-    split = np.where(GAPS == 0, 1.0, 2.0)
-    like = np.exp(log_like - log_like.max(axis=1, keepdims=True))
-    for _ in range(100):
-        signed = np.concatenate([folded[:0:-1], folded]) / split
-        joint = like * signed
-        post = (joint / joint.sum(axis=1, keepdims=True) * weight[:, None]).sum(0)
-        updated = post[half:].copy()
-        updated[1:] += post[:half][::-1]
-        updated /= updated.sum()
-        done = np.abs(updated - folded).max() < 1e-6
-        folded = updated
-        if done:
-            break
-    signed = np.concatenate([folded[:0:-1], folded]) / split
-    total = _logsumexp(log_like + np.log(np.maximum(signed, 1e-300)))
-    return folded, float((total * weight).sum())
+def gap_weights(equal_pairs: float, ratio: float) -> np.ndarray:
+    """Shares of pairs whose candidates are 0, 1, … 4 true groups apart: ``equal_pairs`` at 0,
+    the rest falling geometrically by ``ratio`` per group."""
+    rest = ratio ** np.arange(len(GAPS) // 2)
+    return np.concatenate([[equal_pairs], (1 - equal_pairs) * rest / rest.sum()])
 
 
 def _mixture_fit(counts: np.ndarray, weight: np.ndarray, base: CrowdModel):
-    """Maximum likelihood (Nelder-Mead over noise, band, bias, careless share; EM for the gap
-    weights inside) from two starting points; returns (parameters, gap weights, log-lik)."""
-    constant = special.gammaln(counts.sum(1) + 1) - special.gammaln(counts + 1).sum(1)
+    """Maximum likelihood by Nelder-Mead (four starting points) over noise, band, bias, careless
+    share and the difficulty distribution; returns (parameters, gap weights, log-likelihood).
 
-    def unpack(theta: np.ndarray) -> tuple[float, float, float, float]:
-        return (
+    The gap weights fall geometrically beyond gap 0, by a ratio of at most ``_MAX_RATIO``: free
+    (or flat) weights would let a crowd twice as noisy with groups twice as far apart fit as
+    well, while the plan's truths put adjacent groups one unit apart; sorted lists compare close
+    candidates more often than distant ones (the demo's QuickSort pairs fall by about 0.5).
+    """
+    constant = special.gammaln(counts.sum(1) + 1) - special.gammaln(counts + 1).sum(1)
+    split = np.where(GAPS == 0, 1.0, 2.0)
+
+    def unpack(theta: np.ndarray) -> tuple[tuple[float, float, float, float], np.ndarray]:
+        params = (
             float(np.exp(theta[0])),
             float(np.exp(theta[1])),
             float(theta[2]),
             float(special.expit(theta[3]) * 0.5),
         )
+        return params, gap_weights(special.expit(theta[4]), special.expit(theta[5]) * _MAX_RATIO)
 
-    warm = [np.full(len(GAPS) // 2 + 1, 1.0 / (len(GAPS) // 2 + 1))]
-
-    def evaluate(theta: np.ndarray) -> tuple[np.ndarray, float]:
-        shares = np.clip(answer_shares(*unpack(theta), base), 1e-12, 1)  # (G, 3)
-        log_like = counts @ np.log(shares).T + constant[:, None]
-        folded, total = _gap_weights(log_like, weight, warm[0])
-        warm[0] = folded
-        return folded, total
+    def log_likelihood(theta: np.ndarray) -> float:
+        params, folded = unpack(theta)
+        shares = np.clip(answer_shares(*params, base), 1e-12, 1)  # (G, 3)
+        signed = np.concatenate([folded[:0:-1], folded]) / split
+        joint = counts @ np.log(shares).T + constant[:, None] + np.log(signed)
+        top = joint.max(axis=1)
+        total = top + np.log(np.exp(joint - top[:, None]).sum(axis=1))
+        return float((total * weight).sum())
 
     best = None
-    for noise, band, bias, careless in ((0.7, 1.1, 0.15, 0.05), (1.5, 0.5, 0.0, 0.1)):
-        theta = np.array([np.log(noise), np.log(band), bias, special.logit(careless * 2)])
+    starts = (
+        (0.5, 0.7, 0.1, 0.05, 0.4, 0.3),
+        (0.7, 1.1, 0.15, 0.05, 0.4, 0.5),
+        (1.0, 1.0, 0.1, 0.1, 0.3, 0.5),
+        (1.3, 0.6, 0.0, 0.1, 0.2, 0.6),
+    )
+    for start in starts:
+        noise, band, bias, careless, equal_pairs, ratio = start
+        theta = np.array(
+            [
+                np.log(noise),
+                np.log(band),
+                bias,
+                special.logit(careless * 2),
+                special.logit(equal_pairs),
+                special.logit(ratio / _MAX_RATIO),
+            ]
+        )
         result = optimize.minimize(
-            lambda t: -evaluate(t)[1],
+            lambda t: -log_likelihood(t),
             theta,
             method="Nelder-Mead",
-            options={"xatol": 1e-3, "fatol": 1e-3, "maxiter": 400},
+            options={"xatol": 1e-3, "fatol": 1e-3, "maxiter": 1500},
         )
         if best is None or result.fun < best.fun:
             best = result
-    weights, log_like = evaluate(best.x)
-    return unpack(best.x), weights, log_like
+    params, folded = unpack(best.x)
+    return params, folded, -float(best.fun)
 
 
 def _zipf_exponent(per_worker: pd.Series) -> float:
