@@ -28,20 +28,19 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
-import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.routing import Route
 
-from .. import driver
-from ..aggregate import count_answers, inter_agreement
+from .. import audit, driver
 from ..crowds.web import advance
 from ..errors import BudgetError
 from ..hits import TEMPLATE_DIR, pair_clips, render_preference_hit
@@ -264,24 +263,29 @@ async def researcher_login(request: Request) -> RedirectResponse | HTMLResponse:
     return response
 
 
-def audit_figures(project: Project, iteration: int | None) -> dict[str, Any]:
-    """Live figures of the open batch: answer shares, inter-agreement (seed 002 §5.3), times."""
-    answers = project.store.answers(iteration) if iteration is not None else None
-    if answers is None or answers.empty:
-        return {"answers": 0}
-    counts = count_answers(answers)
-    agreement = inter_agreement(counts["more"], counts["equal"], counts["less"])
-    shares = answers["choice"].value_counts(normalize=True)
-    per_judge = answers.groupby("worker_id")["choice"].agg(["size", lambda c: (c == "equal").all()])
-    return {
-        "answers": len(answers),
-        "share_a": float(shares.get("A", 0.0)),
-        "share_b": float(shares.get("B", 0.0)),
-        "share_equal": float(shares.get("equal", 0.0)),
-        "agreement": float(np.nanmean(agreement)) if np.isfinite(agreement).any() else None,
-        "median_seconds": float(answers["seconds"].median()),
-        "always_equal": int(((per_judge["size"] >= 5) & per_judge.iloc[:, 1]).sum()),
-    }
+AUDIT_EVERY = 10.0
+"""Seconds between two recomputations of the researcher page's audit (it runs on the loop)."""
+
+
+def audit_figures(project: Project) -> dict[str, Any]:
+    """The live audit (:mod:`crowdprefs.audit`): seed 002 Table 2 per iteration so far, with
+    chance-corrected agreement, and the workers its rules flag, with their evidence."""
+    answers = audit.project_answers(project)
+    if answers.empty:
+        return {"iterations": [], "flags": []}
+    pairs = audit.project_verdicts(project, answers)
+    table = audit.iteration_table(answers, pairs, project.settings.fees)
+    flags = audit.flag_workers(answers, pairs)
+    clean = table.astype(object).where(table.notna(), None)
+    return {"iterations": clean.to_dict("records"), "flags": flags.to_dict("records")}
+
+
+def _cached_audit(app: Starlette, project: Project) -> dict[str, Any]:
+    count = project.store.conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    cached = getattr(app.state, "audit", None)
+    if cached is None or (cached[0] != count and time.monotonic() - cached[1] > AUDIT_EVERY):
+        app.state.audit = (count, time.monotonic(), audit_figures(project))
+    return app.state.audit[2]
 
 
 async def researcher(request: Request) -> HTMLResponse:
@@ -301,7 +305,7 @@ async def researcher(request: Request) -> HTMLResponse:
         progress=progress,
         totals=driver.status(project)["totals"],
         judges=assign.judge_table(project).to_dict("records"),
-        audit=audit_figures(project, progress["iteration"]),
+        audit=_cached_audit(request.app, project),
         comments=comments.to_dict("records"),
         campaign=request.app.state.campaign,
     )
