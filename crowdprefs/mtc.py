@@ -446,7 +446,7 @@ def fit_cumulative_logit(
         share = np.cumsum(np.bincount(y, minlength=n_levels))[:-1] / n
         kappa = np.log(share / (1 - share))
         start = np.r_[np.zeros(m), kappa[0], np.log(np.maximum(np.diff(kappa), 1e-3))]
-    result = minimize(objective, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    result = minimize(objective, start, jac=True, method="BFGS", options={"maxiter": 500})
     return result.x
 
 
@@ -543,15 +543,14 @@ def system_effects(
     spread = quality.std()
     m = (quality - quality.mean()) / spread if spread > 0 else np.zeros(s)
     grid = np.r_[0.0, MAX_GAIN[scale] * np.geomspace(0.002, 0.2, 12)]
-    best, prior = 0.0, np.zeros((s, s))
-    for sigma in grid:
-        for tau in grid:
-            cov = sigma**2 * np.outer(m, m) + tau**2 * np.eye(s)
-            inner = np.eye(s) + cov @ a
-            sign, logdet = np.linalg.slogdet(inner)
-            score = -0.5 * (logdet - h @ np.linalg.solve(inner, cov @ h))
-            if sign > 0 and score > best:
-                best, prior = score, cov
+    sigma, tau = (g.ravel() for g in np.meshgrid(grid, grid, indexing="ij"))
+    covs = sigma[:, None, None] ** 2 * np.outer(m, m) + tau[:, None, None] ** 2 * np.eye(s)
+    inner = np.eye(s) + covs @ a
+    sign, logdet = np.linalg.slogdet(inner)
+    quad = np.einsum("i,gi->g", h, np.linalg.solve(inner, (covs @ h)[..., None])[..., 0])
+    score = np.where(sign > 0, -0.5 * (logdet - quad), -np.inf)
+    best = int(np.argmax(score))
+    prior = covs[best] if score[best] > 0 else np.zeros((s, s))
     posterior = np.linalg.solve(np.eye(s) + prior @ a, prior)
     return posterior @ h, posterior, prior
 
