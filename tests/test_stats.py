@@ -157,6 +157,9 @@ def test_read_scores_long_wide_json(tmp_path):
 
     (tmp_path / "s.json").write_text(json.dumps(both.to_dict(orient="records")))
     pd.testing.assert_frame_equal(read_scores(tmp_path / "s.json")["AG@5"], matrices["AG@5"])
+    evaluate_json = {"scores": both.to_dict(orient="records"), "summary": []}
+    (tmp_path / "e.json").write_text(json.dumps(evaluate_json))  # crowdprefs evaluate --format json
+    pd.testing.assert_frame_equal(read_scores(tmp_path / "e.json")["nDCG@5"], matrices["nDCG@5"])
 
     scores.rename_axis("system").to_csv(tmp_path / "ag5.csv")
     wide = read_scores(tmp_path / "ag5.csv")
