@@ -10,6 +10,7 @@ Audio travels between the stages as :class:`Audio`: float32 samples of shape
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import warnings
@@ -36,6 +37,8 @@ FORMATS: dict[str, tuple[str, str]] = {
     "ogg": ("ogg", "libvorbis"),
     "m4a": ("ipod", "aac"),
 }
+#: Highest output sample rate (MP3 and Vorbis stop there; browsers need no more).
+MAX_RATE = 48000
 
 
 class ClipError(InputError):
@@ -102,7 +105,8 @@ def decode(path: Path, sample_rate: int | None = None, mono: bool = False) -> Au
 
 
 def encode(audio: Audio, path: Path, fmt: str = "mp3", bitrate: str = "128k") -> None:
-    """Encode ``audio`` (clipped to [-1, 1], 16-bit) to ``path`` in a browser format via pydub.
+    """Encode ``audio`` (clipped to [-1, 1], 16-bit, at most 48 kHz) to ``path`` in a browser
+    format via pydub.
 
     The caller writes to a temporary name and renames it; pydub's own temporary WAV is removed.
     """
@@ -111,9 +115,14 @@ def encode(audio: Audio, path: Path, fmt: str = "mp3", bitrate: str = "128k") ->
     segment = AudioSegment(
         data=pcm.tobytes(), sample_width=2, frame_rate=audio.rate, channels=pcm.shape[1]
     )
+    rate = ["-ar", str(MAX_RATE)] if audio.rate > MAX_RATE else []
     try:
-        handle = segment.export(str(path), format=muxer, codec=codec, bitrate=bitrate)
+        handle = segment.export(
+            str(path), format=muxer, codec=codec, bitrate=bitrate, parameters=rate
+        )
     except CouldntEncodeError as error:
-        lines = [line for line in str(error).splitlines() if line.strip()]
-        raise ClipError(f"encoding to {fmt} failed: {lines[-1] if lines else error}") from None
+        lines = [line.strip() for line in str(error).splitlines()[1:] if line.strip()]
+        reason = next((line for line in lines if "Error" in line), lines[-1] if lines else "")
+        reason = re.sub(r"^(\[[^\]]*\]\s*)+", "", reason)  # ffmpeg's [component @ 0x..] tags
+        raise ClipError(f"encoding to {fmt} with bitrate {bitrate} failed: {reason}") from None
     handle.close()

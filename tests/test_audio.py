@@ -24,6 +24,7 @@ from audio_prep import (
     encode,
     integrated_loudness,
     k_weighting,
+    prepare_file,
     process,
     render_midi,
     trim_silence,
@@ -282,3 +283,20 @@ def test_keep_level_leaves_the_samples_alone():
     same, peak, _ = process(audio, PrepareOptions(loudness=None, trim_silence=False))
     np.testing.assert_array_equal(same.samples, audio.samples)
     assert peak == pytest.approx(20 * np.log10(0.1), abs=1e-3)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_high_rate_sources_are_encoded_at_48k(tmp_path, fmt):
+    clip = Audio(stereo(tone(0.5, 96000)), 96000)
+    encode(clip, tmp_path / f"hi.{fmt}", fmt)
+    back = decode(tmp_path / f"hi.{fmt}")
+    assert back.rate == 48000 and back.seconds == pytest.approx(0.5, abs=0.010)
+
+
+def test_an_impossible_encoding_is_a_reason_and_leaves_no_file(tmp_path):
+    source = tmp_path / "x.wav"
+    scipy.io.wavfile.write(source, RATE, stereo(tone(1.0)))
+    output = tmp_path / "out" / "x.ogg"
+    with pytest.raises(ClipError, match="encoding to ogg with bitrate 1k failed: Error while"):
+        prepare_file(source, output, PrepareOptions(format="ogg", bitrate="1k"))
+    assert list(output.parent.iterdir()) == []
