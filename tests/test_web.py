@@ -377,3 +377,15 @@ def test_invite_command_prints_links_and_writes_csv(project_dir, tmp_path):
     assert "/study/" in result.output and "PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
     bad = CliRunner().invoke(cli_app, ["invite", str(project_dir), "--judges", "-1"])
     assert bad.exit_code != 0
+
+
+def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tmp_path):
+    from crowdprefs.cli.web import _loopback
+
+    assert all(_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
+    assert not any(_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
+    result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--port", "70000"])
+    assert result.exit_code != 0 and "--port" in str(result.exception)
+    bad = make_web_project(tmp_path / "bad", queries=1, web={"timeout_minutes": 0})
+    result = CliRunner().invoke(cli_app, ["serve", str(bad)])
+    assert result.exit_code != 0 and "timeout_minutes" in str(result.exception)
