@@ -91,6 +91,7 @@ def test_gawm_command(monkeypatch, capsys, files):
         (["stats", "test", "-m", "P@5"], "no measure 'P@5'"),
         (["stats", "power", "-p", "Z9"], "unknown procedure 'Z9'"),
         (["stats", "test", "--correction", "nope"], "unknown correction 'nope'"),
+        (["stats", "test", "-t", "friedman-tukey", "--one-sided"], "not to FT"),
     ],
 )
 def test_user_errors_are_one_line(monkeypatch, capsys, files, args, message):

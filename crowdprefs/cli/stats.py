@@ -141,6 +141,8 @@ def test_command(
     ] = Format.table,
 ) -> None:
     """Test every pair of systems per measure (Wilcoxon, t, sign, Mann-Whitney, Friedman-Tukey)."""
+    if test.value == "friedman-tukey" and (one_sided or correction):
+        raise InputError("--one-sided and --correction apply to the pairwise tests, not to FT")
     tables = []
     for name, matrix in _matrices(scores, measure).items():
         if test.value == "friedman-tukey":
@@ -200,9 +202,11 @@ def _study(
     wide.columns = [f"{m} {p}" for m, p in wide.columns]
     _render((100 * wide).reset_index().round(1), f"{value} (% of system pairs)", output_format, 1)
     if kind == "stability":
-        last = table[table["size"] == table["size"].max()]
-        columns = ["measure", "procedure", "size", "power", "conflicts", "stable", "swaps"]
-        _render(last[columns + ["significant_swaps"]], "largest disjoint subsets", output_format)
+        last = table[table["size"] == table["size"].max()].copy()
+        shares = ["power", "conflicts", "stable", "swaps", "significant_swaps"]
+        last[shares] = 100 * last[shares]
+        title = "largest disjoint subsets (% of system pairs)"
+        _render(last[["measure", "procedure", "size", *shares]], title, output_format, 2)
 
 
 @stats_app.command("power")
