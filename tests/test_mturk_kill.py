@@ -34,18 +34,33 @@ def _child(root, url: str) -> None:
     os._exit(0)
 
 
-def _run_with_kills(root, url: str, kills: int, longest: float, seed: int) -> Counter:
+def _progress(root) -> tuple:
+    with closing(sqlite3.connect(root / "state.sqlite")) as conn:
+        batch = conn.execute(
+            "SELECT iteration, status FROM batches ORDER BY iteration DESC"
+        ).fetchone()
+        counts = conn.execute(
+            "SELECT (SELECT COUNT(*) FROM hits), (SELECT COUNT(*) FROM answers),"
+            " (SELECT COUNT(applied_at) FROM answer_reviews)"
+        ).fetchone()
+    return (batch or (0, "none")) + counts
+
+
+def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Counter:
     """Run the campaign in forked children, SIGKILLing the first ``kills`` ones at random.
 
-    Returns how many kills hit each batch status (built: publishing; published: collecting).
+    A kill lands after a random delay; when a resumed run made no progress before its kill,
+    the next delay is allowed to be longer. Returns how many kills hit each batch status
+    (built: while publishing; published: while collecting and reviewing).
     """
     rng = random.Random(seed)
     killed: Counter = Counter()
+    longest, before = base, _progress(root)
     while True:
         pid = os.fork()
         if pid == 0:
             _child(root, url)
-        wait = rng.uniform(0.01, longest) if killed.total() < kills else 600.0
+        wait = rng.uniform(0.02, longest) if killed.total() < kills else 600.0
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -55,9 +70,10 @@ def _run_with_kills(root, url: str, kills: int, longest: float, seed: int) -> Co
             time.sleep(0.002)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        with closing(sqlite3.connect(root / "state.sqlite")) as conn:
-            row = conn.execute("SELECT status FROM batches ORDER BY iteration DESC").fetchone()
-        killed[row[0] if row else "none"] += 1
+        now = _progress(root)
+        killed[now[1]] += 1
+        longest = base if now != before else longest * 1.5
+        before = now
 
 
 def _answers(project: Project) -> pd.DataFrame:
@@ -82,7 +98,7 @@ def test_fifty_kills_during_publish_and_collect(tmp_path):
     project.close()
     fake, url = start_fake(project)
     # kills land anywhere in a resumed run (each kill loses at most the work since the last one)
-    killed = _run_with_kills(root, url, KILLS, longest=whole / 8, seed=2026)
+    killed = _run_with_kills(root, url, KILLS, base=whole / 40, seed=2026)
     assert killed.total() == KILLS
     assert killed["built"] and killed["published"], killed  # during publish and collect
     with Project(root) as project:

@@ -24,6 +24,7 @@ import json
 import random
 import re
 import sqlite3
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -161,8 +162,14 @@ class FakeMTurk:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address) -> None:
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)  # a client gone is no error
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
