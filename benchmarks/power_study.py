@@ -9,8 +9,9 @@ Baseline, in the same run: a plain loop that, per subset and measure, calls
 once) and ``scipy.stats.wilcoxon`` once per system pair (exact/asymptotic method chosen per
 pair as crowdprefs does, which is also scipy's fast path). It is timed on
 ``--baseline-samples`` subsets of every size and extrapolated linearly to the full study.
-Prints both times, the ratio, the agreement of the decisions on the subsets both ran, and the
-peak RSS; then the result tables (markdown) quoted in docs/statistics.md.
+Prints both CPU times (steadier than wall time on a shared machine), their ratio, the
+agreement of the decisions on the subsets both ran and the peak RSS; then the result tables
+(markdown) quoted in docs/statistics.md.
 
     python benchmarks/power_study.py [--data ../shared/data/mirex2011-ams] [--samples 500]
 """
@@ -138,12 +139,12 @@ def main() -> None:
     print(f"{len(matrices)} measures, {matrices['AG@5'].shape[0]} systems × {n_queries} queries")
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     table = power_study(matrices, strata, sizes, args.samples, ("FT", "W1"), seed=0)
-    vectorised = time.perf_counter() - start
+    wall, vectorised = time.perf_counter() - start, time.process_time() - cpu
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"vectorised power study: {vectorised:.1f} s, peak RSS {rss_after:.0f} MiB "
-          f"(before: {rss_before:.0f} MiB)")  # fmt: skip
+    print(f"vectorised power study: {wall:.1f} s wall, {vectorised:.1f} s CPU, "
+          f"peak RSS {rss_after:.0f} MiB (before: {rss_before:.0f} MiB)")  # fmt: skip
 
     # Baseline on a few subsets of every size, extrapolated to the full sample counts.
     codes = pd.factorize(strata.loc[matrices["AG@5"].columns])[0]
@@ -156,9 +157,9 @@ def main() -> None:
         spent = 0.0
         for matrix in matrices.values():
             values = matrix.to_numpy()
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             ft, w1 = baseline(values, a)
-            spent += time.perf_counter() - t0
+            spent += time.process_time() - t0
             stack = values[:, a].transpose(1, 0, 2)
             for reference, name in ((ft, "FT"), (w1, "W1")):
                 _, ours = PROCEDURES[name].decide(stack)
@@ -166,8 +167,8 @@ def main() -> None:
                 total += reference.size
         estimated += spent * count / drawn
     print(f"scipy loop (extrapolated from {args.baseline_samples} subsets per size): "
-          f"{estimated:.0f} s")  # fmt: skip
-    print(f"ratio: {estimated / vectorised:.0f}× faster")
+          f"{estimated:.0f} s CPU")  # fmt: skip
+    print(f"ratio (CPU time): {estimated / vectorised:.0f}× faster")
     print(
         f"decisions equal to the scipy loop on the shared subsets: {agree}/{total} "
         f"({100 * agree / total:.2f}%)"
