@@ -410,39 +410,50 @@ class JudgeEstimator(GainEstimator):
 
 
 def fit_cumulative_logit(
-    x: np.ndarray, y: np.ndarray, n_levels: int, l2: float = 0.0, start: np.ndarray | None = None
+    x: np.ndarray,
+    y: np.ndarray,
+    n_levels: int,
+    offset: np.ndarray | None = None,
+    prior_mean: np.ndarray | None = None,
+    prior_precision: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Maximum-likelihood cumulative logit (the seed's §4.1 ordinal logistic framework).
+    """Cumulative logit (the seed's §4.1 ordinal logistic framework), ML or MAP.
 
-    P(y ≤ j | x) = logistic(κ_j − x·β), j = 0..J−2, with κ_0 = θ_0 and
+    P(y ≤ j | x) = logistic(κ_j − x·β − o), j = 0..J−2, with κ_0 = θ_0 and
     κ_j = κ_{j−1} + exp(θ_j) (the parametrisation of statsmodels' ``OrderedModel``, whose
-    estimates these are when ``l2`` = 0). Returns (β, θ). ``l2`` adds ½·l2·|β|² to the negative
-    log-likelihood. Every level 0..J−1 must occur in ``y``.
+    estimates these are without prior and offset o). Returns (β, θ). A Gaussian prior adds
+    ½ Σ precision·(params − mean)² to the negative log-likelihood (then levels may be absent
+    from ``y``); without one every level 0..J−1 must occur.
     """
     n, m = x.shape
+    offset = np.zeros(n) if offset is None else offset
     lower_index, upper_index = y - 1, y  # κ index below and above each observation
     at_top, at_bottom = y == n_levels - 1, y == 0
+    center = np.zeros(m + n_levels - 1) if prior_mean is None else prior_mean
+    precision = np.zeros(m + n_levels - 1) if prior_precision is None else prior_precision
 
     def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
         beta, theta = params[:m], params[m:]
         steps = np.exp(theta[1:])
         kappa = theta[0] + np.r_[0.0, np.cumsum(steps)]
-        eta = x @ beta
+        eta = x @ beta + offset
         upper = np.where(at_top, np.inf, kappa[np.minimum(upper_index, n_levels - 2)] - eta)
         lower = np.where(at_bottom, -np.inf, kappa[np.maximum(lower_index, 0)] - eta)
         su, sl = expit(upper), expit(lower)
         p = np.maximum(su - sl, 1e-300)
         du, dl = su * (1 - su) / p, sl * (1 - sl) / p  # σ'(u)/p and σ'(l)/p; 0 at ±inf
-        grad_beta = x.T @ (du - dl) + l2 * beta
         grad_kappa = -np.bincount(upper_index[~at_top], du[~at_top], n_levels - 1) + np.bincount(
             lower_index[~at_bottom], dl[~at_bottom], n_levels - 1
         )
         tail = np.cumsum(grad_kappa[::-1])[::-1]  # Σ_{j ≥ i} ∂/∂κ_j
-        grad_theta = np.r_[tail[0], steps * tail[1:]]
-        value = -np.log(p).sum() + 0.5 * l2 * beta @ beta
-        return value, np.r_[grad_beta, grad_theta]
+        gap = params - center
+        value = -np.log(p).sum() + 0.5 * (precision * gap) @ gap
+        gradient = np.r_[x.T @ (du - dl), tail[0], steps * tail[1:]] + precision * gap
+        return value, gradient
 
-    if start is None:
+    if prior_mean is not None:
+        start = prior_mean
+    else:
         share = np.cumsum(np.bincount(y, minlength=n_levels))[:-1] / n
         kappa = np.log(share / (1 - share))
         start = np.r_[np.zeros(m), kappa[0], np.log(np.maximum(np.diff(kappa), 1e-3))]
@@ -450,27 +461,23 @@ def fit_cumulative_logit(
     return result.x
 
 
-def cumulative_logit_probabilities(x: np.ndarray, params: np.ndarray) -> np.ndarray:
+def cumulative_logit_probabilities(
+    x: np.ndarray, params: np.ndarray, offset: np.ndarray | None = None
+) -> np.ndarray:
     """P(y = j | x) (n × J) under the parameters of :func:`fit_cumulative_logit`."""
-    m = x.shape[1]
+    n, m = x.shape
     beta, theta = params[:m], params[m:]
     kappa = theta[0] + np.r_[0.0, np.cumsum(np.exp(theta[1:]))]
-    below = expit(kappa[None, :] - (x @ beta)[:, None])
-    n = len(x)
+    eta = x @ beta + (0.0 if offset is None else offset)
+    below = expit(kappa[None, :] - eta[:, None])
     return np.hstack([below, np.ones((n, 1))]) - np.hstack([np.zeros((n, 1)), below])
 
 
 def fitted_features(
-    col: Collection,
-    gains: np.ndarray,
-    scale: Scale,
-    prior: np.ndarray | None,
-    artist_group: np.ndarray | None,
+    col: Collection, gains: np.ndarray, scale: Scale, artist_group: np.ndarray | None
 ) -> np.ndarray:
     """Features of the refitted model; none uses the pair's own judgment (seed §4.2).
 
-    * ``prior``: the linear predictor θ·β of L_output (its knowledge from other editions), if
-      metadata is at hand;
     * fSYS = c/S;
     * aSYS: mean over the systems retrieving d of each system's mean judged gain over the
       *other* queries, /M;
@@ -506,8 +513,6 @@ def fitted_features(
     if artist_group is not None:
         aart, has = leave_self_out(artist_group, adoc)
         columns += [aart, has.astype(float)]
-    if prior is not None:
-        columns.insert(0, prior)
     return np.column_stack(columns)
 
 
@@ -561,9 +566,15 @@ class FittedEstimator(GainEstimator):
     Queries are split into ``folds`` folds; the gains of a fold's pairs are predicted by a
     model fitted only on the judgments of the other folds, whose features are computed without
     any judgment of that fold (so no judgment predicts itself and every prediction is for
-    queries the model did not see), with the features of :func:`fitted_features`. Level
-    probabilities give E and Var with each level's value and spread taken from the training
-    gains of that level (seed §4.1). Models are refitted when ``refit_every`` new judgments
+    queries the model did not see), with the features of :func:`fitted_features` (centred on
+    the training rows).
+
+    With metadata (Fine scale) the model starts from L_output: its linear predictor is an
+    offset, the ten Fine bins keep L_output's labels (5, 15, ..., 95, each with the spread of a
+    uniform bin), and a Gaussian prior centres the thresholds on L_output's (κ = −α) and the
+    new coefficients on 0, so that with few judgments it stays close to L_output and moves
+    away as they accumulate (MAP). Without metadata it is a ridge fit on the observed levels,
+    valued at their training means. Models are refitted when ``refit_every`` new judgments
     have arrived; until a fold has ``min_train`` training judgments the ``fallback`` estimator
     (L_output, or uniform without metadata) is used.
     """
@@ -575,22 +586,49 @@ class FittedEstimator(GainEstimator):
         meta: PairMetadata | None = None,
         folds: int = 5,
         refit_every: int = 20,
-        min_train: int = 40,
+        min_train: int = 20,
         l2: float = 1.0,
+        threshold_precision: float = 4.0,
         seed: int = 0,
     ) -> None:
         self.col, self.scale, self.folds = col, scale, folds
-        self.refit_every, self.min_train, self.l2 = refit_every, min_train, l2
+        self.refit_every, self.min_train = refit_every, min_train
+        self.l2, self.threshold_precision = l2, threshold_precision
         if meta is not None and scale == "fine":
             self.fallback: GainEstimator = OutputEstimator(col, meta, scale)
-            self.prior = output_features(col, meta) @ OUTPUT_BETA
+            self.offset: np.ndarray | None = output_features(col, meta) @ OUTPUT_BETA
         else:
-            self.fallback, self.prior = UniformEstimator(col, scale), None
+            self.fallback, self.offset = UniformEstimator(col, scale), None
         self.artist_group = query_groups(col, meta.artist) if meta is not None else None
         order = np.random.default_rng(seed).permutation(col.n_queries)
         self.fold = (np.argsort(order) % folds)[col.query_of]
-        self.models: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.models: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.fitted_at = -refit_every
+
+    def _fit_fold(self, x: np.ndarray, gains: np.ndarray, offset: np.ndarray | None):
+        m = x.shape[1]
+        levels = gain_levels(gains, self.scale)
+        if offset is not None:
+            kappa = -OUTPUT_ALPHA
+            theta = np.r_[kappa[0], np.log(np.diff(kappa))]
+            params = fit_cumulative_logit(
+                x,
+                levels,
+                len(FINE_LABELS),
+                offset,
+                np.r_[np.zeros(m), theta],
+                np.r_[np.full(m, self.l2), np.full(theta.size, self.threshold_precision)],
+            )
+            return params, FINE_LABELS, np.full(len(FINE_LABELS), (10**2 - 1) / 12)
+        present, y = np.unique(levels, return_inverse=True)
+        if present.size < 2:
+            return None
+        count = np.bincount(y)
+        value = np.bincount(y, gains) / count
+        spread = np.bincount(y, gains**2) / count - value**2
+        precision = np.r_[np.full(m, self.l2), np.zeros(present.size - 1)]
+        params = fit_cumulative_logit(x, y, present.size, None, np.zeros_like(precision), precision)
+        return params, value, spread
 
     def _refit(self, gains: np.ndarray) -> None:
         """Fit one model per fold f on the judgments outside f, with features computed as if
@@ -602,25 +640,25 @@ class FittedEstimator(GainEstimator):
             if train.sum() < self.min_train:
                 continue
             masked = np.where(self.fold == f, np.nan, gains)
-            features = fitted_features(self.col, masked, self.scale, self.prior, self.artist_group)
-            levels = gain_levels(gains[train], self.scale)
-            present, y = np.unique(levels, return_inverse=True)
-            if present.size < 2:
-                continue
-            value = np.bincount(y, gains[train]) / np.bincount(y)
-            spread = np.bincount(y, gains[train] ** 2) / np.bincount(y) - value**2
-            params = fit_cumulative_logit(features[train], y, present.size, l2=self.l2)
-            self.models[f] = (params, value, spread)
+            x = fitted_features(self.col, masked, self.scale, self.artist_group)[train]
+            shift = x.mean(axis=0)
+            offset = None if self.offset is None else self.offset[train]
+            fitted = self._fit_fold(x - shift, gains[train], offset)
+            if fitted is not None:
+                self.models[f] = (shift, *fitted)
         self.fitted_at = int(judged.sum())
 
     def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean, var = (a.copy() for a in self.fallback.predict(gains))
-        features = fitted_features(self.col, gains, self.scale, self.prior, self.artist_group)
         if int((~np.isnan(gains)).sum()) >= self.fitted_at + self.refit_every:
             self._refit(gains)
-        for f, (params, value, spread) in self.models.items():
+        if not self.models:
+            return mean, var
+        features = fitted_features(self.col, gains, self.scale, self.artist_group)
+        for f, (shift, params, value, spread) in self.models.items():
             rows = np.flatnonzero(self.fold == f)
-            p = cumulative_logit_probabilities(features[rows], params)
+            offset = None if self.offset is None else self.offset[rows]
+            p = cumulative_logit_probabilities(features[rows] - shift, params, offset)
             mean[rows] = p @ value
             var[rows] = np.maximum(p @ (value**2 + spread) - mean[rows] ** 2, 0.0)
         return mean, var
@@ -869,6 +907,19 @@ class Simulation:
     order: np.ndarray  # pair positions in the order they were judged
     pairs: pd.DataFrame  # final pair table with a ``correct`` column
     stopped: bool  # the target was reached
+    confidences: np.ndarray  # iterations × system pairs (A < B): stated confidence
+    correct: np.ndarray  # iterations × system pairs: estimated sign is the true one
+
+    def first_reaching(self, target: float) -> int | None:
+        """The first iteration whose confidence in the ranking reached ``target``."""
+        hits = np.flatnonzero(self.log["confidence"].to_numpy() >= target)
+        return int(hits[0]) if hits.size else None
+
+    def calibration(self, iterations: slice | int = slice(None)) -> pd.DataFrame:
+        """:func:`calibration_table` of the pairs at one iteration, or pooled over a slice."""
+        return calibration_table(
+            self.confidences[iterations].ravel(), self.correct[iterations].ravel()
+        )
 
     def at(self, judgments: int) -> pd.Series:
         """The log row in force after ``judgments`` judgments (the last one not past it)."""
@@ -908,7 +959,8 @@ def simulate(
     gains = np.full(col.n_pairs, np.nan) if initial is None else initial.copy()
     limit = col.n_pairs if max_judgments is None else max_judgments
     order: list[np.ndarray] = []
-    records = []
+    records, confidences, correct = [], [], []
+    a, b = upper_pairs(col.n_systems)
     reached = False
     for iteration in range(col.n_pairs + 1):
         est = estimator(gains)
@@ -916,6 +968,8 @@ def simulate(
         conf = ranking_confidence(stats, delta, rule)
         accuracy, tau = sign_accuracy(stats, full)
         done = int(est.judged.sum())
+        confidences.append(stats.confidence(delta)[a, b])
+        correct.append(np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b]))
         records.append(
             (iteration, done, conf, ranking_confidence(stats, delta, "min"), accuracy, tau)
         )
@@ -934,10 +988,11 @@ def simulate(
         columns=["iteration", "judgments", "confidence", "min_confidence", "accuracy", "tau"],
     )
     pairs = pair_table(col, stats, delta)
-    a, b = upper_pairs(col.n_systems)
-    pairs["correct"] = np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b])
+    pairs["correct"] = correct[-1]
     done_order = np.concatenate(order) if order else np.array([], dtype=int)
-    return Simulation(log, done_order, pairs, reached)
+    return Simulation(
+        log, done_order, pairs, reached, np.array(confidences), np.array(correct, dtype=bool)
+    )
 
 
 # --------------------------------------------------------------------------- front end

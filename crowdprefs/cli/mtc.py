@@ -291,9 +291,11 @@ def simulate(
             stop_at_target=not keep_going,
             progress=lambda done: progress.update(task, completed=done),
         )
-    first = sim.log[sim.log["confidence"] >= target]
-    end = first.iloc[0] if len(first) else sim.log.iloc[-1]
-    calibration = mtc.calibration_table(sim.pairs["confidence"], sim.pairs["correct"])
+    reached = sim.first_reaching(target)
+    stop = len(sim.log) - 1 if reached is None else reached
+    end = sim.log.iloc[stop]
+    calibration = sim.calibration(stop)
+    pooled = sim.calibration(slice(0, stop + 1))
     if plot is not None:
         _plot(sim.log, plot, f"MTC: {estimator}, {selection} selection")
     if as_json:
@@ -304,7 +306,7 @@ def simulate(
             "batches": batches,
             "batch_size": batch_size,
             "target": target,
-            "reached": bool(len(first)),
+            "reached": reached is not None,
             "judgments": int(end["judgments"]),
             "share": float(end["judgments"]) / col.n_pairs,
             "confidence": float(end["confidence"]),
@@ -312,13 +314,17 @@ def simulate(
             "tau": float(end["tau"]),
             "log": _records(sim.log),
             "calibration": _records(calibration),
+            "calibration_pooled": _records(pooled),
         }
         console.print_json(json.dumps(payload))
         return
     shown = sim.log if len(sim.log) <= 40 else sim.log.iloc[:: max(len(sim.log) // 30, 1)]
     console.print(_frame_table(shown, "Iterations"))
-    console.print(_frame_table(calibration, "Accuracy versus confidence (final pairs)"))
-    status = "reached" if len(first) else "not reached"
+    console.print(_frame_table(calibration, "Accuracy versus confidence (pairs at the stop)"))
+    console.print(
+        _frame_table(pooled, "Accuracy versus confidence (pairs of every iteration to the stop)")
+    )
+    status = "reached" if reached is not None else "not reached"
     console.print(
         f"target {target} {status}: {int(end['judgments'])} judgments "
         f"({end['judgments'] / col.n_pairs:.1%}), confidence {end['confidence']:.4f}, "
