@@ -43,7 +43,7 @@ from starlette.routing import Route
 from .. import audit, driver
 from ..crowds.web import advance
 from ..errors import BudgetError
-from ..hits import TEMPLATE_DIR, pair_clips, render_preference_hit
+from ..hits import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from ..project import Project
 from . import assign
 from .assign import Forbidden, Judge, WebError, WebSettings
@@ -143,14 +143,14 @@ async def welcome(request: Request) -> HTMLResponse:
     judge = _judge(request)
     project = _project(request)
     answered = assign.answered_by(project.store.conn, judge.judge_id)
-    hit = project.section("hit")
+    hit = HitSettings.from_project(project)
     return _page(
         "web_landing.html",
         judge=judge.judge_id,
         answered=answered,
         limit=_settings(request).questions_per_judge,
-        title=hit.get("title", "Which variation is more similar to the original melody?"),
-        instructions=hit.get("instructions", ""),
+        title=hit.title,
+        instructions=hit.instructions,
     )
 
 
@@ -193,7 +193,8 @@ async def question(request: Request) -> RedirectResponse | HTMLResponse:
 async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     if not _same_origin(request):
         raise Forbidden("cross-site form posts are refused")
-    if int(request.headers.get("content-length") or 0) > MAX_BODY:
+    length = request.headers.get("content-length", "0")
+    if not length.isdigit() or int(length) > MAX_BODY:
         raise WebError("the answer is too large")
     judge = _judge(request)
     project = _project(request)
