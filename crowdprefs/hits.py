@@ -24,6 +24,7 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,8 @@ from .errors import InputError
 if TYPE_CHECKING:
     from .project import Project
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "hit_templates"
+TEMPLATE_DIR = Path(str(resources.files("hit_templates")))
+"""Where the HIT templates are installed (the ``hit_templates`` package)."""
 MODES = ("mturk", "web", "preview")
 SANDBOX_SUBMIT = "https://workersandbox.mturk.com/mturk/externalSubmit"
 LIVE_SUBMIT = "https://www.mturk.com/mturk/externalSubmit"
