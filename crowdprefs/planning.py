@@ -15,7 +15,9 @@ SQLite, vectorised over every query and pair of a campaign:
   perceives ``s_A − s_B + noise·z − bias`` and answers "equal" inside their band; careless
   workers answer at random, bots "equal" in fixed time. One difference, for speed: each answer's
   worker is drawn by activity weight independently (the driver's simulated crowd draws distinct
-  workers per pair); with 80 workers the mix of answers is the same (tested).
+  workers per pair), so a pair's answer counts are multinomial with exact shares (integrated
+  over the workers) and are drawn per pair, not per answer; with 80 workers the mix of answers
+  is the same (tested).
 * Verdicts use the project's :class:`~crowdprefs.aggregate.AggregationRule` after a fixed number
   of answers, or a :class:`~crowdprefs.adaptive.StoppingRule` (rounds of answers until decided).
 * Cost uses :mod:`crowdprefs.budget` (each pair is one HIT with as many assignments as answers);
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from .adaptive import StoppingRule, answers_wanted, decide
 from .aggregate import AggregationRule, verdicts
@@ -129,7 +132,9 @@ def sort_rounds(
         part[x] = 1 - np.sign(verdict)
         todo[pivots] = False
         iterations[np.unique(query[pivots])] += 1
-        _, seg = np.unique(seg * 3 + part, return_inverse=True)
+        key = seg * 3 + part
+        present = np.bincount(key, minlength=3 * len(count)) > 0
+        seg = (np.cumsum(present) - 1)[key]
     start = np.full(len(iterations), np.iinfo(np.int64).max)
     np.minimum.at(start, query, seg)
     return seg - start[query] + 1, iterations, asked
@@ -137,39 +142,49 @@ def sort_rounds(
 
 @dataclass
 class _Crowd:
-    """The simulated crowd's workers as arrays, answering pairs of latent gaps."""
+    """The simulated crowd's workers as arrays: exact answer shares for pairs of latent gaps.
+
+    Each answer's worker is drawn by activity weight independently, so a pair's answers are
+    i.i.d. given its gap and the side shown as A, and its counts are multinomial with shares
+    ``Σ_w weight_w · P_w(choice | gap)``: ``P_w(A) = Φ((g_A − bias_w − band_w) / noise_w)`` and
+    ``P_w(B) = Φ((−g_A + bias_w − band_w) / noise_w)`` for honest workers, 1/3 each for careless
+    ones, "equal" for bots (the model of :mod:`crowdprefs.crowds.simulated`).
+    """
 
     model: CrowdModel
     pool: WorkerPool
     rng: np.random.Generator
 
     def __post_init__(self) -> None:
-        weight = self.pool.weight / self.pool.weight.sum()
-        self.cumulative = np.cumsum(weight)
-        self.careless = self.pool.kind == "careless"
-        self.bot = self.pool.kind == "bot"
+        pool = self.pool
+        self.weight = pool.weight / pool.weight.sum()
+        self.honest = pool.kind == "honest"
+        careless = self.weight[pool.kind == "careless"].sum()
+        self.floor = np.array([careless / 3, careless / 3 + self.weight[pool.kind == "bot"].sum()])
+        self.seconds = np.where(
+            pool.kind == "bot",
+            self.model.bot_seconds,
+            np.where(pool.kind == "careless", self.model.careless_seconds, pool.median_seconds),
+        )
 
-    def answer(self, gap: np.ndarray, a_is_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One answer per entry: score from x's view (+1, 0, −1) and seconds."""
-        rng, pool, model = self.rng, self.pool, self.model
-        worker = np.minimum(
-            np.searchsorted(self.cumulative, rng.random(len(gap))), len(self.cumulative) - 1
-        )
-        gap_a = np.where(a_is_x, gap, -gap)
-        perceived = gap_a + pool.noise[worker] * rng.standard_normal(len(gap)) - pool.bias[worker]
-        side = np.where(np.abs(perceived) < pool.band[worker], 0, np.sign(perceived))
-        seconds = pool.median_seconds[worker] * np.exp(
-            model.answer_seconds_spread * rng.standard_normal(len(gap))
-        )
-        careless = self.careless[worker]
-        side[careless] = rng.integers(-1, 2, int(careless.sum()))
-        seconds[careless] = model.careless_seconds * np.exp(
-            0.3 * rng.standard_normal(int(careless.sum()))
-        )
-        bot = self.bot[worker]
-        side[bot] = 0
-        seconds[bot] = model.bot_seconds
-        return np.where(a_is_x, side, -side).astype(np.int64), seconds
+    def shares(self, gap: np.ndarray, a_is_x: np.ndarray) -> np.ndarray:
+        """Shares (more, equal, less) from x's view for each pair (gap = s_x − s_y)."""
+        values, inverse = np.unique(np.where(a_is_x, gap, -gap), return_inverse=True)
+        pool, w = self.pool, self.weight * self.honest
+        g = values[:, None]
+        p_a = special.ndtr((g - pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
+        p_b = special.ndtr((-g + pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
+        side = np.stack([p_a, 1 - p_a - p_b, p_b], axis=1)[inverse.reshape(-1)]
+        return np.where(a_is_x[:, None], side, side[:, ::-1])
+
+    def round_seconds(self, answers: int) -> float:
+        """Time until the last of ``answers`` answers published together is submitted: the
+        latest acceptance (uniform over ``completion_hours``) plus one answer's work time."""
+        rng = self.rng
+        latest = self.model.completion_hours * 3600 * rng.random() ** (1 / answers)
+        worker = rng.choice(len(self.weight), p=self.weight)
+        spread = self.model.answer_seconds_spread
+        return float(latest + self.seconds[worker] * np.exp(spread * rng.standard_normal()))
 
 
 @dataclass(frozen=True)
@@ -187,27 +202,25 @@ def _decide_batch(
     """Collect answers for a batch of pairs until decided: ``(verdict, answers, wall seconds)``."""
     pairs = len(gap)
     a_is_x = crowd.rng.integers(0, 2, pairs).astype(bool)
-    counts = np.zeros((3, pairs), dtype=np.int64)  # more, equal, less
+    shares = crowd.shares(gap, a_is_x)
+    counts = np.zeros((pairs, 3), dtype=np.int64)  # more, equal, less
     have = np.zeros(pairs, dtype=np.int64)
     rule = design.adaptive
     wanted = np.full(pairs, design.answers_per_pair if rule is None else rule.initial)
     wall = 0.0
     while True:
         new = wanted - have
-        rows = np.repeat(np.arange(pairs), new)
-        if len(rows):
-            score, seconds = crowd.answer(gap[rows], a_is_x[rows])
-            for slot, value in enumerate((1, 0, -1)):
-                counts[slot] += np.bincount(rows[score == value], minlength=pairs)
-            hours = crowd.model.completion_hours * crowd.rng.random(len(rows))
-            wall += float(np.max(hours * 3600 + seconds))
+        asking = new > 0
+        if asking.any():
+            counts[asking] += crowd.rng.multinomial(new[asking], shares[asking])
+            wall += crowd.round_seconds(int(new.sum()))
         have = wanted
         if rule is None:
-            return verdicts(*counts, design.aggregation)[0], have, wall
-        decided, verdict = decide(*counts, rule)
+            return verdicts(*counts.T, design.aggregation)[0], have, wall
+        decided, verdict = decide(*counts.T, rule)
         if decided.all():
             return verdict, have, wall
-        wanted = answers_wanted(*counts, rule)
+        wanted = answers_wanted(*counts.T, rule)
 
 
 def simulate_campaign(

@@ -79,35 +79,36 @@ def test_seed_002_table_1_example():
     assert asked == 6 + 4 + 2
 
 
-def test_fast_crowd_answers_like_the_simulated_crowd():
+def test_answer_shares_match_the_simulated_crowd():
+    """The plan's exact answer shares equal the core simulated crowd's empirical shares."""
     model = CrowdModel()
-    n = 4000
-    gap = np.tile([0.0, 1.0, 2.0, -1.0], n // 4)
-    a_is_x = np.arange(n) % 2 == 0
-    crowd = _Crowd(model, WorkerPool.draw(model, 4), np.random.default_rng(4))
-    fast = np.concatenate([crowd.answer(gap, a_is_x)[0] for _ in range(5)])
+    pool = WorkerPool.draw(model, 4)
+    similarity = {("q", "a"): 0.0, ("q", "b"): -1.0, ("q", "c"): -2.0}
+    cases = [("a", "a"), ("a", "b"), ("b", "a"), ("a", "c")]  # gaps 0, +1, −1, +2
+    n = 2000
+    x = np.array([c[0] for c in cases] * n)
+    y = np.array([c[1] for c in cases] * n)
+    a_is_x = np.arange(len(x)) // len(cases) % 2 == 0
     pairs = pd.DataFrame(
         {
-            "pair_id": np.arange(n),
+            "pair_id": np.arange(len(x)),
             "query": "q",
-            "x": np.where(gap == 0, "a", np.where(gap > 0, "b", "a")),
-            "y": np.where(gap == 2, "a", np.where(gap == -1, "b", "a")),
+            "x": x,
+            "y": y,
             "a_is_x": a_is_x.astype(int),
-            "answers_wanted": 5,
+            "answers_wanted": 4,
         }
     )
-    # latent: a = 0, b = +1 ; pairs: (a,a) gap 0, (b,a) +1, (b,a) → use c for gap 2
-    pairs.loc[gap == 2, "x"] = "c"
-    similarity = {("q", "a"): 0.0, ("q", "b"): 1.0, ("q", "c"): 2.0}
-    pairs.loc[gap == -1, ["x", "y"]] = ["a", "b"]
-    core = simulate_answers(pairs, similarity, WorkerPool.draw(model, 4), model, seed=4)
-    core_gap = np.repeat(gap, 5)
-    fast_gap = np.tile(gap, 5)
-    for g in (0.0, 1.0, 2.0, -1.0):
-        for value in (1, 0, -1):
-            a = (core["score"].to_numpy()[core_gap == g] == value).mean()
-            b = (fast[fast_gap == g] == value).mean()
-            assert abs(a - b) < 0.04, (g, value, a, b)
+    core = simulate_answers(pairs, similarity, pool, model, seed=4)
+    score = core["score"].to_numpy().reshape(len(x), 4)
+    gap = np.array([similarity[("q", a)] - similarity[("q", b)] for a, b in zip(x, y, strict=True)])
+    shares = _Crowd(model, pool, np.random.default_rng(0)).shares(gap, a_is_x)
+    for case in range(len(cases)):
+        for side in (True, False):
+            rows = (np.arange(len(x)) % len(cases) == case) & (a_is_x == side)
+            for slot, value in enumerate((1, 0, -1)):
+                empirical = (score[rows] == value).mean()
+                assert abs(empirical - shares[rows, slot].mean()) < 0.03, (case, side, value)
 
 
 def test_campaign_totals_and_lists():
