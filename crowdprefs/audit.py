@@ -508,6 +508,13 @@ def flag_workers(
     )
 
 
+def review_reasons(flags: pd.DataFrame) -> pd.DataFrame:
+    """Flags as the MTurk review step takes them (``crowdprefs mturk collect --flags``): one
+    row per worker, ``worker_id, reason``, the reason joining every ``flag: evidence``."""
+    reason = (flags["flag"] + ": " + flags["evidence"]).groupby(flags["worker_id"], sort=False)
+    return reason.agg("; ".join).rename("reason").reset_index()
+
+
 def flag_quality(flags: pd.DataFrame, kinds: pd.Series) -> dict:
     """Precision and recall of the flags against known worker kinds (``honest`` or not), as the
     simulated crowd plants them (:class:`crowdprefs.crowds.simulated.WorkerPool`)."""

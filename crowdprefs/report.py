@@ -84,11 +84,51 @@ def _png(figure) -> str:
 
 
 def _fmt(value) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
         return "–"
     if isinstance(value, float | np.floating):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:g}"
     return str(value)
+
+
+ITERATION_HEADS = (
+    "iteration",
+    "pairs",
+    "answers",
+    "workers",
+    "previous workers",
+    "median s / answer",
+    "time to completion",
+    "agreement (§5.3)",
+    "α",
+    "κ",
+    "cost $",
+)
+
+
+def _iteration_cells(row: dict) -> list[str]:
+    """One Table 2 row as the seed prints it (previous workers with their share, h m times)."""
+    share, count = row["previous_share"], row["previous_workers"]
+    if pd.isna(share):
+        previous = "–"
+    elif count is None or pd.isna(count):
+        previous = f"{share:.0%}"
+    else:
+        previous = f"{int(count)} ({share:.0%})"
+    minutes = round(row["completion_seconds"] / 60)
+    return [
+        str(row["iteration"]),
+        str(row["pairs"]),
+        str(row["answers"]),
+        str(row["workers"]),
+        previous,
+        f"{row['median_seconds']:.2f}",
+        f"{minutes // 60}h {minutes % 60}m",
+        _fmt(row["agreement"]),
+        _fmt(row["alpha"]),
+        _fmt(row["kappa"]),
+        f"{row['cost']:.2f}",
+    ]
 
 
 def plots(result: Audit) -> list[tuple[str, str]]:
@@ -147,7 +187,6 @@ def render(result: Audit, title: str) -> str:
     """The HTML report of an audit."""
     answers = result.answers
     environment = Environment(autoescape=True)
-    iteration_heads = list(result.iterations.columns)
     worker_columns = [
         "answers",
         "empty",
@@ -185,8 +224,8 @@ def render(result: Audit, title: str) -> str:
         title=title,
         facts=result.facts,
         flagged=result.flags["worker_id"].nunique(),
-        iteration_heads=iteration_heads,
-        iterations=[[_fmt(v) for v in row] for row in result.iterations.itertuples(index=False)],
+        iteration_heads=ITERATION_HEADS,
+        iterations=[_iteration_cells(row) for row in result.iterations.to_dict(orient="records")],
         plots=plots(result),
         flags=list(result.flags.itertuples(index=False, name=None)),
         reference=reference,

@@ -291,6 +291,9 @@ def test_flags_bot_careless_and_attention_checks_with_evidence():
     assert evidence["bot", "constant-time"] == "all 8 answers took exactly 8 s"
     assert evidence["bot", "constant-answer"] == "all 8 answers were 'equal'"
     assert evidence["fast", "failed-checks"] == "failed 1 of 1 attention checks"
+    reasons = A.review_reasons(flags).set_index("worker_id")["reason"]
+    assert reasons["bot"].startswith("constant-answer: all 8 answers were 'equal'; constant-time")
+    assert len(reasons) == 3
 
 
 def test_too_fast_uses_the_listening_time_when_known():

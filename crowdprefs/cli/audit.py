@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +16,7 @@ from .. import audit as auditing
 from ..aggregate import AggregationRule
 from ..budget import FeeModel
 from ..console import console, err_console
-from ..crowds.csv import Columns, import_answers, read_results
+from ..crowds.csv import Columns, import_answers, read_results, write_atomic
 from ..driver import query_contradictions
 from ..errors import InputError
 from ..io import read_lists, write_lists
@@ -81,17 +79,6 @@ def _report_reading(answers: pd.DataFrame) -> None:
             f"[yellow]{len(empty)} row(s) have an empty answer[/] (rows {shown}): kept in the "
             "worker profiles, left out of aggregation"
         )
-
-
-def _write_text(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _cell(value) -> str:
@@ -272,16 +259,17 @@ def audit_command(
             "iterations": result.iterations,
             "workers": result.workers.reset_index(),
             "flags": result.flags,
+            "review_flags": auditing.review_reasons(result.flags),
             "contradictions": result.contradictions,
             **{f"reference {k}": v.reset_index() for k, v in result.reference.items()},
         }
         for name, table in tables.items():
-            _write_text(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
+            write_atomic(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
         err_console.print(f"wrote {len(tables)} tables to {csv_dir}")
     if html is not None:
         from ..report import render
 
-        _write_text(html, render(result, title))
+        write_atomic(html, render(result, title))
         err_console.print(f"wrote the report to {html}")
     if as_json:
         console.print_json(json.dumps(result.to_json()))

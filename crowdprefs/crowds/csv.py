@@ -330,6 +330,22 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
     return frame
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write UTF-8 ``text`` through a temporary sibling file and a rename, so a crash never
+    leaves half a file; the result gets the permissions of a normally created file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.chmod(temporary, 0o666 & ~mask)
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def _mturk_time(values: pd.Series) -> pd.Series:
     """ISO 8601 UTC text with milliseconds (lossless; :func:`parse_times` reads it back)."""
     times = pd.to_datetime(values, utc=True, format="ISO8601")
@@ -379,15 +395,7 @@ def write_results(
             columns.comment: answers["comment"].fillna(""),
         }
     )
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            out.to_csv(stream, index=False, quoting=csv.QUOTE_ALL)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(Path(path), out.to_csv(index=False, quoting=csv.QUOTE_ALL))
 
 
 def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk") -> dict:
