@@ -7,7 +7,8 @@ in the same sub-folder (``songs/tone.wav`` -> ``DST/songs/tone.mp3``).
 
 The manifest ``DST/manifest.csv`` is also the cache: a source whose content hash and settings
 match a successful row, and whose output still exists, is not processed again. Outputs and the
-manifest are written under a temporary name and renamed, so none is ever half-written. A file
+manifest are written under a temporary name and renamed, so none is ever half-written; the
+manifest is also saved during the run, so a killed run resumes with what it finished. A file
 that fails gets its reason in the ``error`` column; the others are still processed.
 """
 
@@ -17,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -52,6 +54,8 @@ AUDIO_SUFFIXES = frozenset(
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 #: Bump when the processing changes, so that cached outputs are made again.
 PIPELINE_VERSION = 1
+#: The manifest is rewritten at most this often during a run, so a killed run keeps its cache.
+CHECKPOINT_SECONDS = 1.0
 #: Fade-out applied where an excerpt cuts the music (avoids a click).
 EXCERPT_FADE_SECONDS = 0.05
 
@@ -233,6 +237,10 @@ def read_manifest(path: Path) -> pd.DataFrame:
         return _typed(pd.DataFrame())
 
 
+def _table(rows: list[dict]) -> pd.DataFrame:
+    return _typed(pd.DataFrame(rows, columns=COLUMNS)).sort_values("source", ignore_index=True)
+
+
 def write_manifest(table: pd.DataFrame, path: Path) -> None:
     """Write ``table`` to ``path`` atomically (temporary name, then rename)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -319,26 +327,25 @@ def prepare_clips(
     manifest = dst / MANIFEST_NAME
     absolute = not isinstance(sources, str | Path)
     rows, todo = _plan(root, files, dst, options, read_manifest(manifest), absolute)
+    pool = ProcessPoolExecutor(min(jobs, len(todo))) if jobs > 1 and len(todo) > 1 else None
     try:
-        if jobs == 1 or len(todo) < 2:
-            with make_progress() as bar:
-                task = bar.add_task("preparing clips", total=len(todo), visible=progress)
-                for job in todo:
-                    rows.append(_run(*job, options))
-                    bar.advance(task)
-        else:
-            # workers start at the first submit, before the progress thread exists
-            pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)))
-            try:
-                futures = [pool.submit(_run, *job, options) for job in todo]
-                with make_progress() as bar:
-                    task = bar.add_task("preparing clips", total=len(todo), visible=progress)
-                    for future in as_completed(futures):
-                        rows.append(future.result())
-                        bar.advance(task)
-            finally:
-                pool.shutdown(cancel_futures=True)
+        if pool is None:
+            results = (_run(*job, options) for job in todo)
+        else:  # workers start at the first submit, before the progress thread exists
+            futures = [pool.submit(_run, *job, options) for job in todo]
+            results = (future.result() for future in as_completed(futures))
+        saved = time.monotonic()
+        with make_progress() as bar:
+            task = bar.add_task("preparing clips", total=len(todo), visible=progress)
+            for row in results:
+                rows.append(row)
+                bar.advance(task)
+                if time.monotonic() - saved > CHECKPOINT_SECONDS:  # a kill keeps the cache
+                    write_manifest(_table(rows), manifest)
+                    saved = time.monotonic()
     finally:
-        table = _typed(pd.DataFrame(rows, columns=COLUMNS)).sort_values("source", ignore_index=True)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        table = _table(rows)
         write_manifest(table, manifest)
     return table

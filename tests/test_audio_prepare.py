@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,7 @@ from audio_prep import (
 from audio_prep.codec import FFMPEG
 from crowdprefs.cli import main
 from crowdprefs.errors import InputError
+from examples.melodies import make_example
 
 RATE = 44100
 GOOD = ["mel.mid", "sub/deep/tone.flac", "song.mp3", "sub/tone.ogg", "tone.wav"]
@@ -224,3 +227,25 @@ def test_the_command_refuses_bad_options_in_one_line(sources, tmp_path, monkeypa
     args = ["audio", "prepare", str(sources), str(tmp_path / "dst"), "--threshold-db", "6"]
     code, _, err = run_cli(monkeypatch, capsys, *args)
     assert code == 2 and err.strip().startswith("error: threshold 6.0 dB must be below 0")
+
+
+def test_a_killed_run_leaves_only_whole_outputs_and_resumes(tmp_path):
+    make_example(tmp_path / "example", seed=5, sizes=(6, 6))
+    src, dst = tmp_path / "example" / "midi", tmp_path / "dst"
+    code = f"import audio_prep as a; a.prepare_clips({str(src)!r}, {str(dst)!r}, progress=False)"
+    run = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.monotonic() + 120
+    while run.poll() is None and time.monotonic() < deadline:
+        if (dst / MANIFEST_NAME).exists():  # saved during the run, with the first outputs
+            break
+        time.sleep(0.02)
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    saved = read_manifest(dst / MANIFEST_NAME)
+    assert 0 < len(saved) < 14
+    for output in dst.rglob("*.mp3"):  # every visible output is whole
+        assert decode(output).seconds > 1.0
+    table = prepare_clips(src, dst, progress=False)
+    assert (table["error"] == "").all() and len(table) == 14
+    assert table["cached"].sum() >= len(saved)  # what was finished is not made again
+    assert sorted(str(p.relative_to(dst)) for p in dst.rglob("*.mp3")) == sorted(table["output"])
