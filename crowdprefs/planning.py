@@ -44,7 +44,7 @@ from .aggregate import AggregationRule, verdicts
 from .budget import FeeModel
 from .crowds.simulated import CrowdModel, WorkerPool
 from .errors import InputError
-from .measures import average_dynamic_recall, judge
+from .measures import Judged, average_dynamic_recall, judge
 
 SUMMARY_COLUMNS = [
     "iterations",
@@ -189,11 +189,22 @@ class _Crowd:
 
 @dataclass(frozen=True)
 class Campaign:
-    """One simulated campaign: totals and the produced lists ``query, document, group``."""
+    """One simulated campaign: totals, each candidate's produced group and each query's
+    number of iterations."""
 
     summary: dict[str, float]
-    lists: pd.DataFrame
+    group: np.ndarray
     iterations: np.ndarray
+
+    def lists(self, collection: Collection) -> pd.DataFrame:
+        """The produced lists ``query, document, group``."""
+        return pd.DataFrame(
+            {
+                "query": collection.queries[collection.query],
+                "document": collection.documents,
+                "group": self.group,
+            }
+        )
 
 
 def _decide_batch(
@@ -247,22 +258,57 @@ def simulate_campaign(
         return verdict
 
     group, iterations, _ = sort_rounds(collection.query, position, oracle)
-    lists = pd.DataFrame(
-        {
-            "query": collection.queries[collection.query],
-            "document": collection.documents,
-            "group": group,
-        }
-    )
     summary = {
         "iterations": int(iterations.max()) if len(iterations) else 0,
         "pairs": totals["pairs"],
         "answers": totals["answers"],
         "cost": round(totals["cost"], 2),
         "wall_hours": totals["wall"] / 3600,
+        "adr": float(_campaign_adr(collection, group, rng).mean()),
         **_relations(collection, group),
     }
-    return Campaign(summary, lists, iterations)
+    return Campaign(summary, group, iterations)
+
+
+def _campaign_adr(collection: Collection, group: np.ndarray, rng: np.random.Generator):
+    """Per query, ADR of the produced lists against the truth (like :func:`list_adr`, which the
+    tests check it against), built straight into a :class:`~crowdprefs.measures.Judged`: every
+    list ranks exactly the judged candidates, groups in order, members in a random order."""
+    code, truth = collection.query, collection.group
+    n_queries = len(collection.queries)
+    order = np.lexsort((rng.random(len(code)), group, code))
+    sizes = np.bincount(code, minlength=n_queries)
+    start = np.r_[0, np.cumsum(sizes)[:-1]]
+    rank = np.arange(len(code)) - start[code[order]]
+    width = int(sizes.max())
+    gain_of = (truth.max() + 1 - truth).astype(float)
+    by_truth = np.lexsort((truth, code))
+    better = np.empty(len(code), dtype=np.int64)
+    first_of = np.r_[
+        True,
+        (code[by_truth][1:] != code[by_truth][:-1]) | (truth[by_truth][1:] != truth[by_truth][:-1]),
+    ]
+    run_start = np.maximum.accumulate(np.where(first_of, np.arange(len(code)), 0))
+    better[by_truth] = run_start - start[code[by_truth]]
+    gain = np.zeros((1, n_queries, width))
+    judged = np.zeros((1, n_queries, width), dtype=bool)
+    best = np.full((1, n_queries, width), -1, dtype=np.int64)
+    gain[0, code[order], rank] = gain_of[order]
+    judged[0, code[order], rank] = True
+    best[0, code[order], rank] = better[order]
+    ideal = np.zeros((n_queries, width))
+    ideal[code[by_truth], np.arange(len(code)) - start[code[by_truth]]] = gain_of[by_truth]
+    data = Judged(
+        systems=np.array(["campaign"]),
+        queries=collection.queries,
+        gain=gain,
+        judged=judged,
+        better=best,
+        ideal=ideal,
+        n_judged=sizes,
+        length=sizes[None, :],
+    )
+    return average_dynamic_recall(data)[0]
 
 
 def _relations(collection: Collection, group: np.ndarray) -> dict[str, float]:
@@ -314,21 +360,17 @@ def simulate(
 ) -> pd.DataFrame:
     """Simulate ``campaigns`` whole campaigns; one row each with :data:`SUMMARY_COLUMNS`.
 
-    Campaign ``i`` uses seed ``(seed, i)``: its initial orders, workers and answers.
+    Campaign ``i`` uses seed ``seed · 1000003 + i``: its initial orders, workers and answers.
     """
     if campaigns < 1:
         raise InputError(f"simulate at least one campaign, got {campaigns}")
     collection = Collection.from_truth(truth)
-    rows, produced = [], []
+    rows = []
     for i in range(campaigns):
-        campaign = simulate_campaign(collection, design, model, seed=seed * 1_000_003 + i)
-        rows.append(campaign.summary)
-        produced.append(campaign.lists.assign(campaign=i))
+        rows.append(simulate_campaign(collection, design, model, seed=seed * 1_000_003 + i).summary)
         if on_campaign:
             on_campaign(i)
-    frame = pd.DataFrame(rows)
-    frame["adr"] = list_adr(pd.concat(produced, ignore_index=True), truth, seed).mean(axis=1)
-    return frame[SUMMARY_COLUMNS]
+    return pd.DataFrame(rows)[SUMMARY_COLUMNS]
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:

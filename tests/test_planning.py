@@ -17,6 +17,7 @@ from crowdprefs.planning import (
     SUMMARY_COLUMNS,
     Collection,
     Design,
+    _campaign_adr,
     _Crowd,
     _relations,
     list_adr,
@@ -119,8 +120,9 @@ def test_campaign_totals_and_lists():
     assert s["answers"] == 10 * s["pairs"]
     assert s["cost"] == pytest.approx(s["answers"] * 0.03)  # $0.02 + max($0.01, 40% fee)
     assert 3 <= s["iterations"] <= 10 and s["wall_hours"] > 0
-    assert len(campaign.lists) == 118
-    assert campaign.lists.groupby("query")["group"].min().eq(1).all()
+    lists = campaign.lists(collection)
+    assert len(lists) == 118
+    assert lists.groupby("query")["group"].min().eq(1).all()
     adaptive = simulate_campaign(collection, Design(adaptive=StoppingRule()), seed=3).summary
     assert adaptive["answers"] < 10 * adaptive["pairs"]
 
@@ -133,6 +135,28 @@ def test_relations_and_adr_of_perfect_and_reversed_lists():
     reversed_ = _relations(collection, 3 - collection.group)
     assert reversed_["order_recovered"] == 0.0
     assert list_adr(truth, truth)[0, 0] == pytest.approx(1.0)
+
+
+def test_campaign_adr_equals_adr_through_judge():
+    """The fast ADR of a campaign equals measures.judge + ADR on the same (tie-free) lists."""
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    rng = np.random.default_rng(8)
+    produced = np.empty(len(collection.query), dtype=np.int64)
+    for q in range(len(collection.queries)):
+        rows = np.flatnonzero(collection.query == q)
+        produced[rows] = rng.permutation(len(rows)) + 1
+    fast = _campaign_adr(collection, produced, np.random.default_rng(0))
+    frame = pd.DataFrame(
+        {
+            "query": collection.queries[collection.query],
+            "document": collection.documents,
+            "group": produced,
+        }
+    )
+    np.testing.assert_allclose(fast, list_adr(frame, truth)[0], atol=1e-12)
+    perfect = _campaign_adr(collection, collection.group, np.random.default_rng(0))
+    np.testing.assert_allclose(perfect, 1.0)
 
 
 def test_list_adr_reproduces_seed_002_example():
