@@ -6,6 +6,7 @@ clips; the browser and load tests are in ``test_web_browser.py`` and ``test_web_
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import warnings
@@ -16,12 +17,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.exceptions import StarletteDeprecationWarning
 from typer.testing import CliRunner
 
 from crowdprefs.cli.app import app as cli_app
+from crowdprefs.crowds.web import advance
 from crowdprefs.project import Project, Settings, init_project
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
@@ -156,8 +158,6 @@ def test_concurrent_judges_never_overfill_a_pair(project_dir):
     tokens = invite(project_dir, 8)
     with Project(project_dir) as project:
         assign_settings = assign.WebSettings.from_project(project)
-        from crowdprefs.crowds.web import advance
-
         advance(project)
         wanted = int(project.store.pairs(1)["answers_wanted"].sum())
     errors: list[BaseException] = []
@@ -190,8 +190,6 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
     j1, j2, j3, j4 = invite(project_dir, 4)
     later = datetime.now(UTC) + timedelta(hours=1)
     with Project(project_dir) as project:
-        from crowdprefs.crowds.web import advance
-
         advance(project)
         project.store.conn.execute("UPDATE pairs SET answers_wanted = 1")
         settings = assign.WebSettings(timeout_minutes=5)
@@ -389,3 +387,64 @@ def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tm
     bad = make_web_project(tmp_path / "bad", queries=1, web={"timeout_minutes": 0})
     result = CliRunner().invoke(cli_app, ["serve", str(bad)])
     assert result.exit_code != 0 and "timeout_minutes" in str(result.exception)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["answer", "abandon", "late", "wait"])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
+    """Whatever judges do (answer, abandon, answer late, let time pass), no pair gets more
+    answers than wanted, none twice from one judge, and a judge holds one question at most."""
+    root = make_web_project(tmp_path_factory.mktemp("random"), queries=1, size=4, answers=2)
+    clock = datetime.now(UTC)
+    web = assign.WebSettings(timeout_minutes=20)
+    with Project(root) as project:
+        advance(project)
+        judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
+        held: dict[int, list[assign.Assignment]] = {j: [] for j in range(4)}
+        conn = project.store.conn
+        for who, action in actions:
+            judge = judges[who]
+            if action == "wait":
+                clock += timedelta(minutes=30)
+                continue
+            if action == "late" and held[who]:
+                old = held[who][0]
+                with contextlib.suppress(assign.Gone):  # released, and others filled the pair
+                    form = {"choice": "A"}
+                    assign.submit(project, judge, old.assignment_id, old.csrf, form, web, at=clock)
+                continue
+            got = assign.next_assignment(project, judge, web, at=clock)
+            if got is None:
+                continue
+            held[who].append(got)
+            if action == "answer":
+                assign.submit(
+                    project, judge, got.assignment_id, got.csrf, {"choice": "B"}, web, at=clock
+                )
+            rows = conn.execute(
+                """
+                SELECT p.answers_wanted,
+                       (SELECT COUNT(*) FROM answers a WHERE a.pair_id = p.pair_id),
+                       (SELECT COUNT(*) FROM web_assignments w
+                         WHERE w.pair_id = p.pair_id AND w.status = 'open')
+                FROM pairs p
+                """
+            ).fetchall()
+            assert all(have + open_ <= wanted for wanted, have, open_ in rows)
+            assert (
+                conn.execute(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM answers GROUP BY pair_id, worker_id"
+                    " HAVING COUNT(*) > 1)"
+                ).fetchone()[0]
+                == 0
+            )
+            assert conn.execute(
+                "SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM web_assignments"
+                " WHERE status = 'open' GROUP BY judge_id)"
+            ).fetchone()[0] in (None, 1)
