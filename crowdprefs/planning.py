@@ -113,25 +113,27 @@ def sort_rounds(
     seg = query.copy()
     todo = np.ones(n, dtype=bool)
     iterations = np.zeros(int(query.max()) + 1 if n else 0, dtype=np.int64)
+    item_at = np.argsort(position, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[item_at] = np.arange(n)
     asked = 0
     while True:
         count = np.bincount(seg, weights=todo, minlength=int(seg.max()) + 1)
         open_items = np.flatnonzero(todo & (count[seg] >= 2))
         if len(open_items) == 0:
             break
-        order = open_items[np.lexsort((position[open_items], seg[open_items]))]
-        last = np.r_[seg[order][1:] != seg[order][:-1], True]
-        pivots = order[last]
-        pivot_of = np.full(len(count), -1)
-        pivot_of[seg[pivots]] = pivots
-        x = order[~last]
+        latest = np.full(len(count), -1)
+        np.maximum.at(latest, seg[open_items], rank[open_items])
+        pivot_of = np.where(latest >= 0, item_at[latest], -1)
+        x = open_items[pivot_of[seg[open_items]] != open_items]
+        pivots = pivot_of[latest >= 0]
         y = pivot_of[seg[x]]
         verdict = np.asarray(oracle(x, y))
         asked += len(x)
         part = np.ones(n, dtype=np.int64)
         part[x] = 1 - np.sign(verdict)
         todo[pivots] = False
-        iterations[np.unique(query[pivots])] += 1
+        iterations += np.bincount(query[pivots], minlength=len(iterations)) > 0
         key = seg * 3 + part
         present = np.bincount(key, minlength=3 * len(count)) > 0
         seg = (np.cumsum(present) - 1)[key]
@@ -168,10 +170,13 @@ class _Crowd:
         )
 
     def shares(self, gap: np.ndarray, a_is_x: np.ndarray) -> np.ndarray:
-        """Shares (more, equal, less) from x's view for each pair (gap = s_x − s_y)."""
-        values, inverse = np.unique(np.where(a_is_x, gap, -gap), return_inverse=True)
+        """Shares (more, equal, less) from x's view for each pair (gap = s_x − s_y, in whole
+        groups)."""
+        gap_a = np.rint(np.where(a_is_x, gap, -gap)).astype(np.int64)
+        low = int(gap_a.min()) if len(gap_a) else 0
+        inverse = gap_a - low
         pool, w = self.pool, self.weight * self.honest
-        g = values[:, None]
+        g = np.arange(low, low + int(inverse.max(initial=0)) + 1, dtype=float)[:, None]
         p_a = special.ndtr((g - pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
         p_b = special.ndtr((-g + pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
         side = np.stack([p_a, 1 - p_a - p_b, p_b], axis=1)[inverse.reshape(-1)]
