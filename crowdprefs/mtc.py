@@ -38,7 +38,8 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from .errors import InputError
-from .hits import TEMPLATE_DIR
+
+TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "hit_templates"
 
 Scale = Literal["fine", "broad"]
 MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
