@@ -227,8 +227,9 @@ def aggregate(project: Project) -> pd.DataFrame:
         counts["more"], counts["equal"], counts["less"], project.settings.aggregation
     )
     rule = stopping_rule(project)
-    if rule is not None:
-        verdict = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
+    if rule is not None:  # adaptive answers: sorting pairs get the stopping rule's verdict
+        adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
+        verdict = np.where((pairs["kind"] == "sort").to_numpy(), adaptive, verdict)
     result = pairs.drop(columns=["verdict", "p_value"]).join(counts)
     result["verdict"], result["p_value"] = verdict, p
     result["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
