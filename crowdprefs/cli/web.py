@@ -6,7 +6,7 @@ import ipaddress
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import pandas as pd
@@ -16,11 +16,14 @@ from rich.table import Table
 
 from ..aggregate import count_answers, inter_agreement
 from ..console import console, err_console, make_progress
-from ..errors import InputError
+from ..errors import InputError, StateError
 from ..project import Project
 from ..web import assign
 from ..web.security import new_token
 from .app import app
+
+if TYPE_CHECKING:
+    from ..web.judges import JudgeReport
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -139,9 +142,10 @@ def invite(
         console.print(f"wrote {output}")
 
 
-def run_web_demo(project: Project, judges: int = 40) -> None:
+def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> JudgeReport:
     """The demo's campaign through the web crowd: ``judges`` simulated judges post their answers
     over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next.
+    Raises :class:`StateError` when ``max_seconds`` pass first (rerunning resumes).
     """
     from .. import driver
     from ..web.judges import run_web_campaign
@@ -159,7 +163,7 @@ def run_web_demo(project: Project, judges: int = 40) -> None:
             )
             return False
 
-        report = run_web_campaign(project.root, judges=judges, watch=watch)
+        report = run_web_campaign(project.root, judges=judges, watch=watch, max_seconds=max_seconds)
     table = Table(title="demo campaign (web crowd, simulated judges over HTTP)")
     for name in ("iter.", "pairs", "answers", "agree.", "judges"):
         table.add_column(name, justify="right")
@@ -179,3 +183,10 @@ def run_web_demo(project: Project, judges: int = 40) -> None:
         f"{report.answers} answers posted, {len(report.refused)} refused; "
         f"submit latency p95 {1000 * report.p95():.0f} ms"
     )
+    totals = driver.status(project)["totals"]
+    if totals["closed"] < totals["queries"]:
+        raise StateError(
+            f"the web campaign stopped after {max_seconds:g} s with "
+            f"{totals['queries'] - totals['closed']} list(s) open; rerun to resume"
+        )
+    return report
