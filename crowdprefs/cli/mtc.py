@@ -17,7 +17,7 @@ from rich.table import Table
 from .. import mtc
 from ..console import console, err_console, make_progress
 from ..errors import InputError
-from ..io import read_levels, read_runs, write_levels
+from ..io import read_levels, read_runs
 from .app import app
 
 mtc_app = typer.Typer(
@@ -134,7 +134,7 @@ def next_(
         str, typer.Option("--hit-scale", help="Question in the HITs: fine, broad or both.")
     ] = "both",
 ) -> None:
-    """Write the query–candidate pairs to judge next (query, document), and optionally HITs."""
+    """Write the query–candidate pairs to judge next ('query document' lines), optionally HITs."""
     sc = _scale(scale)
     if hit_scale not in ("fine", "broad", "both"):
         raise InputError(f"unknown --hit-scale {hit_scale!r}; choose fine, broad or both")
@@ -144,8 +144,7 @@ def next_(
     select = mtc.make_selector(selection, col, max(batch // batch_size, 1), batch_size, target)
     chosen = select(est, stats)[:batch]
     frame = col.pairs.iloc[chosen][["query", "document"]].reset_index(drop=True)
-    frame["gain"] = np.round(est.mean[chosen], 2)  # the current estimate, for reference
-    write_levels(frame, out)
+    _write_atomic(out, frame.to_csv(sep="\t", header=False, index=False, lineterminator="\n"))
     if hits is not None:
         hits.mkdir(parents=True, exist_ok=True)
         for number, row in enumerate(frame.itertuples(index=False), start=1):
