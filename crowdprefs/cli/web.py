@@ -64,6 +64,7 @@ def serve(
 
     with Project(directory) as project:
         settings = assign.WebSettings.from_project(project)
+        configured = "base_url" in project.section("web")
     if not 0 < port < 65536:
         raise InputError(f"--port must be between 1 and 65535, got {port}")
     if not _loopback(host):
@@ -72,8 +73,10 @@ def serve(
             "machines; put it behind HTTPS"
         )
     token = researcher_token or new_token()
+    shown = f"[{host}]" if ":" in host else host
+    base = settings.base_url.rstrip("/") if configured else f"http://{shown}:{port}"
     err_console.print(
-        f"researcher page: {escape(settings.base_url.rstrip('/'))}/researcher/{token}",
+        f"researcher page: {escape(base)}/researcher/{token}",
         highlight=False,
         soft_wrap=True,
     )
