@@ -386,8 +386,10 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
 class FlagRules:
     """The rules of :func:`flag_workers` (seed 002 §4.2: careless workers and robots).
 
-    ``constant-answer``  at least ``min_answers`` answers, all the same option (seed 002's two
-                         robots always answered "equal").
+    ``constant-answer``  at least ``min_answers`` answers, all the same option, and that this
+                         happens by chance with probability below ``constant_p`` for a worker
+                         answering like the crowd (p_cⁿ, p_c the crowd's share of that option;
+                         seed 002's two robots always answered "equal").
     ``constant-time``    at least ``min_answers`` answers, all with the same work time (the
                          robots took exactly 8 s each time).
     ``too-fast``         a median work time shorter than the clips' listening time (when the
@@ -404,6 +406,7 @@ class FlagRules:
     """
 
     min_answers: int = 5
+    constant_p: float = 0.001
     fast_seconds: float = 8.0
     check_failures: int = 1
     check_share: float = 0.5
@@ -413,6 +416,8 @@ class FlagRules:
     def __post_init__(self) -> None:
         if self.min_answers < 2 or self.z <= 0 or self.fast_seconds < 0:
             raise InputError("flag rules need min_answers >= 2, z > 0 and fast_seconds >= 0")
+        if not 0 < self.constant_p <= 1:
+            raise InputError(f"constant_p must lie in (0, 1], got {self.constant_p}")
 
 
 FLAGS = (
@@ -446,6 +451,8 @@ def flag_workers(
     choice = good.groupby("worker_id")["choice"].agg(["nunique", "first"])
     p = profiles.join(times.add_prefix("time_")).join(choice.add_prefix("choice_"))
     enough = p["answers"] >= rules.min_answers
+    shares = good["choice"].value_counts(normalize=True)
+    chance = p["choice_first"].map(shares).astype(float) ** p["answers"]
     sort = good[(good["kind"] == "sort") & good["pair_id"].isin(pairs.index)]
     points = answer_agreement(sort["score"], sort["pair_id"].map(pairs["verdict"]))
     mean, sd = (float(np.mean(points)), float(np.std(points))) if len(points) else (np.nan, np.nan)
@@ -457,8 +464,11 @@ def flag_workers(
 
     rules_met = {
         "constant-answer": (
-            enough & (p["choice_nunique"] == 1),
-            lambda r: f"all {r.answers} answers were {r.choice_first!r}",
+            enough & (p["choice_nunique"] == 1) & (chance < rules.constant_p),
+            lambda r: (
+                f"all {r.answers} answers were {r.choice_first!r} "
+                f"(chance {chance[r.Index]:.1g} at the crowd's shares)"
+            ),
         ),
         "constant-time": (
             enough & (p["time_nunique"] == 1),

@@ -289,10 +289,11 @@ def test_flags_bot_careless_and_attention_checks_with_evidence():
     keys = list(zip(flags["worker_id"], flags["flag"], strict=True))
     evidence = dict(zip(keys, flags["evidence"], strict=True))
     assert evidence["bot", "constant-time"] == "all 8 answers took exactly 8 s"
-    assert evidence["bot", "constant-answer"] == "all 8 answers were 'equal'"
+    assert evidence["bot", "constant-answer"].startswith("all 8 answers were 'equal' (chance ")
     assert evidence["fast", "failed-checks"] == "failed 1 of 1 attention checks"
     reasons = A.review_reasons(flags).set_index("worker_id")["reason"]
-    assert reasons["bot"].startswith("constant-answer: all 8 answers were 'equal'; constant-time")
+    assert reasons["bot"].startswith("constant-answer: all 8 answers were 'equal' (chance")
+    assert "; constant-time: all 8 answers took exactly 8 s" in reasons["bot"]
     assert len(reasons) == 3
 
 
@@ -322,8 +323,10 @@ def test_planted_bots_and_careless_workers_are_flagged(campaign):
     pool = SimulatedCrowd.for_project(campaign).pool
     kinds = pd.Series(pool.kind, index=pool.ids)
     quality = A.flag_quality(flags, kinds[kinds.index.isin(answers["worker_id"])])
-    assert quality["precision"] == 1.0 and quality["recall"] == 1.0
-    bots = set(kinds.index[kinds == "bot"])
+    # seed 2010 gives 1.0 and 1.0; benchmarks/audit_flags.py measures other seeds
+    assert quality["precision"] >= 0.8 and quality["recall"] >= 0.8
+    bots = set(kinds.index[kinds == "bot"]) & set(answers["worker_id"])
+    assert bots and bots <= set(flags["worker_id"])
     flagged_bots = flags[flags["worker_id"].isin(bots)]
     assert set(flagged_bots["flag"]) == {"constant-answer", "constant-time"}
 
