@@ -68,7 +68,7 @@ def run_campaign(project: Project, crowd, limit: int = 60) -> None:
 
 @pytest.fixture
 def campaign(tmp_path):
-    project = make_project(tmp_path / "c")
+    project = make_project(tmp_path / "c", mturk={"page_size": 2})  # answers come in 3 pages
     fake, url = start_fake(project)
     yield project, fake, MTurkCrowd(project, target="fake", endpoint_url=url)
     fake.stop()
