@@ -503,3 +503,15 @@ def test_mirex_compat_mode_slower_rows(mirex, estimator, size, judgments, accura
     sim = mtc.simulate(col, truth, est, mtc.make_selector("reference", col, 1, size), "fine")
     assert sim.log["judgments"].iloc[-1] == judgments
     assert round(sim.log["accuracy"].iloc[-1], 4) == accuracy
+
+
+def test_fitted_model_on_the_broad_scale_without_metadata(small):
+    _, col, truth = small
+    broad = np.digitize(truth, [34, 67]).astype(float)  # 0, 1, 2
+    gains = np.where(np.arange(col.n_pairs) % 2 == 0, broad, np.nan)
+    est = mtc.make_estimator("fitted", col, "broad", None, effects=True)(gains)
+    assert est.judged.sum() == np.count_nonzero(~np.isnan(gains))
+    assert np.all((est.mean >= 0) & (est.mean <= 2)) and np.all(est.var >= 0)
+    assert np.all(est.var[~est.judged] > 0)
+    with pytest.raises(InputError, match="Fine scale only"):
+        mtc.make_estimator("output", col, "broad", mtc.pair_metadata(col, make_metadata(col, 3)))
