@@ -222,7 +222,7 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.reindex(columns=COLUMNS)
     text = ["source", "output", "sha256", "error", "settings"]
     numbers = ["seconds_before", "seconds_after", "peak_dbfs", "loudness_lufs"]
-    table[text] = table[text].fillna("").astype(str)
+    table[text] = table[text].astype(object).fillna("").astype(str)
     table[numbers] = table[numbers].astype(float)
     table["cached"] = table["cached"].astype(bool)
     return table
