@@ -212,10 +212,13 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
 
 
 def _advance(app: Starlette, project: Project) -> None:
-    try:
-        app.state.campaign = advance(project)
-    except BudgetError as error:
-        app.state.campaign = f"stopped: {error}"
+    """Move the campaign on; one thread at a time (uvicorn runs every request on one thread,
+    other ASGI servers may not)."""
+    with app.state.advancing:
+        try:
+            app.state.campaign = advance(project)
+        except BudgetError as error:
+            app.state.campaign = f"stopped: {error}"
     log.info("campaign: %s", app.state.campaign)
 
 
@@ -338,6 +341,7 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         project = Project(root)
         app.state.root = root
         app.state.local = threading.local()
+        app.state.advancing = threading.Lock()
         app.state.local.project = project
         app.state.settings = WebSettings.from_project(project)
         app.state.researcher_sha = token_hash(researcher_token)
