@@ -2,6 +2,8 @@
 
 ``simulated``  a seeded pool of workers answering from a hidden truth (no network, no money).
 ``web``        the judges of the project's own server (``crowdprefs serve``).
+``mturk-sandbox``  Amazon Mechanical Turk's sandbox (live MTurk only via ``mturk ... --live``).
+``mturk-fake``     the MTurk code path against a local fake answered by the simulated workers.
 
 Every backend implements :class:`crowdprefs.crowds.base.Crowd`; :func:`get_crowd` builds one
 by name for a project.
