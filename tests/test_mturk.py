@@ -363,3 +363,17 @@ def test_faults_left_after_retries_end_in_one_line(tmp_path):
     assert "ThrottlingException" in message or "ServiceFault" in message
     fake.stop()
     project.close()
+
+
+def test_a_resume_after_the_token_memory_adopts_instead_of_posting(campaign):
+    project, fake, crowd = campaign
+    driver.next_batch(project)
+    pairs = project.store.pairs(1)
+    crowd.publish(project, pairs.iloc[:1])
+    with project.store.transaction() as conn:
+        conn.execute("DELETE FROM hits")
+        conn.execute("UPDATE batches SET created_at = '2020-01-01T00:00:00.000+00:00'")
+    fake.conn.execute("UPDATE hits SET token = NULL")  # MTurk forgot the token after 24 h
+    driver.publish(project, crowd)
+    assert len(fake.hits()) == len(pairs)
+    assert fake.calls()["CreateHITWithHITType"] == len(pairs)  # the lost HIT was adopted

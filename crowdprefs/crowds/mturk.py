@@ -27,7 +27,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -368,14 +368,17 @@ class MTurkCrowd:
         return len(todo)
 
     def _resuming(self, project: Project, pairs: pd.DataFrame) -> bool:
+        """Whether MTurk may hold HITs of this batch the state lost: some of its HITs exist, or
+        the batch is older than MTurk's 24-hour memory of request tokens."""
         iteration = int(pairs["iteration"].iloc[0])
-        return bool(
-            project.store.conn.execute(
-                "SELECT COUNT(*) FROM hits h JOIN pairs p USING (pair_id)"
-                " WHERE h.crowd = ? AND p.iteration = ?",
-                (self.name, iteration),
-            ).fetchone()[0]
-        )
+        held, created = project.store.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM hits h JOIN pairs p USING (pair_id)"
+            " WHERE h.crowd = ? AND p.iteration = ?),"
+            " (SELECT created_at FROM batches WHERE iteration = ?)",
+            (self.name, iteration, iteration),
+        ).fetchone()
+        age = datetime.now(UTC) - datetime.fromisoformat(created)
+        return bool(held) or age > timedelta(hours=23)
 
     def _create(self, project: Project, pair: dict, type_id: str, question: str) -> None:
         token = request_token(project, pair["iteration"], pair["query"], pair["x"], pair["y"])
