@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ from audio_prep import (
     prepare_file,
     process,
     render_midi,
+    renderer,
     trim_silence,
 )
 from audio_prep.codec import FFMPEG
@@ -300,3 +302,21 @@ def test_an_impossible_encoding_is_a_reason_and_leaves_no_file(tmp_path):
     with pytest.raises(ClipError, match="encoding to ogg with bitrate 1k failed: Error while"):
         prepare_file(source, output, PrepareOptions(format="ogg", bitrate="1k"))
     assert list(output.parent.iterdir()) == []
+
+
+def test_a_soundfont_without_pyfluidsynth_falls_back_to_the_sine_synthesiser(tmp_path):
+    soundfont = tmp_path / "font.sf2"
+    soundfont.write_bytes(b"RIFF")
+    expected = "fluidsynth" if importlib.util.find_spec("fluidsynth") else "sine"
+    assert renderer(soundfont) == expected and renderer(None) == "sine"
+    assert PrepareOptions(soundfont=soundfont).fingerprint() != PrepareOptions().fingerprint()
+
+
+def test_fluidsynth_renders_with_pretty_midis_soundfont(tmp_path):
+    pytest.importorskip("fluidsynth")
+    soundfont = Path(pretty_midi.__file__).parent / "TimGM6mb.sf2"
+    path = tmp_path / "rests.mid"
+    write_midi(path, [60, 64, 67], start=1.0, note=0.5)
+    audio = render_midi(path, soundfont=soundfont)
+    start, _ = audible_bounds(audio.samples, audio.rate)
+    assert start / audio.rate == pytest.approx(1.0, abs=0.05)
