@@ -23,17 +23,15 @@ from .checks import add_checks
 from .crowds.base import Crowd
 from .errors import BudgetError, StateError
 from .project import Project
-from .sorting import SortState, contradictions, initial_order, replay
+from .sorting import SortState, contradictions, initial_orders, replay
 from .store import now
 
 
 def sort_states(project: Project) -> dict[str, SortState]:
     """Every query's current segments and needed pairs, replayed from the aggregated verdicts."""
     verdicts = project.store.verdict_maps()
-    return {
-        query: replay(initial_order(documents, project.seed, query), verdicts.get(query, {}))
-        for query, documents in project.store.candidate_orders().items()
-    }
+    orders = initial_orders(project.store.candidate_orders(), project.seed)
+    return {query: replay(order, verdicts.get(query, {})) for query, order in orders.items()}
 
 
 def next_batch(project: Project) -> int | None:
@@ -297,9 +295,10 @@ def status(project: Project) -> dict:
         }
         for query, state in states.items()
     ]
-    answers = int(
-        store.conn.execute("SELECT COUNT(*) FROM answers WHERE status != 'rejected'").fetchone()[0]
-    )
+    answers = store.conn.execute(  # two indexed counts: far faster than a scan with "!="
+        "SELECT (SELECT COUNT(*) FROM answers)"
+        " - (SELECT COUNT(*) FROM answers WHERE status = 'rejected')"
+    ).fetchone()[0]
     last = store.last_batch()
     return {
         "queries": queries,

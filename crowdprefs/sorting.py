@@ -147,14 +147,31 @@ def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
         rounds += 1
 
 
-def initial_order(documents: Sequence[Hashable], seed: int, query: str) -> list[Hashable]:
-    """The random initial order of a query's candidates (seed 002 §4.2), fixed by the seed.
+def initial_orders(documents: Mapping[str, Sequence[Hashable]], seed: int) -> dict[str, list]:
+    """The random initial order of every query's candidates (seed 002 §4.2), fixed by the seed.
 
-    Candidates are sorted by counter-based random keys of (seed, CRC of the query name, CSV
-    position), so adding or removing another query never changes this one's order.
+    Candidates are sorted by counter-based random keys of (seed, CRC of the query name, position
+    in the query), so adding or removing another query never changes this one's order; all
+    queries are keyed and sorted in one vectorised pass.
     """
-    keys = counter_uniform(seed, zlib.crc32(query.encode()), np.arange(len(documents)))
-    return [documents[i] for i in np.argsort(keys, kind="stable")]
+    queries = list(documents)
+    sizes = np.array([len(documents[q]) for q in queries], dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    crc = np.repeat([zlib.crc32(q.encode()) for q in queries], sizes)
+    position = np.arange(sizes.sum()) - np.repeat(starts, sizes)
+    order = np.lexsort(
+        (counter_uniform(seed, crc, position), np.repeat(np.arange(len(queries)), sizes))
+    )
+    flat = [d for q in queries for d in documents[q]]
+    return {
+        q: [flat[i] for i in order[start : start + n]]
+        for q, start, n in zip(queries, starts.tolist(), sizes.tolist(), strict=True)
+    }
+
+
+def initial_order(documents: Sequence[Hashable], seed: int, query: str) -> list[Hashable]:
+    """One query's initial order (see :func:`initial_orders`)."""
+    return initial_orders({query: documents}, seed)[query]
 
 
 def contradictions(documents: Sequence[Hashable], verdicts: Verdicts) -> list[tuple]:

@@ -153,6 +153,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0004_core_answer_status_index",
+        """
+        CREATE INDEX answers_by_status ON answers(status);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
