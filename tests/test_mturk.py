@@ -377,3 +377,18 @@ def test_a_resume_after_the_token_memory_adopts_instead_of_posting(campaign):
     driver.publish(project, crowd)
     assert len(fake.hits()) == len(pairs)
     assert fake.calls()["CreateHITWithHITType"] == len(pairs)  # the lost HIT was adopted
+
+
+def test_hit_sizes_raised_locally_are_extended_on_mturk(campaign):
+    """The adaptive-answers hook raises a pair's wanted answers and HIT size in the state."""
+    project, fake, crowd = campaign
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    pair_id, hit_id = project.store.conn.execute("SELECT pair_id, hit_id FROM hits").fetchone()
+    with project.store.transaction() as conn:
+        conn.execute("UPDATE pairs SET answers_wanted = 7 WHERE pair_id = ?", (pair_id,))
+        conn.execute("UPDATE hits SET max_assignments = 7 WHERE pair_id = ?", (pair_id,))
+    driver.collect(project, crowd)
+    assert next(h for h in fake.hits() if h["HITId"] == hit_id)["MaxAssignments"] == 7
+    assert (project.store.answers()["pair_id"] == pair_id).sum() == 7
