@@ -18,6 +18,7 @@ other, which seed 002 §4.1 counts as equally similar.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -178,7 +179,7 @@ def make_example(
             rows.append((query, document, audio, query_audio, variation.distance))
     table = pd.DataFrame(rows, columns=["query", "document", "audio", "query_audio", "distance"])
     table["group"] = table.groupby("query")["distance"].rank(method="dense").astype(int)
-    table[["query", "document", "audio", "query_audio"]].to_csv(
-        root / "candidates.csv", index=False
-    )
+    partial = root / ".candidates.csv.tmp"
+    table[["query", "document", "audio", "query_audio"]].to_csv(partial, index=False)
+    os.replace(partial, root / "candidates.csv")
     return table
