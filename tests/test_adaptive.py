@@ -35,7 +35,9 @@ def _completions(remaining: int):
 
 
 @pytest.mark.parametrize(
-    "aggregation", [AggregationRule(), AggregationRule(rule="margin", margin=2)], ids=str
+    "aggregation",
+    [AggregationRule(), AggregationRule(rule="margin", margin=2)],
+    ids=["mann-whitney", "margin-2"],
 )
 def test_curtailment_decides_only_what_no_remaining_answers_can_change(aggregation):
     rule = StoppingRule(method="curtail", initial=1, step=1, maximum=7, aggregation=aggregation)

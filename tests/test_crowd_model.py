@@ -63,6 +63,7 @@ def test_fit_recovers_the_crowd_that_answered(fit):
     assert fit.gap_shares[0] > 0.2  # QuickSort compares many equally similar pairs
 
 
+@pytest.mark.slow
 def test_fit_tells_an_eager_crowd_from_a_cautious_one():
     """Random pairs of a known truth: a crowd with a narrow "equal" band answers "equal" less,
     and the fit sees it. Without the truth the scale of the gaps is only weakly identified, so
