@@ -878,11 +878,14 @@ def take_batch(
 
     Per query, the unjudged pairs sorted by weight (descending; ties in first-appearance order)
     are cut into chunks of ``size``; chunks are ranked by summed weight (descending, stable:
-    ties in query order) and the first ``batches`` chunks are taken.
+    ties in query order) and the first ``batches`` chunks are taken. The pairs come back in
+    that order (best chunk first).
     """
     open_ = np.flatnonzero(~judged)
     if open_.size == 0:
         return open_
+    if size == 1:  # one pair per chunk: a stable global sort (pairs are in query order)
+        return open_[np.argsort(-weights[open_], kind="stable")[:batches]]
     q = col.query_of[open_]
     w = weights[open_]
     order = np.lexsort((-w, q))  # by query, then weight descending; stable
@@ -891,7 +894,10 @@ def take_batch(
     within = np.arange(q.size) - np.repeat(starts, np.diff(np.r_[starts, q.size]))
     chunk = np.unique(q * (q.size + 1) + within // size, return_inverse=True)[1]
     ranked = np.argsort(-np.bincount(chunk, w), kind="stable")[:batches]
-    return open_[np.isin(chunk, ranked)]
+    rank = np.full(chunk.max() + 1, ranked.size)
+    rank[ranked] = np.arange(ranked.size)
+    taken = np.flatnonzero(rank[chunk] < ranked.size)
+    return open_[taken[np.argsort(rank[chunk[taken]], kind="stable")]]
 
 
 # --------------------------------------------------------------------------- simulation
@@ -966,14 +972,13 @@ def simulate(
     for iteration in range(col.n_pairs + 1):
         est = estimator(gains)
         stats = pair_statistics(col, est, scale)
-        conf = ranking_confidence(stats, delta, rule)
+        pair_conf = stats.confidence(delta)[a, b]
+        conf = float(pair_conf.mean() if rule == "mean" else pair_conf.min())
         accuracy, tau = sign_accuracy(stats, full)
         done = int(est.judged.sum())
-        confidences.append(stats.confidence(delta)[a, b])
+        confidences.append(pair_conf)
         correct.append(np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b]))
-        records.append(
-            (iteration, done, conf, ranking_confidence(stats, delta, "min"), accuracy, tau)
-        )
+        records.append((iteration, done, conf, float(pair_conf.min()), accuracy, tau))
         if progress is not None:
             progress(done)
         reached = reached or conf >= target
