@@ -392,10 +392,12 @@ class FlagRules:
                          seed 002's two robots always answered "equal").
     ``constant-time``    at least ``min_answers`` answers, all with the same work time (the
                          robots took exactly 8 s each time).
-    ``too-fast``         a median work time shorter than the clips' listening time (when the
-                         durations are known: ``listen_ratio < 1``), else shorter than
-                         ``fast_seconds`` (seed 002 §4.1: hearing a HIT's three clips once took
-                         13 s on average and never less than 4 s).
+    ``too-fast``         at least ``min_answers`` answers and a median work time shorter than the
+                         clips' listening time (when the durations are known:
+                         ``listen_ratio < 1``), else shorter than ``fast_seconds`` (seed 002 §4.1:
+                         hearing a HIT's three clips once took 13 s on average and never less
+                         than 4 s). One fast answer is no evidence: clips can be heard in MTurk's
+                         preview, before the work time starts.
     ``failed-checks``    at least ``check_failures`` failed attention checks making at least
                          ``check_share`` of the worker's checks.
     ``low-agreement``    at least ``min_answers`` answers on decided pairs whose agreement with the
@@ -475,8 +477,11 @@ def flag_workers(
             lambda r: f"all {r.answers} answers took exactly {seconds(r.time_first)}",
         ),
         "too-fast": (
-            (known_listen & (p["listen_ratio"] < 1))
-            | (~known_listen & (p["median_seconds"] < rules.fast_seconds)),
+            enough
+            & (
+                (known_listen & (p["listen_ratio"] < 1))
+                | (~known_listen & (p["median_seconds"] < rules.fast_seconds))
+            ),
             lambda r: (
                 f"median work time {r.median_seconds:.1f} s is {r.listen_ratio:.2f} of the "
                 "clips' listening time"

@@ -298,14 +298,19 @@ def test_flags_bot_careless_and_attention_checks_with_evidence():
 
 
 def test_too_fast_uses_the_listening_time_when_known():
-    rows = hit(1, "AAAAA", seconds=12.0, listen_seconds=13.0) + hit(
-        2, "AAAAA", seconds=14.0, listen_seconds=13.0
-    )
+    rows = []
+    for p in range(1, 7):
+        rows += hit(p, "AABBE" if p % 2 else "BEAAB", listen_seconds=13.0)
     answers = frame(rows)
-    answers.loc[answers["pair_id"] == 1, "worker_id"] = ["a", "b", "c", "d", "e"]
-    flags = A.flag_workers(answers)
-    assert set(flags.loc[flags["flag"] == "too-fast", "worker_id"]) == {"a", "b", "c", "d", "e"}
-    assert "of the clips' listening time" in flags["evidence"].iloc[0]
+    answers["seconds"] = np.where(answers["worker_id"] == "w0", 12.0, 14.0) + answers["pair_id"]
+    assert A.flag_workers(answers).empty  # w0's median 15.5 s is longer than the 13 s of clips
+    answers.loc[answers["worker_id"] == "w0", "seconds"] = 9.0
+    quick = A.flag_workers(answers).query("flag == 'too-fast'")
+    assert quick["worker_id"].tolist() == ["w0"]
+    assert quick["evidence"].iloc[0] == (
+        "median work time 9.0 s is 0.69 of the clips' listening time"
+    )
+    assert A.flag_workers(answers.iloc[:3]).empty  # one fast answer is no evidence
 
 
 @pytest.fixture(scope="module")
