@@ -5,6 +5,8 @@ The rules (the project's ``[review]`` section, :class:`ReviewRules`) follow seed
 * an answer to an **attention check** that prefers a candidate to the query itself (the
   "incipits judged more similar to the query than the query itself" of §4.2) is rejected
   ("equally similar" is tolerated: the candidate may contain the query);
+* an answer whose page reports a clip never played to the end (``plays_*`` = 0: the HIT forbids
+  sending it, so the page was tampered with) is rejected;
 * a worker whose answers (at least ``bot_min_answers``) all give one choice in one identical
   duration is a **bot** (the two robots of §4.2 always answered "Equal" in exactly 8 s);
 * a worker failing more than ``max_failed_check_share`` of at least ``min_checks`` checks, a
@@ -22,6 +24,7 @@ crash between the two is finished by the next pass.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
@@ -43,6 +46,7 @@ class ReviewRules:
     """The ``[review]`` section."""
 
     reject_failed_checks: bool = True
+    reject_unplayed: bool = True
     bot_min_answers: int = 5
     min_checks: int = 2
     max_failed_check_share: float = 0.5
@@ -52,6 +56,7 @@ class ReviewRules:
     check_feedback: str = (
         "A control question (a clip against the original melody itself) was answered wrongly."
     )
+    unplayed_feedback: str = "The answer was sent without playing every clip to the end."
 
     def __post_init__(self) -> None:
         if self.bot_min_answers < 2 or self.min_checks < 1:
@@ -92,6 +97,21 @@ def failed_checks(answers: pd.DataFrame) -> pd.Series:
     """
     expected = pd.to_numeric(answers["expected"], errors="coerce").fillna(0)
     return (answers["kind"] == "check") & (expected != 0) & (answers["score"] == -expected)
+
+
+def unplayed(answers: pd.DataFrame) -> pd.Series:
+    """Answers whose page reports a clip never played to the end (the HIT forbids sending them,
+    so only a tampered page does). Reads the ``plays_*`` fields kept in ``raw`` (JSON with
+    ``fields``); answers without them are not judged."""
+
+    def never_played(raw: object) -> bool:
+        try:
+            fields = json.loads(raw)["fields"]
+            return min(float(fields[f"plays_{c}"]) for c in ("query", "a", "b")) < 1
+        except (TypeError, ValueError, KeyError):
+            return False
+
+    return answers["raw"].map(never_played).astype(bool)
 
 
 def bot_workers(answers: pd.DataFrame, min_answers: int) -> pd.DataFrame:
@@ -199,11 +219,13 @@ def review(
     open_answers = answers[answers["status"] == "submitted"]
     done = {"blocked": 0, "rejected": 0, "replaced": 0, "approved": 0}
 
-    if rules.reject_failed_checks:
-        failing = open_answers[failed_checks(open_answers)]
-        if len(failing):
-            with store.transaction() as conn:
-                _decide_rejections(conn, crowd, failing, [rules.check_feedback] * len(failing))
+    failing = open_answers[failed_checks(open_answers) & rules.reject_failed_checks]
+    unheard = open_answers[unplayed(open_answers) & rules.reject_unplayed]
+    unheard = unheard[~unheard["assignment_id"].isin(failing["assignment_id"])]
+    if len(failing) or len(unheard):
+        with store.transaction() as conn:
+            _decide_rejections(conn, crowd, failing, [rules.check_feedback] * len(failing))
+            _decide_rejections(conn, crowd, unheard, [rules.unplayed_feedback] * len(unheard))
     if _missing(project, crowd, iteration) == 0:
         known = set(
             store.frame("SELECT worker_id FROM worker_blocks WHERE crowd = ?", (crowd,))[

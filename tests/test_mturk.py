@@ -392,3 +392,25 @@ def test_hit_sizes_raised_locally_are_extended_on_mturk(campaign):
     driver.collect(project, crowd)
     assert next(h for h in fake.hits() if h["HITId"] == hit_id)["MaxAssignments"] == 7
     assert (project.store.answers()["pair_id"] == pair_id).sum() == 7
+
+
+def test_answers_sent_without_listening_are_rejected(campaign):
+    project, fake, crowd = campaign
+    real = fake.responder
+
+    def tampered(hit, first, count):
+        answers = real(hit, first, count)
+        if first == 0 and answers:
+            answers[0]["fields"]["plays_b"] = "0"
+        return answers
+
+    fake.responder = tampered
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    rejected = project.store.answers(include_rejected=True).query("status == 'rejected'")
+    assert len(rejected) == len(project.store.pairs(1))
+    assert all(json.loads(r)["fields"]["plays_b"] == 0 for r in rejected["raw"])
+    reasons = project.store.frame("SELECT reason FROM answer_reviews WHERE decision = 'reject'")
+    assert reasons["reason"].str.contains("without playing every clip").all()
+    assert project.store.last_batch()["status"] == "collected"
