@@ -232,6 +232,8 @@ def review(
                 "worker_id"
             ]
         )
+        if flags is not None and "worker_id" in flags:  # only workers of this crowd
+            flags = flags[flags["worker_id"].isin(answers["worker_id"])]
         new = worker_flags(answers, rules, flags)
         new = new[~new["worker_id"].isin(known)]
         if len(new):

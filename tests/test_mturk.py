@@ -345,7 +345,7 @@ def test_cli_with_the_fake(tmp_path):
 
     assert "wrote 9 HITs of batch 1" in run("preview", root, "--output", str(tmp_path / "pv"))
     assert "published 9 HITs of batch 1 to mturk-fake" in run("mturk", "publish", root, "--fake")
-    assert "batch 1 is collected" in run("mturk", "collect", root, "--fake")
+    assert "batch 1 is collected" in run("mturk", "collect", root, "--fake", "--audit")
     assert "remote hits" in run("mturk", "reconcile", root, "--fake")
     assert "expired 9 HITs" in run("mturk", "expire", root, "--fake", "--yes")
     assert "$10000.00 available" in run("mturk", "balance", root, "--fake")

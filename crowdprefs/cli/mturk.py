@@ -51,14 +51,35 @@ Flags = Annotated[
 ]
 
 
-def _crowd(project: Project, live: bool, fake: bool, flags: Path | None = None) -> MTurkCrowd:
+Audited = Annotated[
+    bool,
+    typer.Option(
+        "--audit", help="Also block the workers the audit flags (crowdprefs.audit.flag_workers)."
+    ),
+]
+
+
+def _crowd(
+    project: Project,
+    live: bool,
+    fake: bool,
+    flags: Path | None = None,
+    audited: bool = False,
+) -> MTurkCrowd:
     if live and fake:
         raise InputError("--live and --fake exclude each other")
     if fake:
         crowd = MTurkCrowd.for_crowd_name("mturk-fake", project)
     else:
         crowd = MTurkCrowd(project, target="live" if live else "sandbox")
-    crowd.flags = _read_flags(flags) if flags else None
+    parts = [_read_flags(flags)] if flags else []
+    if audited:
+        from .. import audit
+
+        answers = audit.project_answers(project)
+        if len(answers):
+            parts.append(audit.review_reasons(audit.flag_workers(answers)))
+    crowd.flags = pd.concat(parts, ignore_index=True) if parts else None
     return crowd
 
 
@@ -174,8 +195,7 @@ def publish(
             )
             console.print(
                 f"LIVE MTurk: {len(todo)} HITs, {int(todo.sum())} assignments, ${cost:.2f} "
-                f"(committed so far ${driver.committed_cost(project):.2f}; {budget}; "
-                f"balance ${crowd.balance():.2f})"
+                f"(committed so far ${driver.committed_cost(project):.2f}; {budget})"
             )
             if not yes and not typer.confirm("Spend this money on live MTurk?", default=False):
                 raise typer.Abort()
@@ -185,11 +205,15 @@ def publish(
 
 @mturk_app.command("collect")
 def collect(
-    directory: ProjectDir, live: Live = False, fake: Fake = False, flags: Flags = None
+    directory: ProjectDir,
+    live: Live = False,
+    fake: Fake = False,
+    flags: Flags = None,
+    audited: Audited = False,
 ) -> None:
     """Fetch the published batch's answers and review them."""
     with Project(directory) as project:
-        crowd = _crowd(project, live, fake, flags)
+        crowd = _crowd(project, live, fake, flags, audited)
         new = driver.collect(project, crowd)
         batch = project.store.last_batch()
         console.print(
@@ -199,13 +223,17 @@ def collect(
 
 @mturk_app.command("review")
 def review_(
-    directory: ProjectDir, live: Live = False, fake: Fake = False, flags: Flags = None
+    directory: ProjectDir,
+    live: Live = False,
+    fake: Fake = False,
+    flags: Flags = None,
+    audited: Audited = False,
 ) -> None:
     """Apply the review rules to the collected answers (e.g. after adding --flags)."""
     from ..review import review
 
     with Project(directory) as project:
-        crowd = _crowd(project, live, fake, flags)
+        crowd = _crowd(project, live, fake, flags, audited)
         last = project.store.last_batch()
         if last is None:
             raise StateError("the project has no batch to review")
