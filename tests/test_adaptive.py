@@ -8,6 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from crowdprefs import driver
@@ -230,3 +232,28 @@ def test_driver_extension_checks_the_budget(tmp_path):
         with pytest.raises(BudgetError, match="budget"):
             driver.collect(project, crowd)
         assert project.store.last_batch()["status"] == "published"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.lists(
+        st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(0, 12)),
+        min_size=1,
+        max_size=30,
+    ),
+    method=st.sampled_from(["curtail", "sequential"]),
+)
+def test_decisions_and_schedule_are_consistent(counts, method):
+    """Any counts: a verdict never goes against the lead, decided pairs want no more answers,
+    undecided ones want more, never beyond the maximum."""
+    rule = StoppingRule(method=method, initial=4, step=2, maximum=10)
+    more, equal, less = (np.array(c) for c in zip(*counts, strict=True))
+    decided, verdict = decide(more, equal, less, rule)
+    assert (verdict * np.sign(more - less) >= 0).all()
+    n = more + equal + less
+    wanted = answers_wanted(more, equal, less, rule)
+    started = n >= rule.initial
+    assert (wanted[started & decided] == n[started & decided]).all()
+    grow = started & ~decided
+    assert (wanted[grow] > n[grow]).all() and (wanted[grow] <= rule.maximum).all()
+    assert decided[n >= rule.maximum].all()
