@@ -414,3 +414,12 @@ def test_answers_sent_without_listening_are_rejected(campaign):
     reasons = project.store.frame("SELECT reason FROM answer_reviews WHERE decision = 'reject'")
     assert reasons["reason"].str.contains("without playing every clip").all()
     assert project.store.last_batch()["status"] == "collected"
+
+
+def test_reward_must_be_whole_cents(campaign):
+    _, _, crowd = campaign
+    with pytest.raises(InputError, match="whole cents"):
+        crowd.hit_type(0.025)
+    with pytest.raises(InputError, match="whole cents"):
+        crowd.hit_type(0.0)
+    assert crowd.hit_type(0.03) == crowd.hit_type(0.03)  # one HIT type per project settings

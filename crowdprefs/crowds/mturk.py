@@ -287,6 +287,8 @@ class MTurkCrowd:
 
     def hit_type(self, reward: float) -> str:
         """The project's HIT type (MTurk returns the same id for the same parameters)."""
+        if reward < 0.01 or abs(reward * 100 - round(reward * 100)) > 1e-6:
+            raise InputError(f"MTurk pays whole cents of at least $0.01; the reward is {reward}")
         hit = self.hit_settings
         params: dict[str, Any] = {
             "AutoApprovalDelayInSeconds": int(self.settings.auto_approval_days * 86400),
