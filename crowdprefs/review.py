@@ -25,6 +25,7 @@ crash between the two is finished by the next pass.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol
 
@@ -53,14 +54,18 @@ class ReviewRules:
     block: list[str] = field(default_factory=list)
     replace_rejected: bool = True
     approve: bool = True
+    concurrency: int = 4
+    """Approvals sent at once (MTurk approves one assignment per call)."""
     check_feedback: str = (
         "A control question (a clip against the original melody itself) was answered wrongly."
     )
     unplayed_feedback: str = "The answer was sent without playing every clip to the end."
 
     def __post_init__(self) -> None:
-        if self.bot_min_answers < 2 or self.min_checks < 1:
-            raise InputError("[review] bot_min_answers must be ≥ 2 and min_checks ≥ 1")
+        if self.bot_min_answers < 2 or self.min_checks < 1 or not 1 <= self.concurrency <= 32:
+            raise InputError(
+                "[review] bot_min_answers must be ≥ 2, min_checks ≥ 1 and concurrency 1–32"
+            )
         if not 0 <= self.max_failed_check_share <= 1:
             raise InputError("[review] max_failed_check_share must be in [0, 1]")
 
@@ -251,7 +256,7 @@ def review(
     if rules.replace_rejected:
         done["replaced"] = _replace(project, api, iteration)
     if rules.approve and _missing(project, crowd, iteration) == 0:
-        done["approved"] = _approve(project, api, iteration)
+        done["approved"] = _approve(project, api, iteration, rules.concurrency)
     return done
 
 
@@ -324,7 +329,7 @@ def _replace(project: Project, api: ReviewApi, iteration: int) -> int:
     return extended
 
 
-def _approve(project: Project, api: ReviewApi, iteration: int) -> int:
+def _approve(project: Project, api: ReviewApi, iteration: int, concurrency: int) -> int:
     store, crowd = project.store, api.name
     with store.transaction() as conn:
         rows = conn.execute(
@@ -349,11 +354,16 @@ def _approve(project: Project, api: ReviewApi, iteration: int) -> int:
         " WHERE crowd = ? AND decision = 'approve' AND applied_at IS NULL",
         (crowd,),
     )["assignment_id"]
-    for assignment in pending:
-        api.approve_assignment(assignment)
-        with store.transaction() as conn:
-            conn.execute(
-                "UPDATE answer_reviews SET applied_at = ? WHERE crowd = ? AND assignment_id = ?",
-                (now(), crowd, assignment),
-            )
+    # One call per assignment (MTurk has no batch approval): a few at a time, each recorded as
+    # soon as it is done (this thread alone writes the state).
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = {pool.submit(api.approve_assignment, a): a for a in pending}
+        for future in as_completed(futures):
+            future.result()
+            with store.transaction() as conn:
+                conn.execute(
+                    "UPDATE answer_reviews SET applied_at = ?"
+                    " WHERE crowd = ? AND assignment_id = ?",
+                    (now(), crowd, futures[future]),
+                )
     return len(pending)
