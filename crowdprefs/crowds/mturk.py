@@ -42,6 +42,7 @@ from ..hits import (
     SANDBOX_SUBMIT,
     HitSettings,
     htmlquestion_xml,
+    pair_clips,
     render_preference_hit,
 )
 from ..hosting import ClipHost, host_for_project, is_url
@@ -306,8 +307,6 @@ class MTurkCrowd:
     def _clip_url(self, project: Project, pairs: pd.DataFrame):
         paths: set[str] = set()
         missing: list[str] = []
-        from ..hits import pair_clips
-
         for pair in pairs.to_dict("records"):
             for side, path in pair_clips(project, pair).items():
                 if path:
