@@ -163,11 +163,22 @@ def answer_agreement(score, verdict) -> np.ndarray:
 # --------------------------------------------------------------------------- chance-corrected
 
 
+def tally(keys: pd.Series, values: pd.Series, categories) -> pd.DataFrame:
+    """Counts of each category per key (a vectorised crosstab: one ``bincount``), keys sorted."""
+    key_codes, key_index = pd.factorize(keys, sort=True)
+    value_codes = pd.Categorical(values, categories=list(categories)).codes
+    known = value_codes >= 0
+    width = len(categories)
+    flat = np.bincount(
+        key_codes[known] * width + value_codes[known], minlength=len(key_index) * width
+    )
+    return pd.DataFrame(flat.reshape(-1, width), index=key_index, columns=list(categories))
+
+
 def choice_counts(answers: pd.DataFrame) -> np.ndarray:
     """Units × categories: per pair, how many usable answers chose A, equal and B (as shown)."""
     good = usable(answers)
-    table = pd.crosstab(good["pair_id"], good["choice"]).reindex(columns=CHOICES, fill_value=0)
-    return table.to_numpy(dtype=np.float64)
+    return tally(good["pair_id"], good["choice"], CHOICES).to_numpy(dtype=np.float64)
 
 
 def fleiss_kappa(counts: np.ndarray) -> float:
@@ -345,9 +356,8 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
         pairs = pair_verdicts(answers)
     good = usable(answers)
     worker = good.groupby("worker_id")
-    shares = pd.crosstab(good["worker_id"], good["choice"], normalize="index").reindex(
-        columns=CHOICES, fill_value=0.0
-    )
+    counts = tally(good["worker_id"], good["choice"], CHOICES)
+    shares = counts.div(counts.sum(axis=1), axis=0)
     profile = pd.DataFrame(index=pd.Index(answers["worker_id"].unique(), name="worker_id"))
     profile["answers"] = worker.size()
     profile["empty"] = (answers["choice"] == "").groupby(answers["worker_id"]).sum()
@@ -562,10 +572,11 @@ def confusion_table(reference, observed) -> pd.DataFrame:
     """Seed 002 Tables 3–6: reference (rows) against workers (columns), ``less, equal, more``."""
     frame = pd.DataFrame({"reference": reference, "observed": observed}).dropna()
     labels = list(OUTCOMES.values())
-    table = pd.crosstab(
-        frame["reference"].astype(int).map(OUTCOMES), frame["observed"].astype(int).map(OUTCOMES)
-    )
-    table = table.reindex(index=labels, columns=labels, fill_value=0)
+    table = tally(
+        frame["reference"].astype(int).map(OUTCOMES).astype(object),
+        frame["observed"].astype(int).map(OUTCOMES),
+        labels,
+    ).reindex(index=labels, fill_value=0)
     table.index.name, table.columns.name = "reference", "workers"
     return table
 
@@ -618,11 +629,16 @@ def reference_agreement(
 def contradictions(pairs: pd.DataFrame) -> pd.DataFrame:
     """Non-transitive verdict triples per query (:func:`crowdprefs.sorting.contradictions`)
     from aggregated sorting pairs: ``query, a, b, c``. A pair decided twice keeps its last one."""
-    rows = []
     sort = pairs[pairs["kind"] == "sort"].sort_values("iteration", kind="stable")
-    for query, frame in sort.groupby("query", sort=True):
-        documents = sorted(set(frame["x"]) | set(frame["y"]))
-        known = {(x, y): int(v) for x, y, v in frame[["x", "y", "verdict"]].itertuples(index=False)}
+    by_query: dict[str, dict[tuple, int]] = {}
+    for query, x, y, verdict in zip(
+        sort["query"], sort["x"], sort["y"], sort["verdict"].astype(int), strict=True
+    ):
+        by_query.setdefault(query, {})[(x, y)] = int(verdict)
+    rows = []
+    for query in sorted(by_query):
+        known = by_query[query]
+        documents = sorted({d for pair in known for d in pair})
         rows.extend((query, *t) for t in triple_contradictions(documents, known))
     return pd.DataFrame(rows, columns=["query", "a", "b", "c"])
 
