@@ -3,15 +3,19 @@ campaign totals, list-quality measures and the ``plan`` command."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from crowdprefs import driver
 from crowdprefs.adaptive import StoppingRule
 from crowdprefs.cli.app import app
+from crowdprefs.crowds import get_crowd
 from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
-from crowdprefs.demo import make_collection
+from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.io import write_lists
 from crowdprefs.planning import (
     SUMMARY_COLUMNS,
@@ -205,3 +209,28 @@ def test_plan_command(tmp_path):
         app, ["plan", "--candidates", str(tmp_path / "c.csv"), "--campaigns", "2"]
     )
     assert without_truth.exit_code == 0, without_truth.output
+
+
+@pytest.mark.slow
+def test_plan_agrees_with_campaigns_through_the_driver(tmp_path):
+    """The in-memory plan and real campaigns (SQLite, the simulated crowd backend, distinct
+    workers per pair) buy the same numbers of pairs and answers, fixed and adaptive."""
+    _, truth = make_collection(2010)
+    for adaptive in (None, {"method": "sequential"}):
+        measured = []
+        for seed in range(3):
+            project = create_demo_project(tmp_path / f"{adaptive is None}-{seed}")
+            sections = dict(project.settings.sections)
+            sections["simulated"] = {**sections["simulated"], "seed": 100 + seed}
+            if adaptive:
+                sections["adaptive"] = adaptive
+            project.save_settings(dataclasses.replace(project.settings, sections=sections))
+            with project:
+                driver.run(project, get_crowd("simulated", project))
+                totals = driver.status(project)["totals"]
+                measured.append((totals["pairs_judged"], totals["answers"]))
+        design = Design(adaptive=StoppingRule() if adaptive else None)
+        planned = simulate(truth, design, campaigns=30, seed=5)
+        pairs, answers = np.mean(measured, axis=0)
+        assert pairs == pytest.approx(planned["pairs"].mean(), rel=0.05)
+        assert answers == pytest.approx(planned["answers"].mean(), rel=0.06)
