@@ -326,6 +326,50 @@ def summarise_iterations(table: pd.DataFrame, workers: int) -> dict:
     }
 
 
+def _three(value) -> str:
+    return "–" if value is None or pd.isna(value) else f"{value:.3f}"
+
+
+TABLE_2_HEADS = (
+    "iteration",
+    "pairs",
+    "answers",
+    "workers",
+    "previous workers",
+    "median s / answer",
+    "time to completion",
+    "agreement (§5.3)",
+    "α",
+    "κ",
+    "cost $",
+)
+
+
+def table_2_cells(row: dict) -> list[str]:
+    """One Table 2 row as the seed prints it (previous workers with their share, h m times)."""
+    share, count = row["previous_share"], row["previous_workers"]
+    if pd.isna(share):
+        previous = "–"
+    elif count is None or pd.isna(count):
+        previous = f"{share:.0%}"
+    else:
+        previous = f"{int(count)} ({share:.0%})"
+    minutes = round(row["completion_seconds"] / 60)
+    return [
+        str(row["iteration"]),
+        str(row["pairs"]),
+        str(row["answers"]),
+        str(row["workers"]),
+        previous,
+        f"{row['median_seconds']:.2f}",
+        f"{minutes // 60}h {minutes % 60}m",
+        _three(row["agreement"]),
+        _three(row["alpha"]),
+        _three(row["kappa"]),
+        f"{row['cost']:.2f}",
+    ]
+
+
 # --------------------------------------------------------------------------- workers
 
 

@@ -19,7 +19,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from jinja2 import Environment  # noqa: E402
 
-from .audit import CHOICES, Audit, agreement_summary, usable  # noqa: E402
+from .audit import (  # noqa: E402
+    CHOICES,
+    TABLE_2_HEADS,
+    Audit,
+    agreement_summary,
+    table_2_cells,
+    usable,
+)
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -89,46 +96,6 @@ def _fmt(value) -> str:
     if isinstance(value, float | np.floating):
         return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:g}"
     return str(value)
-
-
-ITERATION_HEADS = (
-    "iteration",
-    "pairs",
-    "answers",
-    "workers",
-    "previous workers",
-    "median s / answer",
-    "time to completion",
-    "agreement (§5.3)",
-    "α",
-    "κ",
-    "cost $",
-)
-
-
-def _iteration_cells(row: dict) -> list[str]:
-    """One Table 2 row as the seed prints it (previous workers with their share, h m times)."""
-    share, count = row["previous_share"], row["previous_workers"]
-    if pd.isna(share):
-        previous = "–"
-    elif count is None or pd.isna(count):
-        previous = f"{share:.0%}"
-    else:
-        previous = f"{int(count)} ({share:.0%})"
-    minutes = round(row["completion_seconds"] / 60)
-    return [
-        str(row["iteration"]),
-        str(row["pairs"]),
-        str(row["answers"]),
-        str(row["workers"]),
-        previous,
-        f"{row['median_seconds']:.2f}",
-        f"{minutes // 60}h {minutes % 60}m",
-        _fmt(row["agreement"]),
-        _fmt(row["alpha"]),
-        _fmt(row["kappa"]),
-        f"{row['cost']:.2f}",
-    ]
 
 
 def plots(result: Audit) -> list[tuple[str, str]]:
@@ -224,8 +191,8 @@ def render(result: Audit, title: str) -> str:
         title=title,
         facts=result.facts,
         flagged=result.flags["worker_id"].nunique(),
-        iteration_heads=ITERATION_HEADS,
-        iterations=[_iteration_cells(row) for row in result.iterations.to_dict(orient="records")],
+        iteration_heads=TABLE_2_HEADS,
+        iterations=[table_2_cells(row) for row in result.iterations.to_dict(orient="records")],
         plots=plots(result),
         flags=list(result.flags.itertuples(index=False, name=None)),
         reference=reference,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -81,60 +80,13 @@ def _report_reading(answers: pd.DataFrame) -> None:
         )
 
 
-def _cell(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
-def _duration(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    return f"{minutes // 60}h {minutes % 60}m"
-
-
 def _render(result: auditing.Audit, title: str) -> None:
     table = Table(title=f"{title}: seed 002 Table 2 (totals average the iterations' values)")
-    heads = (
-        "iter.",
-        "pairs",
-        "answers",
-        "workers",
-        "previous",
-        "med. s",
-        "completion",
-        "agree.",
-        "α ord.",
-        "κ",
-        "cost $",
-    )
-    for head in heads:
+    for head in auditing.TABLE_2_HEADS:
         table.add_column(head, justify="right")
-    for row in result.iterations.to_dict(orient="records"):
-        previous = (
-            "-"
-            if pd.isna(row["previous_share"])
-            else (
-                f"{row['previous_share']:.0%}"
-                if row["previous_workers"] is None or pd.isna(row["previous_workers"])
-                else f"{int(row['previous_workers'])} ({row['previous_share']:.0%})"
-            )
-        )
-        table.add_row(
-            str(row["iteration"]),
-            str(row["pairs"]),
-            str(row["answers"]),
-            str(row["workers"]),
-            previous,
-            f"{row['median_seconds']:.2f}",
-            _duration(row["completion_seconds"]),
-            _cell(row["agreement"]),
-            _cell(row["alpha"]),
-            _cell(row["kappa"]),
-            f"{row['cost']:.2f}",
-            end_section=row["iteration"] == len(result.iterations) - 1,
-        )
+    rows = result.iterations.to_dict(orient="records")
+    for number, row in enumerate(rows, start=1):
+        table.add_row(*auditing.table_2_cells(row), end_section=number == len(rows) - 1)
     console.print(table)
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
     for head in ("worker", "flag", "evidence"):
@@ -220,7 +172,7 @@ def audit_command(
             raise InputError(f"{split_by}: need two columns, worker_id and an attribute")
         by = table.set_index(table.columns[0])[table.columns[1]]
     if directory is not None:
-        with Project(directory) as project:
+        with Project(directory) as project, err_console.status("auditing"):
             frame = auditing.project_answers(project)
             if frame.empty:
                 raise InputError(f"{directory} has no answers yet")
@@ -245,13 +197,14 @@ def audit_command(
             pivot_column,
         )
         frame = _recorded(answers, columns, batch_gap)
-        result = auditing.audit(
-            frame,
-            rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
-            fees=FeeModel(),
-            reference=lists,
-            split_by=by,
-        )
+        with err_console.status("auditing"):
+            result = auditing.audit(
+                frame,
+                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+                fees=FeeModel(),
+                reference=lists,
+                split_by=by,
+            )
         title = str(answers)
     if csv_dir is not None:
         csv_dir.mkdir(parents=True, exist_ok=True)
