@@ -346,7 +346,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _mturk_time(values: pd.Series) -> pd.Series:
+def _iso_time(values: pd.Series) -> pd.Series:
     """ISO 8601 UTC text with milliseconds (lossless; :func:`parse_times` reads it back)."""
     times = pd.to_datetime(values, utc=True, format="ISO8601")
     text = times.dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
@@ -372,15 +372,15 @@ def write_results(
         {
             "HITId": answers["hit_id"],
             "Reward": answers["reward"].map(lambda r: "" if pd.isna(r) else f"${r:.2f}"),
-            "CreationTime": _mturk_time(answers["created_at"]),
+            "CreationTime": _iso_time(answers["created_at"]),
             "MaxAssignments": answers["max_assignments"].map(
                 lambda n: "" if pd.isna(n) else str(int(n))
             ),
             "AssignmentId": answers["assignment_id"],
             "WorkerId": answers["worker_id"],
             "AssignmentStatus": answers["status"].str.capitalize(),
-            "AcceptTime": _mturk_time(answers["accepted_at"]),
-            "SubmitTime": _mturk_time(answers["submitted_at"]),
+            "AcceptTime": _iso_time(answers["accepted_at"]),
+            "SubmitTime": _iso_time(answers["submitted_at"]),
             "WorkTimeInSeconds": answers["seconds"].map(lambda s: "" if pd.isna(s) else f"{s:g}"),
             columns.query: answers["query"],
             columns.a: doc_a,
@@ -447,15 +447,6 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     side = score * np.where(pair["a_is_x"].to_numpy() == 1, 1, -1)
     choice = pd.Series(side).map({1: "A", -1: "B", 0: "equal"})
 
-    def iso(column: str) -> pd.Series:
-        times = answers[column]
-        return (
-            times.dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
-            .str[:-3]
-            .add("+00:00")
-            .where(times.notna(), None)
-        )
-
     rows = pd.DataFrame(
         {
             "pair_id": pair_id.astype(np.int64).to_numpy(),
@@ -465,8 +456,8 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
             "choice": choice.to_numpy(),
             "score": score,
             "seconds": answers["seconds"].to_numpy(),
-            "accepted_at": iso("accepted_at").to_numpy(),
-            "submitted_at": iso("submitted_at").to_numpy(),
+            "accepted_at": _iso_time(answers["accepted_at"]).replace("", None).to_numpy(),
+            "submitted_at": _iso_time(answers["submitted_at"]).replace("", None).to_numpy(),
             "background": answers["background"].replace("", None).to_numpy(),
             "comment": answers["comment"].replace("", None).to_numpy(),
             "status": answers["status"].to_numpy(),
