@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crowdprefs import audit as A
 from crowdprefs import driver
@@ -201,3 +203,98 @@ def test_cli_import_answers(recorded, tmp_path, capsys, monkeypatch):
     assert "new answers stored" in out and "batch 1 is complete and collected" in out
     with Project(tmp_path / "p") as project:
         assert project.store.last_batch()["status"] == "collected"
+
+
+TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"), max_size=20
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["A", "B", "equal", ""]),
+            st.booleans(),
+            st.floats(0, 600, allow_nan=False).map(lambda s: round(s, 1)),
+            TEXT,
+            TEXT,
+        ),
+        min_size=1,
+        max_size=15,
+    )
+)
+def test_write_then_read_gives_the_same_answers(tmp_path, rows):
+    t0 = pd.Timestamp("2010-04-14 10:00:00.123", tz="UTC")
+    choice = [r[0] for r in rows]
+    a_is_x = [int(r[1]) for r in rows]
+    side = pd.Series(choice).map({"A": 1, "B": -1, "equal": 0, "": np.nan})
+    frame = pd.DataFrame(
+        {
+            "iteration": pd.array([1] * len(rows), dtype="Int64"),
+            "pair_id": np.arange(len(rows)),
+            "hit_id": [f"H{i}" for i in range(len(rows))],
+            "created_at": t0,
+            "max_assignments": 10.0,
+            "reward": 0.02,
+            "query": "q,1",
+            "x": [f'x "{i}"' for i in range(len(rows))],
+            "y": "pivot\u00e9",
+            "a_is_x": a_is_x,
+            "kind": "sort",
+            "expected": np.nan,
+            "pivot_known": True,
+            "worker_id": [f"W{i % 3}" for i in range(len(rows))],
+            "assignment_id": [f"as{i}" for i in range(len(rows))],
+            "status": "approved",
+            "choice": choice,
+            "score": side * np.where(np.array(a_is_x) == 1, 1, -1),
+            "seconds": [r[2] for r in rows],
+            "listen_seconds": np.nan,
+            "accepted_at": t0 + pd.Timedelta(minutes=5),
+            "submitted_at": t0 + pd.Timedelta(minutes=6, milliseconds=7),
+            "background": [r[3].strip() for r in rows],
+            "comment": [r[4].strip() for r in rows],
+        }
+    )
+    path = tmp_path / "round.csv"
+    write_results(frame, path)
+    back = A.infer_iterations(read_results(path))
+    assert back.attrs["empty_rows"] == [i + 1 for i, c in enumerate(choice) if c == ""]
+    for column in ("x", "y", "a_is_x", "choice", "worker_id", "background", "comment", "status"):
+        assert back[column].tolist() == frame[column].tolist(), column
+    np.testing.assert_array_equal(back["score"].to_numpy(float), frame["score"].to_numpy(float))
+    np.testing.assert_array_equal(back["seconds"].to_numpy(), frame["seconds"].to_numpy())
+    for column in ("created_at", "accepted_at", "submitted_at"):
+        assert (back[column] == frame[column]).all(), column
+
+
+def test_cli_reports_empty_answers_on_stderr(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "results.csv"
+    mturk_file(
+        path, [row("H1", "A1", "W1", "a"), row("H1", "A2", "W2", ""), row("H1", "A3", "W3", "b")]
+    )
+    argv = [
+        "crowdprefs",
+        "audit",
+        "--answers",
+        str(path),
+        "--answer-column",
+        "Answer.radio",
+        "--a-value",
+        "a",
+        "--b-value",
+        "b",
+        "--equal-value",
+        "s",
+        "--json",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 0
+    out = capsys.readouterr()
+    assert "1 row(s) have an empty answer" in out.err and "(rows 2)" in out.err
+    assert '"empty_answers": 1' in out.out
