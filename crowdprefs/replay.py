@@ -52,26 +52,31 @@ class Replay:
 
 
 def _choose_pivot(
-    todo: tuple[Hashable, ...], asked: pd.DataFrame, pivot_side: str
+    todo: tuple[Hashable, ...], asked: pd.DataFrame, upto: pd.DataFrame, pivot_side: str
 ) -> tuple[Hashable | None, bool]:
-    """``(pivot, ambiguous)`` for a segment from the pairs of one batch inside it."""
+    """``(pivot, ambiguous)`` of an open segment in a batch, or ``(None, False)``.
+
+    The segment takes part in the batch when the batch asked a pair inside it; its pivot is the
+    recorded one, else the member compared with every other member by the pairs asked so far
+    (a batch published in parts completes its stars later), else for two members the side
+    ``pivot_side`` of the pair as shown.
+    """
     members = set(todo)
-    inside = asked[asked["x"].isin(members) & asked["y"].isin(members)]
-    if inside.empty:
+    now = asked[asked["x"].isin(members) & asked["y"].isin(members)]
+    if now.empty:
         return None, False
-    recorded = set(inside.loc[inside["pivot_known"], "y"])
+    recorded = set(now.loc[now["pivot_known"], "y"])
     if len(recorded) == 1:
         return recorded.pop(), False
-    degree = pd.concat([inside["x"], inside["y"]]).value_counts()
-    centres = [d for d in todo if degree.get(d, 0) == len(todo) - 1]
     if len(todo) == 2:
-        row = inside.iloc[-1]
-        shown_a = row["x"] if row["a_is_x"] else row["y"]
-        shown_b = row["y"] if row["a_is_x"] else row["x"]
+        row = now.iloc[-1]
+        shown_a, shown_b = (row["x"], row["y"]) if row["a_is_x"] else (row["y"], row["x"])
         return (shown_a if pivot_side == "a" else shown_b), True
-    if len(centres) >= 1:
-        return centres[-1], False
-    return None, False
+    inside = upto[upto["x"].isin(members) & upto["y"].isin(members)]
+    pairs = {frozenset(p) for p in zip(inside["x"], inside["y"], strict=True)}
+    degree = pd.Series([d for pair in pairs for d in pair]).value_counts()
+    centres = [d for d in todo if degree.get(d, 0) == len(todo) - 1]
+    return (centres[-1], False) if centres else (None, False)
 
 
 def _settle(
@@ -144,14 +149,14 @@ def replay_campaign(
                 if segment.closed:
                     next_segments.append(segment)
                     continue
-                pivot, ambiguous = _choose_pivot(segment.todo, asked, pivot_side)
+                pivot, ambiguous = _choose_pivot(segment.todo, asked, upto, pivot_side)
                 if pivot is None:
                     next_segments.append(segment)
-                    if asked.empty:
-                        continue
-                    issues.append(
-                        (iteration, query, "missing", f"no pivot asked for {list(segment.todo)}")
-                    )
+                    inside = asked["x"].isin(segment.todo) & asked["y"].isin(segment.todo)
+                    needed.update(map(frozenset, asked.loc[inside, ["x", "y"]].to_numpy()))
+                    if inside.any():
+                        detail = f"no member of {list(segment.todo)} compared with all others yet"
+                        issues.append((iteration, query, "missing", detail))
                     continue
                 if ambiguous and segment.done:
                     issues.append(

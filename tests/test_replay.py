@@ -199,3 +199,15 @@ def test_round_trip_through_the_cli(simulated, tmp_path, capsys, monkeypatch):
     assert [r["pairs"] for r in data["iterations"]] == rows["pairs"].tolist()
     assert data["iterations"][-1]["agreement"] == pytest.approx(rows["agreement"].iloc[-1])
     assert {f["worker_id"] for f in data["flags"]} == set(expected["audit"].flags["worker_id"])
+
+
+def test_a_batch_published_in_two_parts_completes_its_stars_later(tmp_path):
+    batches = [TABLE_1[0], TABLE_1[1][:2], TABLE_1[1][2:], TABLE_1[2]]
+    answers = reread(campaign_frame(batches), tmp_path / "parts.csv", Columns(pivot="absent"))
+    assert sorted(answers["iteration"].unique()) == [1, 2, 3, 4]
+    result = replay_campaign(answers)
+    assert groups(result.lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    assert result.issues[["iteration", "issue"]].values.tolist() == [
+        [2, "missing"],  # B compared with C and D only so far
+        [4, "ambiguous-pivot"],
+    ]
