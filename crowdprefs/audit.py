@@ -708,26 +708,35 @@ class Audit:
 
         def rows(frame: pd.DataFrame, index: bool = False) -> list[dict]:
             frame = frame.reset_index() if index else frame
-            clean = frame.astype(object).where(frame.notna(), None)
-            return [
-                {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
-                for row in clean.to_dict(orient="records")
-            ]
+            return frame.astype(object).to_dict(orient="records")
 
-        return {
-            "facts": self.facts,
-            "iterations": rows(self.iterations),
-            "workers": rows(self.workers, index=True),
-            "flags": rows(self.flags),
-            "contradictions": rows(self.contradictions),
-            "reference": {
-                name: {
-                    "table": rows(table, index=True),
-                    "summary": agreement_summary(table),
-                }
-                for name, table in self.reference.items()
-            },
-        }
+        def plain(value):
+            if isinstance(value, dict):
+                return {k: plain(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [plain(v) for v in value]
+            if value is pd.NA or value is pd.NaT:
+                return None
+            if isinstance(value, np.generic):
+                value = value.item()
+            return None if isinstance(value, float) and np.isnan(value) else value
+
+        return plain(
+            {
+                "facts": self.facts,
+                "iterations": rows(self.iterations),
+                "workers": rows(self.workers, index=True),
+                "flags": rows(self.flags),
+                "contradictions": rows(self.contradictions),
+                "reference": {
+                    name: {
+                        "table": rows(table, index=True),
+                        "summary": agreement_summary(table),
+                    }
+                    for name, table in self.reference.items()
+                },
+            }
+        )
 
 
 def audit(

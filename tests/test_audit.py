@@ -343,7 +343,7 @@ def test_audit_of_a_project_and_its_json(campaign):
     assert table["iteration"].tolist()[-1] == "total"
     assert table.iloc[:-1]["pairs"].sum() == len(campaign.store.pairs())
     assert table.iloc[-1]["answers"] == len(answers)
-    data = json.loads(json.dumps(result.to_json()))
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
     keys = {
         "iteration",
         "pairs",
@@ -369,7 +369,9 @@ def test_html_report_escapes_worker_text_and_embeds_plots():
     rows[2]["worker_id"] = "<b>w</b>"
     answers = frame(rows)
     lists = pd.DataFrame({"query": "q", "document": ["d1", "d2", "pivot"], "group": [1, 2, 2]})
-    html = render(A.audit(answers, reference=lists), title="<i>campaign</i>")
+    result = A.audit(answers, reference=lists)
+    json.dumps(result.to_json(), allow_nan=False)  # strict JSON even with empty tables
+    html = render(result, title="<i>campaign</i>")
     assert "<script>" not in html and "<b>w</b>" not in html and "<i>campaign" not in html
     assert "&lt;script&gt;" in html and "&lt;b&gt;w&lt;/b&gt;" in html
     images = html.split('src="data:image/png;base64,')[1:]
