@@ -198,6 +198,21 @@ def inter_agreement(more, equal, less) -> np.ndarray:
         return np.where(n >= 2, (agree + partial) / (n * (n - 1)), np.nan)
 
 
+def tally(keys: pd.Series, values: pd.Series, categories) -> pd.DataFrame:
+    """Counts of each category per key (a vectorised crosstab: one ``bincount``), keys sorted.
+
+    Values outside ``categories`` are not counted.
+    """
+    key_codes, key_index = pd.factorize(keys, sort=True)
+    value_codes = pd.Categorical(values, categories=list(categories)).codes
+    known = value_codes >= 0
+    width = len(categories)
+    flat = np.bincount(
+        key_codes[known] * width + value_codes[known], minlength=len(key_index) * width
+    )
+    return pd.DataFrame(flat.reshape(-1, width), index=key_index, columns=list(categories))
+
+
 def count_answers(answers: pd.DataFrame) -> pd.DataFrame:
     """Per pair, the counts ``more``, ``equal``, ``less`` from a frame of ``pair_id, score``.
 
@@ -209,8 +224,7 @@ def count_answers(answers: pd.DataFrame) -> pd.DataFrame:
         raise InputError(
             f"answer scores must be -1, 0 or +1; got {answers.loc[bad, 'score'].iloc[0]!r}"
         )
-    counts = pd.crosstab(answers["pair_id"], answers["score"]).reindex(
-        columns=[1, 0, -1], fill_value=0
-    )
+    counts = tally(answers["pair_id"], answers["score"], (1, 0, -1))
     counts.columns = ["more", "equal", "less"]
+    counts.index.name = "pair_id"
     return counts.astype(np.int64)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .aggregate import AggregationRule, count_answers, inter_agreement, verdicts
+from .aggregate import AggregationRule, count_answers, inter_agreement, tally, verdicts
 from .budget import FeeModel
 from .crowds.csv import FRAME_COLUMNS
 from .errors import InputError
@@ -161,18 +161,6 @@ def answer_agreement(score, verdict) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- chance-corrected
-
-
-def tally(keys: pd.Series, values: pd.Series, categories) -> pd.DataFrame:
-    """Counts of each category per key (a vectorised crosstab: one ``bincount``), keys sorted."""
-    key_codes, key_index = pd.factorize(keys, sort=True)
-    value_codes = pd.Categorical(values, categories=list(categories)).codes
-    known = value_codes >= 0
-    width = len(categories)
-    flat = np.bincount(
-        key_codes[known] * width + value_codes[known], minlength=len(key_index) * width
-    )
-    return pd.DataFrame(flat.reshape(-1, width), index=key_index, columns=list(categories))
 
 
 def choice_counts(answers: pd.DataFrame) -> np.ndarray:
@@ -793,6 +781,31 @@ def audit(
         reference=tables,
         facts=facts,
         answers=answers,
+    )
+
+
+def audit_project(
+    project: Project,
+    *,
+    reference: pd.DataFrame | None = None,
+    split_by: pd.Series | None = None,
+    rules: FlagRules = FlagRules(),
+) -> Audit:
+    """:func:`audit` of a project: its answers, its stored verdicts, its fees and the
+    contradictions its driver met. :class:`InputError` when it has no answers yet."""
+    from .driver import query_contradictions
+
+    frame = project_answers(project)
+    if frame.empty:
+        raise InputError(f"{project.root} has no answers yet")
+    return audit(
+        frame,
+        pairs=project_verdicts(project, frame),
+        fees=project.settings.fees,
+        reference=reference,
+        split_by=split_by,
+        rules=rules,
+        found_contradictions=query_contradictions(project),
     )
 
 

@@ -1,7 +1,15 @@
-"""The demo: a synthetic collection shaped like seed 002's, sorted by the simulated crowd.
+"""The demo: collections shaped like seed 002's, and synthetic systems to evaluate against them.
 
-The collection has 11 queries with 4 to 23 candidates each, 118 in all (the Eval05 lists of seed
-002 §5), and a hidden truth of ordered groups of one to five equally similar candidates.
+Both collections have 11 queries with 4 to 23 candidates each, 118 in all (the Eval05 lists of
+seed 002 §5), and a hidden truth of ordered groups:
+
+* :func:`make_collection` draws the truth directly (no files): groups of one to five equally
+  similar candidates. Tests and benchmarks use it.
+* :func:`create_demo_project` with ``melodies=True`` (what ``crowdprefs demo`` runs) writes real
+  MIDI melodies and their variations (:func:`examples.melodies.make_example`); the truth groups
+  are the dense ranks of each variation's melodic edit distance to its query.
+
+:func:`example_runs` makes the retrieval systems that the demo scores against the lists.
 """
 
 from __future__ import annotations
@@ -11,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from examples.melodies import QUERY_SIZES, make_example
+
+from .crowds.simulated import CrowdModel
 from .io import write_lists
 from .project import Project, Settings, init_project
-
-QUERY_SIZES = (4, 6, 7, 8, 9, 10, 11, 12, 14, 14, 23)
-"""Candidates per query: 118 in all, from 4 to 23, like the Eval05 collection."""
 
 
 def make_collection(
@@ -45,14 +53,55 @@ def make_collection(
     return candidates, truth
 
 
-def create_demo_project(root: Path, seed: int = 2010, answers_per_pair: int = 10) -> Project:
-    """Write ``candidates.csv`` and ``truth.qrel`` in ``root`` and initialise ``root/project``."""
+def create_demo_project(
+    root: Path,
+    seed: int = 2010,
+    answers_per_pair: int = 10,
+    *,
+    melodies: bool = False,
+    crowd_model: CrowdModel | None = None,
+) -> Project:
+    """Write ``candidates.csv`` and ``truth.qrel`` in ``root`` and initialise ``root/project``.
+
+    With ``melodies``, the candidates are MIDI files under ``root/midi`` (the CSV's ``audio`` and
+    ``query_audio`` columns), ready for ``crowdprefs prepare``; otherwise they have no audio.
+    The simulated crowd of the project reads its truth from ``truth.qrel``, and its parameters
+    from ``crowd_model`` (the defaults when ``None``).
+    """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    candidates, truth = make_collection(seed)
-    candidates.to_csv(root / "candidates.csv", index=False)
+    if melodies:
+        truth = make_example(root, seed)[["query", "document", "group"]]
+    else:
+        candidates, truth = make_collection(seed)
+        candidates.to_csv(root / "candidates.csv", index=False)
     write_lists(truth, root / "truth.qrel", tag="truth")
-    settings = Settings(
-        answers_per_pair=answers_per_pair, sections={"simulated": {"truth": "../truth.qrel"}}
-    )
+    simulated = {"truth": "../truth.qrel", **(crowd_model.to_dict() if crowd_model else {})}
+    settings = Settings(answers_per_pair=answers_per_pair, sections={"simulated": simulated})
     return init_project(root / "project", root / "candidates.csv", seed=seed, settings=settings)
+
+
+#: Noise of each synthetic system's similarity estimate, in units of the gap between groups.
+SYSTEM_NOISE = {"sys-A": 0.25, "sys-B": 0.5, "sys-C": 0.8, "sys-D": 1.2, "sys-E": 2.5}
+
+
+def example_runs(
+    truth: pd.DataFrame, seed: int = 2010, depth: int = 5, noise: dict[str, float] | None = None
+) -> pd.DataFrame:
+    """Runs ``system, query, document, rank`` of synthetic systems of decreasing quality.
+
+    Each system ranks a query's candidates by ``−group + noise·z`` (z standard normal, drawn per
+    system and candidate) and returns its top ``depth``; the less noise, the better the system,
+    so the expected ranking of the systems is known.
+    """
+    noise = noise or SYSTEM_NOISE
+    rng = np.random.default_rng([seed, 0x5E5])
+    parts = []
+    for system, sigma in noise.items():
+        estimate = -truth["group"].to_numpy() + sigma * rng.standard_normal(len(truth))
+        ranked = truth.assign(system=system, estimate=estimate).sort_values(
+            ["query", "estimate"], ascending=[True, False], kind="stable"
+        )
+        ranked["rank"] = ranked.groupby("query").cumcount() + 1
+        parts.append(ranked[ranked["rank"] <= depth])
+    return pd.concat(parts, ignore_index=True)[["system", "query", "document", "rank"]]

@@ -12,18 +12,21 @@ from rich.markup import escape
 
 from ..console import err_console
 from ..errors import CrowdprefsError
-from . import (
-    audio,  # noqa: F401  (registers its commands)
-    audit,  # noqa: F401  (audit, import-answers, replay)
-    core,  # noqa: F401  (registers its commands)
-    evaluate,  # noqa: F401  (registers its commands)
-    mtc,  # noqa: F401  (mtc next, estimate, simulate)
-    mturk,  # noqa: F401  (preview, mturk ...)
-    plan,  # noqa: F401  (plan, crowd-model fit)
-    stats,  # noqa: F401  (registers its commands)
-    web,  # noqa: F401  (registers its commands)
-)
 from .app import app
+
+# Command modules, imported in the order their commands appear in --help.
+# isort: off
+from . import core  # noqa: F401,E402  init, status, next, publish, collect, aggregate, run, export
+from . import demo  # noqa: F401,E402  demo
+from . import audio  # noqa: F401,E402  audio prepare, prepare
+from . import mturk  # noqa: F401,E402  preview, mturk ...
+from . import web  # noqa: F401,E402  serve, invite
+from . import audit  # noqa: F401,E402  audit, import-answers, replay
+from . import plan  # noqa: F401,E402  plan, crowd-model fit
+from . import evaluate  # noqa: F401,E402  evaluate, compare-lists
+from . import stats  # noqa: F401,E402  stats test, power, stability, gawm
+from . import mtc  # noqa: F401,E402  mtc next, estimate, simulate
+# isort: on
 
 
 def _fail(message: str, code: int) -> None:

@@ -16,7 +16,6 @@ from ..aggregate import AggregationRule
 from ..budget import FeeModel
 from ..console import console, err_console
 from ..crowds.csv import Columns, import_answers, read_results, write_atomic
-from ..driver import query_contradictions
 from ..errors import InputError
 from ..io import read_lists, write_lists
 from ..project import Project
@@ -173,17 +172,7 @@ def audit_command(
         by = table.set_index(table.columns[0])[table.columns[1]]
     if directory is not None:
         with Project(directory) as project, err_console.status("auditing"):
-            frame = auditing.project_answers(project)
-            if frame.empty:
-                raise InputError(f"{directory} has no answers yet")
-            result = auditing.audit(
-                frame,
-                pairs=auditing.project_verdicts(project, frame),
-                fees=project.settings.fees,
-                reference=lists,
-                split_by=by,
-                found_contradictions=query_contradictions(project),
-            )
+            result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
         columns = _columns(

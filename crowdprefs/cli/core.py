@@ -1,10 +1,9 @@
-"""Core commands: init, status, next, publish, collect, aggregate, run, export, demo."""
+"""Core commands: init, status, next, publish, collect, aggregate, run, export."""
 
 from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -13,9 +12,8 @@ from rich.table import Table
 
 from .. import driver
 from ..aggregate import AggregationRule
-from ..console import console, err_console, make_progress
+from ..console import console, make_progress
 from ..crowds import CROWDS, get_crowd
-from ..demo import create_demo_project
 from ..errors import BudgetError, InputError
 from ..io import write_lists
 from ..project import DEFAULT_SEED, Project, Settings, init_project
@@ -256,61 +254,3 @@ def export(
         frame = driver.lists(project, partial=partial)
     write_lists(frame, output)
     console.print(f"wrote {frame['query'].nunique()} lists ({len(frame)} documents) to {output}")
-
-
-@app.command()
-def demo(
-    directory: Annotated[
-        Path, typer.Argument(help="Folder for the demo (created; resumed if it holds one).")
-    ] = Path("crowdprefs-demo"),
-    seed: Annotated[
-        int, typer.Option(help="Seed of the synthetic collection, the crowd and the sort.")
-    ] = DEFAULT_SEED,
-    crowd: Annotated[
-        str,
-        typer.Option(
-            "--crowd",
-            help="simulated, or mturk-fake: the same simulated workers behind a local MTurk fake, "
-            "or web: simulated judges posting over HTTP to a local 'crowdprefs serve'.",
-        ),
-    ] = "simulated",
-) -> None:
-    """Run a whole campaign on a synthetic collection with the simulated crowd, end to end.
-
-    Writes candidates.csv, truth.qrel (the hidden truth), project/ and lists.qrel.
-    """
-    started = time.perf_counter()
-    project_dir = directory / "project"
-    if project_dir.exists():
-        err_console.print(f"resuming the demo in {directory}")
-        project = Project(project_dir)
-    else:
-        if directory.exists() and any(directory.iterdir()):
-            raise InputError(f"{directory} exists and holds no demo; choose another folder")
-        project = create_demo_project(directory, seed=seed)
-    with project:
-        frame = project.store.candidates()
-        sizes = frame.groupby("query").size()
-        console.print(
-            f"demo collection: {frame['query'].nunique()} queries, {len(frame)} candidates "
-            f"({sizes.min()}–{sizes.max()} per query)"
-        )
-        if crowd not in ("simulated", "mturk-fake", "web"):
-            raise InputError(
-                f"the demo runs with --crowd simulated, mturk-fake or web, not {crowd!r}"
-            )
-        if crowd == "web":
-            from .web import run_web_demo
-
-            run_web_demo(project)
-        else:
-            run_with_progress(project, crowd, f"demo campaign ({crowd} crowd)")
-        lists = driver.lists(project)
-        write_lists(lists, directory / "lists.qrel")
-        contradictions = driver.query_contradictions(project)
-    groups = lists.groupby("query")["group"].max()
-    console.print(
-        f"wrote {directory / 'lists.qrel'}: {len(groups)} lists, {int(groups.sum())} groups, "
-        f"{len(contradictions)} non-transitive triples met; {time.perf_counter() - started:.1f} s",
-        soft_wrap=True,
-    )

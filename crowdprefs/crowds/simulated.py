@@ -5,7 +5,9 @@ group are equally similar (groups are one unit apart, group 1 most similar). A w
 "is A or B more similar?" perceives ``d = s_A − s_B + noise·z − bias`` and answers "equal" when
 ``|d| < band``, A when ``d > 0``, B otherwise, where each honest worker has their own noise
 (accuracy), band ("equal" tendency) and bias (a lean towards variation B), and a log-normal answer
-time. Careless workers answer at random and fast; bots answer "equal" in exactly 8 s, like the two
+time; when the clips' durations are known, at least the time to hear the three clips plus an
+exponential decision time, since the HIT only takes an answer once every clip played through.
+Careless workers answer at random and fast; bots answer "equal" in exactly 8 s, like the two
 robots of seed 002 §4.2. Workers take HITs with Zipf-like activity, each pair going to distinct
 workers.
 
@@ -54,6 +56,7 @@ class CrowdModel:
     worker_seconds_spread: float = 0.35
     answer_seconds_spread: float = 0.5
     careless_seconds: float = 6.0
+    think_seconds: float = 2.0
     activity: float = 1.0
     completion_hours: float = 3.0
 
@@ -200,6 +203,10 @@ def simulate_answers(
     seconds = pool.median_seconds[worker] * np.exp(
         model.answer_seconds_spread * special.ndtri(draw(3))
     )
+    if "listen_seconds" in pairs:  # an honest worker hears the three clips, then decides
+        listen = pairs["listen_seconds"].to_numpy(dtype=np.float64)[row]
+        floor = listen - model.think_seconds * np.log(draw(7))
+        seconds = np.where(np.isnan(listen), seconds, np.maximum(seconds, floor))
 
     kind = pool.kind[worker]
     careless = kind == "careless"
@@ -230,6 +237,21 @@ def simulate_answers(
     )
     frame["score"] = score_of(frame["choice"], pd.Series(a_is_x[row].astype(int)))
     return frame
+
+
+def listening_seconds(project: Project, pairs: pd.DataFrame) -> np.ndarray:
+    """Seconds to hear each pair's three clips once (NaN while a duration is unknown)."""
+    query = project.store.queries().set_index("query")["seconds"]
+    clips = project.store.candidates().set_index(["query", "document"])["seconds"]
+
+    def clip(column: str) -> np.ndarray:
+        keys = pd.MultiIndex.from_arrays([pairs["query"], pairs[column]])
+        seconds = clips.reindex(keys).to_numpy(dtype=np.float64)
+        own = (pairs[column] == pairs["query"]).to_numpy()  # an attention check's query clip
+        return np.where(own, pairs["query"].map(query).to_numpy(dtype=np.float64), seconds)
+
+    heard = pairs["query"].map(query).to_numpy(dtype=np.float64)
+    return heard + clip("x") + clip("y")
 
 
 class SimulatedCrowd:
@@ -280,7 +302,13 @@ class SimulatedCrowd:
         start = pairs["pair_id"].map(published).dropna()
         published_at = datetime.fromisoformat(start.iloc[0]) if len(start) else None
         answers = simulate_answers(
-            pairs, self.similarity, self.pool, self.model, self.seed, first, published_at
+            pairs.assign(listen_seconds=listening_seconds(project, pairs)),
+            self.similarity,
+            self.pool,
+            self.model,
+            self.seed,
+            first,
+            published_at,
         )
         if answers.empty:
             return 0
