@@ -12,12 +12,10 @@ from rich.table import Table
 from ..adaptive import StoppingRule, nominal_level
 from ..aggregate import AggregationRule
 from ..console import console, make_progress
-from ..crowd_model import fit_crowd_model, load_crowd_model, save_fit
 from ..crowds.csv import read_results
 from ..crowds.simulated import CrowdModel, random_truth
 from ..errors import InputError
 from ..io import read_lists
-from ..planning import Design, simulate, summarize
 from ..project import read_candidates
 from .app import app
 
@@ -82,6 +80,9 @@ def plan(
 ) -> None:
     """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
     simulating it many times with the simulated crowd, before any money is spent."""
+    from ..crowd_model import load_crowd_model  # scipy.optimize: imported only when planning
+    from ..planning import Design, simulate, summarize
+
     frame = read_candidates(candidates)
     hidden = read_lists(truth) if truth else random_truth(frame, seed)
     known = set(zip(hidden["query"], hidden["document"], strict=True))
@@ -158,6 +159,8 @@ def fit(
 ) -> None:
     """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
     bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
+    from ..crowd_model import fit_crowd_model, save_fit
+
     answers = read_results(results)
     fitted = fit_crowd_model(answers)
     save_fit(fitted, output)
