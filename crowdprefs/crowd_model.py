@@ -32,7 +32,6 @@ counts alone and keep their defaults (listed in the report).
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +44,7 @@ from scipy import optimize, special, stats
 
 from .crowds.simulated import CrowdModel
 from .errors import InputError
+from .files import write_atomic
 
 GAPS = np.arange(-4, 5)
 """Signed gaps (in true groups) the difficulty mixture ranges over."""
@@ -277,15 +277,7 @@ def save_fit(fit: Fit, path: str | os.PathLike) -> None:
 
     The ``[simulated]`` table can be pasted into a project's ``crowdprefs.toml``.
     """
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            tomli_w.dump(fit.to_toml(), stream)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(path, tomli_w.dumps(fit.to_toml()))
 
 
 def load_crowd_model(path: str | os.PathLike) -> CrowdModel:

@@ -282,11 +282,10 @@ def status(project: Project) -> dict:
         FROM pairs WHERE kind = 'sort' GROUP BY query
         """
     ).set_index("query")
-    orders = store.candidate_orders()
     queries = [
         {
             "query": query,
-            "candidates": len(orders[query]),
+            "candidates": state.size,
             "iterations": int(per_query["iterations"].get(query, 0)),
             "open_segments": state.open_segments,
             "pairs_judged": int(per_query["pairs_judged"].get(query, 0)),

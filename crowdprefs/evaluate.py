@@ -23,6 +23,7 @@ from scipy import stats as sps
 
 from . import measures as M
 from .errors import InputError
+from .files import atomic_path
 from .stats import pairwise_tests
 
 SUMMARY_COLUMNS = ["measure", "system", "mean", "sd", "n", "ci_low", "ci_high", "rank"]
@@ -193,11 +194,9 @@ def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = 
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp{path.suffix}")
     try:
-        fig.savefig(temporary, dpi=120)
-        temporary.replace(path)
+        with atomic_path(path) as temporary:
+            fig.savefig(temporary, dpi=120)
     finally:
         plt.close(fig)
         temporary.unlink(missing_ok=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from .errors import InputError
+from .files import write_atomic
 
 if TYPE_CHECKING:
     from .project import Project
@@ -301,7 +302,7 @@ def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
         html = render_preference_hit(
             project, pair, mode="mturk", submit_url="submitted", clip_url=host.url
         )
-        _write_text(folder / name, html)
+        write_atomic(folder / name, html)
         written.append(folder / name)
         a_is_x = bool(pair["a_is_x"])
         rows.append(
@@ -315,11 +316,5 @@ def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
             }
         )
     index = _environment().from_string(_INDEX).render(iteration=iteration, rows=rows)
-    _write_text(folder / "index.html", index)
+    write_atomic(folder / "index.html", index)
     return written
-
-
-def _write_text(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".part")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)

@@ -22,7 +22,6 @@ gain, :func:`levels_to_lists` groups the documents of equal gain.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .files import write_atomic
 
 RUN_COLUMNS = ["system", "query", "document", "rank"]
 LEVEL_COLUMNS = ["query", "document", "gain"]
@@ -116,19 +116,6 @@ def _no_duplicates(path: Path, frame: pd.DataFrame, keys: list[str], what: str) 
         raise InputError(f"{path}: line {_line_number(path, row)}: {what} repeated ({where})")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def _lines(frame: pd.DataFrame) -> str:
     """Rows of ``frame`` as whitespace-separated lines (one trailing newline)."""
     if frame.empty:
@@ -197,7 +184,7 @@ def write_runs(runs: pd.DataFrame, path: str | os.PathLike) -> None:
     :func:`read_runs` gives the same ranks.
     """
     ordered = runs.sort_values(["system", "query", "rank"], kind="stable")
-    _write_atomic(Path(path), _lines(ordered[["system", "query", "document"]]))
+    write_atomic(Path(path), _lines(ordered[["system", "query", "document"]]))
 
 
 # --------------------------------------------------------------------------- level judgments
@@ -220,7 +207,7 @@ def read_levels(path: str | os.PathLike) -> pd.DataFrame:
 
 def write_levels(levels: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write ``[query, document, gain]`` as tab-separated ``query document gain``, atomically."""
-    _write_atomic(Path(path), _lines(levels[LEVEL_COLUMNS]))
+    write_atomic(Path(path), _lines(levels[LEVEL_COLUMNS]))
 
 
 # --------------------------------------------------------------------------- ordered lists
@@ -258,7 +245,7 @@ def write_lists(lists: pd.DataFrame, path: str | os.PathLike, tag: str = "crowdp
             "group": ordered["group"],
         }
     )
-    _write_atomic(Path(path), _lines(out))
+    write_atomic(Path(path), _lines(out))
 
 
 def read_truth(path: str | os.PathLike, kind: str = "auto") -> pd.DataFrame:

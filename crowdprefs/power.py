@@ -27,6 +27,7 @@ import pandas as pd
 
 from .console import make_progress
 from .errors import InputError
+from .files import atomic_path
 from .stats import friedman_tukey_decisions, pairwise_pvalues, validate_scores
 
 
@@ -353,8 +354,7 @@ def plot_curves(table: pd.DataFrame, value: str, path: str | Path, title: str = 
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    temporary = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    figure.savefig(temporary, dpi=120)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=120)
     plt.close(figure)
-    temporary.replace(path)
     return path

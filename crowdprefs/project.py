@@ -23,6 +23,7 @@ import tomli_w
 from .aggregate import AggregationRule
 from .budget import FeeModel
 from .errors import InputError, StateError
+from .files import write_atomic
 from .store import Store, now
 
 CONFIG_NAME = "crowdprefs.toml"
@@ -188,10 +189,7 @@ class Project:
 
 
 def _write_toml(path: Path, data: dict[str, Any]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        tomli_w.dump(data, handle)
-    os.replace(tmp, path)
+    write_atomic(path, tomli_w.dumps(data))
 
 
 def init_project(

@@ -82,6 +82,11 @@ class SortState:
         return not self.needed
 
     @property
+    def size(self) -> int:
+        """How many candidates the query has."""
+        return sum(len(s.done) + len(s.todo) for s in self.segments)
+
+    @property
     def open_segments(self) -> int:
         return sum(not s.closed for s in self.segments)
 

@@ -318,6 +318,22 @@ class Store:
             (status, now(), iteration),
         )
 
+    # --- hits -----------------------------------------------------------------------------------
+
+    def record_hits(self, crowd: str, pairs: pd.DataFrame) -> None:
+        """Record that ``crowd`` holds one task per pair (id ``CROWD-PAIR_ID``), in one
+        transaction; pairs already recorded are left as they are."""
+        created = now()
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO hits (crowd, pair_id, hit_id, max_assignments, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (crowd, int(p), f"{crowd}-{p}", int(n), created)
+                    for p, n in zip(pairs["pair_id"], pairs["answers_wanted"], strict=True)
+                ],
+            )
+
     # --- answers --------------------------------------------------------------------------------
 
     def answers(

@@ -15,8 +15,9 @@ from .. import audit as auditing
 from ..aggregate import AggregationRule
 from ..budget import FeeModel
 from ..console import console, err_console
-from ..crowds.csv import Columns, import_answers, read_results, write_atomic
+from ..crowds.csv import Columns, import_answers, read_results
 from ..errors import InputError
+from ..files import write_atomic
 from ..io import read_lists, write_lists
 from ..project import Project
 from ..replay import replay_campaign

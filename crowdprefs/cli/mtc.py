@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +15,7 @@ from rich.table import Table
 from .. import mtc
 from ..console import console, err_console, make_progress
 from ..errors import InputError
+from ..files import atomic_path, write_atomic
 from ..io import read_levels, read_runs
 from .app import app
 
@@ -72,17 +71,6 @@ def _load(
     gains = mtc.gains_vector(col, read_levels(judgments) if judgments else None, scale)
     meta = mtc.pair_metadata(col, mtc.read_metadata(metadata)) if metadata else None
     return col, gains, meta
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -144,7 +132,7 @@ def next_(
     select = mtc.make_selector(selection, col, max(batch // batch_size, 1), batch_size, target)
     chosen = select(est, stats)[:batch]
     frame = col.pairs.iloc[chosen][["query", "document"]].reset_index(drop=True)
-    _write_atomic(out, frame.to_csv(sep="\t", header=False, index=False, lineterminator="\n"))
+    write_atomic(out, frame.to_csv(sep="\t", header=False, index=False, lineterminator="\n"))
     if hits is not None:
         hits.mkdir(parents=True, exist_ok=True)
         for number, row in enumerate(frame.itertuples(index=False), start=1):
@@ -153,7 +141,7 @@ def next_(
                 "document": audio_url.format(id=row.document),
             }
             html = mtc.render_level_hit(row.query, row.document, clips, hit_scale)
-            _write_atomic(hits / f"level_{number:04d}.html", html)
+            write_atomic(hits / f"level_{number:04d}.html", html)
     confidence = mtc.ranking_confidence(stats)
     err_console.print(
         f"{len(frame)} pairs to judge written to {out} (judged so far {int(est.judged.sum())} of "
@@ -216,14 +204,9 @@ def _plot(log: pd.DataFrame, path: Path, title: str) -> None:
     axis.set_title(title)
     axis.grid(alpha=0.3)
     axis.legend()
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(handle)
     try:
-        figure.savefig(temporary, dpi=110, bbox_inches="tight")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        with atomic_path(path) as temporary:
+            figure.savefig(temporary, dpi=110, bbox_inches="tight")
     finally:
         plt.close(figure)
 

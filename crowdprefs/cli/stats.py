@@ -16,6 +16,7 @@ from .. import gawm as G
 from .. import power as P
 from ..console import console
 from ..errors import InputError
+from ..files import write_atomic
 from ..stats import PAIRWISE_TESTS, friedman, friedman_tukey, pairwise_tests, read_scores
 from .app import app
 
@@ -112,9 +113,7 @@ def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int 
 def _write_csv(frame: pd.DataFrame, path: Path | None) -> None:
     if path is None:
         return
-    temporary = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(temporary, index=False, lineterminator="\n")
-    temporary.replace(path)
+    write_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
     console.print(f"wrote {escape(str(path))}")
 
 

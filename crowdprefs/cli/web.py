@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +15,7 @@ from rich.table import Table
 from ..aggregate import count_answers, inter_agreement
 from ..console import console, err_console, make_progress
 from ..errors import InputError, StateError
+from ..files import write_atomic
 from ..project import Project
 from ..web import assign
 from ..web.security import new_token
@@ -91,10 +90,7 @@ def serve(
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        frame.to_csv(handle, index=False)
-    os.replace(tmp, path)
+    write_atomic(path, frame.to_csv(index=False))
 
 
 @app.command()

@@ -28,7 +28,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..files import write_atomic
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -328,22 +328,6 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
     frame.attrs["empty_rows"] = (np.flatnonzero(choice == "") + 1).tolist()
     frame.attrs["source"] = source
     return frame
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write UTF-8 ``text`` through a temporary sibling file and a rename, so a crash never
-    leaves half a file; the result gets the permissions of a normally created file."""
-    mask = os.umask(0)
-    os.umask(mask)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.chmod(temporary, 0o666 & ~mask)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _iso_time(values: pd.Series) -> pd.Series:

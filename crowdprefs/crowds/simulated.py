@@ -278,16 +278,7 @@ class SimulatedCrowd:
         return cls(truth, CrowdModel.from_dict(section), seed)
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        created = now()
-        with project.store.transaction() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO hits (crowd, pair_id, hit_id, max_assignments, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (self.name, int(p), f"sim-{p}", int(n), created)
-                    for p, n in zip(pairs["pair_id"], pairs["answers_wanted"], strict=True)
-                ],
-            )
+        project.store.record_hits(self.name, pairs)
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from .. import driver
-from ..store import now
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -26,16 +25,7 @@ class WebCrowd:
     name = "web"
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        created = now()
-        with project.store.transaction() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO hits (crowd, pair_id, hit_id, max_assignments, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (self.name, int(p), f"web-{p}", int(n), created)
-                    for p, n in zip(pairs["pair_id"], pairs["answers_wanted"], strict=True)
-                ],
-            )
+        project.store.record_hits(self.name, pairs)
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
