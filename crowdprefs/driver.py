@@ -28,10 +28,34 @@ from .store import now
 
 
 def sort_states(project: Project) -> dict[str, SortState]:
-    """Every query's current segments and needed pairs, replayed from the aggregated verdicts."""
-    verdicts = project.store.verdict_maps()
-    orders = initial_orders(project.store.candidate_orders(), project.seed)
-    return {query: replay(order, verdicts.get(query, {})) for query, order in orders.items()}
+    """Every query's current segments and needed pairs, replayed from the aggregated verdicts.
+
+    The replay is the truth; the ``sort_cache`` table only saves redoing it: a cached state is
+    used while the fingerprint of its query's verdicts is unchanged, and the other queries are
+    replayed (loading only their verdicts) and cached again.
+    """
+    store = project.store
+    fingerprints = store.verdict_fingerprints()
+    cached = store.cached_states()
+    states: dict[str, SortState | None] = {}
+    stale: dict[str, str] = {}
+    for query in store.query_names():
+        fingerprint = fingerprints.get(query, "0:0")
+        hit = cached.get(query)
+        if hit is not None and hit[0] == fingerprint:
+            states[query] = SortState.from_json(hit[1])
+        else:
+            states[query] = None
+            stale[query] = fingerprint
+    if stale:
+        documents = store.candidate_orders()
+        orders = initial_orders({q: documents[q] for q in stale}, project.seed)
+        few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
+        verdicts = store.verdict_maps(list(stale) if few else None)
+        fresh = {q: replay(orders[q], verdicts.get(q, {})) for q in stale}
+        store.cache_states([(q, stale[q], state.to_json()) for q, state in fresh.items()])
+        states.update(fresh)
+    return states
 
 
 def next_batch(project: Project) -> int | None:
@@ -240,6 +264,7 @@ def aggregate(project: Project) -> pd.DataFrame:
             ],
         )
         store.set_status(conn, iteration, "aggregated")
+    sort_states(project)  # replay the batch's queries once, here, so status and next find them
     return result.reset_index()
 
 

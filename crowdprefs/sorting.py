@@ -27,6 +27,7 @@ orientation is inferred (``(y, x)`` is the negation).
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,20 @@ class SortState:
     def groups(self) -> list[tuple[Hashable, ...]]:
         """The partially ordered list: one group per segment, most similar first."""
         return [s.members for s in self.segments]
+
+    def to_json(self) -> str:
+        """The state as JSON (documents must be JSON scalars, e.g. strings)."""
+        segments = [[list(s.done), list(s.todo)] for s in self.segments]
+        return json.dumps({"segments": segments, "needed": self.needed, "rounds": self.rounds})
+
+    @classmethod
+    def from_json(cls, text: str) -> SortState:
+        data = json.loads(text)
+        return cls(
+            tuple(Segment(tuple(done), tuple(todo)) for done, todo in data["segments"]),
+            tuple(tuple(pair) for pair in data["needed"]),
+            data["rounds"],
+        )
 
 
 def lookup(verdicts: Verdicts, x: Hashable, y: Hashable) -> int | None:

@@ -11,6 +11,8 @@ Tables (migration ``0001_core``):
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
 ``hits``        what each crowd published for a pair (its HIT or task id).
+``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
+                replayed from: a cache that is only trusted while the fingerprint matches.
 ``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
                 view, seconds, background, comment, the raw payload; unique per crowd assignment so
                 a retried collect never stores an answer twice.
@@ -159,6 +161,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX answers_by_status ON answers(status);
         """,
     ),
+    (
+        "0005_core_sort_cache",
+        """
+        CREATE TABLE sort_cache (
+            query TEXT PRIMARY KEY REFERENCES queries(query),
+            fingerprint TEXT NOT NULL,
+            state TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -292,15 +304,49 @@ class Store:
             orders.setdefault(query, []).append(document)
         return orders
 
-    def verdict_maps(self) -> dict[str, dict[tuple[str, str], int]]:
-        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins)."""
+    def query_names(self) -> list[str]:
+        """The queries in the order they first appear in the candidates CSV."""
+        return [q for (q,) in self.conn.execute("SELECT query FROM queries ORDER BY rowid")]
+
+    def verdict_maps(self, queries: Sequence[str] | None = None) -> dict[str, dict]:
+        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins);
+        only the given ``queries`` when some are named."""
+        where, params = "", ()
+        if queries is not None:
+            where = f" AND query IN ({', '.join('?' * len(queries))})"
+            params = tuple(queries)
         maps: dict[str, dict[tuple[str, str], int]] = {}
         for query, x, y, verdict in self.conn.execute(
             "SELECT query, x, y, verdict FROM pairs"
-            " WHERE kind = 'sort' AND verdict IS NOT NULL ORDER BY pair_id"
+            f" WHERE kind = 'sort' AND verdict IS NOT NULL{where} ORDER BY pair_id",
+            params,
         ):
             maps.setdefault(query, {})[(x, y)] = verdict
         return maps
+
+    def verdict_fingerprints(self) -> dict[str, str]:
+        """Per query with verdicts, a fingerprint of its aggregated sorting verdicts (how many,
+        and a checksum of which pairs got which verdict), computed inside SQLite."""
+        return {
+            query: f"{count}:{checksum}"
+            for query, count, checksum in self.conn.execute(
+                "SELECT query, COUNT(*), SUM(pair_id * (verdict + 2)) FROM pairs"
+                " WHERE kind = 'sort' AND verdict IS NOT NULL GROUP BY query"
+            )
+        }
+
+    def cached_states(self) -> dict[str, tuple[str, str]]:
+        """``query → (fingerprint, state JSON)`` from the sort cache."""
+        rows = self.conn.execute("SELECT query, fingerprint, state FROM sort_cache")
+        return {query: (fingerprint, state) for query, fingerprint, state in rows}
+
+    def cache_states(self, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Store ``(query, fingerprint, state JSON)`` rows in the sort cache."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO sort_cache (query, fingerprint, state) VALUES (?, ?, ?)",
+                rows,
+            )
 
     def known_verdicts(self) -> pd.DataFrame:
         """``query, x, y, verdict`` of every aggregated sorting pair (the latest when repeated)."""

@@ -22,6 +22,7 @@ from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.errors import BudgetError, StateError
 from crowdprefs.io import read_lists
 from crowdprefs.project import Project
+from crowdprefs.sorting import initial_orders, replay
 
 
 @pytest.fixture
@@ -60,6 +61,35 @@ def test_full_campaign_closes_every_list(demo):
     merged = truth.merge(lists, on=["query", "document"], suffixes=("_true", "_found"))
     tau = merged.groupby("query")[["group_true", "group_found"]].corr(method="kendall")
     assert tau.xs("group_true", level=1)["group_found"].mean() > 0.8
+
+
+def full_replay(project: Project) -> dict:
+    orders = initial_orders(project.store.candidate_orders(), project.seed)
+    verdicts = project.store.verdict_maps()
+    return {q: replay(order, verdicts.get(q, {})) for q, order in orders.items()}
+
+
+def test_sort_cache_always_equals_a_full_replay(demo):
+    crowd = get_crowd("simulated", demo)
+    for _ in range(2):
+        driver.run(demo, crowd, max_iterations=1)
+        assert driver.sort_states(demo) == full_replay(demo)
+    cached = demo.store.cached_states()
+    assert set(cached) == set(demo.store.query_names())
+    # Any change of a verdict changes its query's fingerprint, so the cache is not trusted.
+    before = demo.store.verdict_fingerprints()
+    with demo.store.transaction() as conn:
+        conn.execute(
+            "UPDATE pairs SET verdict = -verdict"
+            " WHERE pair_id = (SELECT MIN(pair_id) FROM pairs WHERE verdict != 0)"
+        )
+    after = demo.store.verdict_fingerprints()
+    assert [q for q in before if before[q] != after[q]] != []
+    assert driver.sort_states(demo) == full_replay(demo)
+    # A lost cache is rebuilt.
+    with demo.store.transaction() as conn:
+        conn.execute("DELETE FROM sort_cache")
+    assert driver.sort_states(demo) == full_replay(demo)
 
 
 def test_next_is_idempotent_until_aggregated(demo):
