@@ -247,12 +247,13 @@ def test_friedman_tukey_all_tied_is_never_significant():
     assert friedman(scores).statistic == 0.0
 
 
-@settings(max_examples=15, deadline=None)
-@given(st.integers(0, 10_000))
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_identical_systems_rarely_significant(seed):
-    """Under H0 (exchangeable systems) FT keeps its experiment-wide level α."""
+    """Under H0 (exchangeable systems) FT keeps its experiment-wide level α, and Wilcoxon
+    rejects about α of the pairs. Fixed seeds: a level is a rate, so any tolerance is crossed
+    by some seed; with 600 experiments ±0.02 is over four standard errors (0.0043)."""
     rng = np.random.default_rng(seed)
-    values = rng.normal(size=(200, 5, 30))  # 200 experiments, 5 identical systems
+    values = rng.normal(size=(600, 5, 30))  # 600 experiments, 5 identical systems
     _, _, significant = friedman_tukey_decisions(values, alpha=0.05)
     assert significant.any(axis=1).mean() < 0.05 + 0.05
     _, _, p = pairwise_pvalues(values, "wilcoxon")
