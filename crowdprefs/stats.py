@@ -450,6 +450,11 @@ def read_scores(path: str | Path) -> dict[str, pd.DataFrame]:
     if {c.strip().lower() for c in table.columns} >= set(LONG_COLUMNS):
         table.columns = [c.strip().lower() for c in table.columns]
         return scores_matrices(table, str(path))
+    if table.shape[1] < 2:
+        raise InputError(
+            f"{path}: expected columns system,query,measure,score or a system column followed "
+            "by one column per query"
+        )
     wide = table.set_index(table.columns[0])
     wide.index.name, wide.columns.name = "system", "query"
     numbers = wide.apply(pd.to_numeric, errors="coerce")

@@ -247,6 +247,13 @@ def test_friedman_tukey_all_tied_is_never_significant():
     assert friedman(scores).statistic == 0.0
 
 
+def test_a_scores_file_without_query_columns_is_one_clear_error(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("garbage\nvalue\n")
+    with pytest.raises(InputError, match="one column per query"):
+        read_scores(path)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_identical_systems_rarely_significant(seed):
     """Under H0 (exchangeable systems) FT keeps its experiment-wide level α, and Wilcoxon
