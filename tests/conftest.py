@@ -15,3 +15,53 @@ def mirex2011() -> Path:
     if not (SHARED_DATA / "runs.txt").exists():
         pytest.skip("../shared/data/mirex2011-ams is not present")
     return SHARED_DATA
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--autoplay-policy=no-user-gesture-required",
+    "--mute-audio",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``browser`` are skipped where Debian's Chromium is not installed."""
+    if CHROMIUM.exists():
+        return
+    skip = pytest.mark.skip(reason="needs Debian's /usr/bin/chromium (./setup.sh installs it)")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright (never a browser downloaded by a test tool)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """Run ``crowdprefs ARGS...`` in this process: returns (exit code, stdout, stderr)."""
+    from crowdprefs.cli import main
+
+    def run(*args):
+        monkeypatch.setattr("sys.argv", ["crowdprefs", *map(str, args)])
+        monkeypatch.setenv("COLUMNS", "200")
+        with pytest.raises(SystemExit) as stop:
+            main()
+        out, err = capsys.readouterr()
+        return stop.value.code, out, err
+
+    return run

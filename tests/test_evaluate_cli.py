@@ -11,19 +11,9 @@ import pandas as pd
 import pytest
 
 from crowdprefs import io
-from crowdprefs.cli import main
 from crowdprefs.stats import read_scores
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def run(monkeypatch, capsys, *args):
-    monkeypatch.setattr("sys.argv", ["crowdprefs", *map(str, args)])
-    monkeypatch.setenv("COLUMNS", "200")
-    with pytest.raises(SystemExit) as stop:
-        main()
-    out, err = capsys.readouterr()
-    return stop.value.code, out, err
 
 
 @pytest.fixture
@@ -40,11 +30,9 @@ def files(tmp_path):
     return truth, runs
 
 
-def test_csv_is_the_scores_interchange_format(monkeypatch, capsys, tmp_path, files):
+def test_csv_is_the_scores_interchange_format(cli, tmp_path, files):
     truth, runs = files
-    code, out, err = run(
-        monkeypatch,
-        capsys,
+    code, out, err = cli(
         "evaluate",
         "--truth",
         truth,
@@ -76,11 +64,9 @@ def test_csv_is_the_scores_interchange_format(monkeypatch, capsys, tmp_path, fil
     assert matrices["AG@5"].shape == (2, 4)
 
 
-def test_json_and_table(monkeypatch, capsys, files, tmp_path):
+def test_json_and_table(cli, files, tmp_path):
     truth, runs = files
-    code, out, _ = run(
-        monkeypatch,
-        capsys,
+    code, out, _ = cli(
         "evaluate",
         "--truth",
         truth,
@@ -100,9 +86,7 @@ def test_json_and_table(monkeypatch, capsys, files, tmp_path):
     (tmp_path / "scores.json").write_text(out)
     assert read_scores(tmp_path / "scores.json")["ADR@5"].shape == (2, 4)
     plot = tmp_path / "fig.png"
-    code, out, err = run(
-        monkeypatch,
-        capsys,
+    code, out, err = cli(
         "evaluate",
         "--truth",
         truth,
@@ -118,18 +102,16 @@ def test_json_and_table(monkeypatch, capsys, files, tmp_path):
     assert plot.exists() and "figure saved" in err
 
 
-def test_bad_input_gives_one_line_and_exit_2(monkeypatch, capsys, files, tmp_path):
+def test_bad_input_gives_one_line_and_exit_2(cli, files, tmp_path):
     truth, runs = files
-    code, out, err = run(
-        monkeypatch, capsys, "evaluate", "--truth", truth, "--runs", runs, "-m", "nDCG(z=1)@5"
-    )
+    code, out, err = cli("evaluate", "--truth", truth, "--runs", runs, "-m", "nDCG(z=1)@5")
     assert code == 2 and "unknown parameter 'z'" in err and "Traceback" not in err
     (runs / "broken.trec").write_text("q0 Q0 d1 1 abc other\n")
-    code, _, err = run(monkeypatch, capsys, "evaluate", "--truth", truth, "--runs", runs)
+    code, _, err = cli("evaluate", "--truth", truth, "--runs", runs)
     assert code == 2 and "broken.trec: line 1: score 'abc' is not a number" in err
 
 
-def test_compare_lists_command(monkeypatch, capsys, tmp_path):
+def test_compare_lists_command(cli, tmp_path):
     a, b = tmp_path / "L1.txt", tmp_path / "L2.txt"
     io.write_lists(
         pd.DataFrame({"query": "q", "document": list("ABCDE"), "group": [1, 1, 1, 2, 2]}), a
@@ -137,22 +119,18 @@ def test_compare_lists_command(monkeypatch, capsys, tmp_path):
     io.write_lists(
         pd.DataFrame({"query": "q", "document": list("ABDEC"), "group": [1, 1, 2, 2, 2]}), b
     )
-    code, out, _ = run(
-        monkeypatch, capsys, "compare-lists", a, b, "--permutations", "200", "--format", "csv"
-    )
+    code, out, _ = cli("compare-lists", a, b, "--permutations", "200", "--format", "csv")
     assert code == 0
     table = pd.read_csv(StringIO(out))
     assert table[["truth", "results"]].values.tolist() == [["L1", "L2"], ["L2", "L1"]]
     assert table["min"].round(3).tolist() == [0.933, 0.7]
-    code, out, _ = run(monkeypatch, capsys, "compare-lists", a, b)
+    code, out, _ = cli("compare-lists", a, b)
     assert code == 0 and "0.933" in out
 
 
-def test_readme_ranking_is_what_the_command_prints_on_mirex2011(monkeypatch, capsys, mirex2011):
+def test_readme_ranking_is_what_the_command_prints_on_mirex2011(cli, mirex2011):
     """The README's example section shows the AG@5 ranking of the MIREX 2011 systems."""
-    code, out, _ = run(
-        monkeypatch,
-        capsys,
+    code, out, _ = cli(
         "evaluate",
         "--truth",
         mirex2011 / "judgments.txt",

@@ -23,23 +23,7 @@ from crowdprefs.hits import render_preference_hit
 from crowdprefs.hosting import FolderHost
 from crowdprefs.project import CONFIG_NAME, Project, init_project
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's /usr/bin/chromium"),
-]
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--autoplay-policy=no-user-gesture-required",
-    "--mute-audio",
-]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\"> & <b>bold</b>"
 
 
@@ -112,15 +96,6 @@ def site(tmp_path_factory):
     yield f"http://127.0.0.1:{server.server_address[1]}", handler.posts
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _play_all(page) -> None:

@@ -8,17 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdprefs.cli import main
-
-
-def run(monkeypatch, capsys, *args):
-    monkeypatch.setattr("sys.argv", ["crowdprefs", *map(str, args)])
-    monkeypatch.setenv("COLUMNS", "200")
-    with pytest.raises(SystemExit) as stop:
-        main()
-    out, err = capsys.readouterr()
-    return stop.value.code, out, err
-
 
 @pytest.fixture
 def files(tmp_path):
@@ -39,34 +28,32 @@ def files(tmp_path):
     return scores, strata
 
 
-def test_test_command_csv_equals_library(monkeypatch, capsys, files):
+def test_test_command_csv_equals_library(cli, files):
     scores, _ = files
-    code, out, _ = run(
-        monkeypatch, capsys, "stats", "test", "--scores", scores, "-m", "AG@5", "--test", "t",
+    code, out, _ = cli(
+        "stats", "test", "--scores", scores, "-m", "AG@5", "--test", "t",
         "--alpha", "0.01", "--one-sided", "--format", "csv",
     )  # fmt: skip
     assert code == 0
     table = pd.read_csv(io.StringIO(out))
     assert list(table.columns[:3]) == ["measure", "system_a", "system_b"]
     assert len(table) == 10 and (table.measure == "AG@5").all()
-    code, out, _ = run(
-        monkeypatch, capsys, "stats", "test", "--scores", scores, "--test", "friedman-tukey"
-    )
+    code, out, _ = cli("stats", "test", "--scores", scores, "--test", "friedman-tukey")
     assert code == 0 and "Friedman χ²" in out and "pairs significant" in out
 
 
-def test_power_and_stability_commands(monkeypatch, capsys, files, tmp_path):
+def test_power_and_stability_commands(cli, files, tmp_path):
     scores, strata = files
-    code, out, err = run(
-        monkeypatch, capsys, "stats", "power", "--scores", scores, "--strata", strata,
+    code, out, err = cli(
+        "stats", "power", "--scores", scores, "--strata", strata,
         "--samples", "5", "--step", "10", "--plot", tmp_path / "p.png", "-o", tmp_path / "p.csv",
     )  # fmt: skip
     assert code == 0, err
     assert "AG@5 FT" in out and "nDCG@5 W1" in out
     assert (tmp_path / "p.png").stat().st_size > 1000
     assert set(pd.read_csv(tmp_path / "p.csv")["size"]) == {10, 20}
-    code, out, err = run(
-        monkeypatch, capsys, "stats", "stability", "--scores", scores, "--strata", strata,
+    code, out, err = cli(
+        "stats", "stability", "--scores", scores, "--strata", strata,
         "--samples", "5", "--step", "5", "-p", "W1", "--format", "csv",
     )  # fmt: skip
     assert code == 0, err
@@ -74,10 +61,10 @@ def test_power_and_stability_commands(monkeypatch, capsys, files, tmp_path):
     assert set(table["size"]) == {5, 10} and set(table.procedure) == {"W1"}
 
 
-def test_gawm_command(monkeypatch, capsys, files):
+def test_gawm_command(cli, files):
     scores, _ = files
-    code, out, err = run(
-        monkeypatch, capsys, "stats", "gawm", "--scores", scores, "-m", "AG@5", "--scale", "100",
+    code, out, err = cli(
+        "stats", "gawm", "--scores", scores, "-m", "AG@5", "--scale", "100",
         "--axioms", "B", "--loto",
     )  # fmt: skip
     assert code == 0, err
@@ -94,9 +81,9 @@ def test_gawm_command(monkeypatch, capsys, files):
         (["stats", "test", "-t", "friedman-tukey", "--one-sided"], "not to FT"),
     ],
 )
-def test_user_errors_are_one_line(monkeypatch, capsys, files, args, message):
+def test_user_errors_are_one_line(cli, files, args, message):
     scores, _ = files
-    code, _, err = run(monkeypatch, capsys, *args, "--scores", scores)
+    code, _, err = cli(*args, "--scores", scores)
     assert code != 0
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) <= 2

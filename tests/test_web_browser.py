@@ -6,7 +6,6 @@ Skipped when ``/usr/bin/chromium`` is absent; never downloads a browser.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from test_web import invite, make_web_project
@@ -14,32 +13,7 @@ from test_web import invite, make_web_project
 from crowdprefs.project import Project
 from crowdprefs.web.judges import LocalServer
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed"),
-]
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield browser
-        browser.close()
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def play_to_end(page, clip: str) -> None:
