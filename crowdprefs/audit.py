@@ -31,6 +31,7 @@ from .budget import FeeModel
 from .crowds.csv import FRAME_COLUMNS
 from .errors import InputError
 from .sorting import contradictions as triple_contradictions
+from .store import CLIP_JOINS, LISTEN_SECONDS
 
 if TYPE_CHECKING:
     from .project import Project
@@ -52,22 +53,19 @@ def project_answers(project: Project) -> pd.DataFrame:
     (answers imported from a CSV) takes its batch's publication time as creation time.
     """
     frame = project.store.frame(
-        """
+        f"""
         SELECT p.iteration, a.pair_id, h.hit_id,
                COALESCE(h.created_at, b.published_at, b.created_at) AS created_at,
                COALESCE(h.max_assignments, p.answers_wanted) AS max_assignments,
                p.query, p.x, p.y, p.a_is_x, p.kind, p.expected,
                a.worker_id, a.assignment_id, a.status, a.choice, a.score, a.seconds,
-               q.seconds + COALESCE(cx.seconds, CASE WHEN p.x = p.query THEN q.seconds END)
-                   + cy.seconds AS listen_seconds,
+               {LISTEN_SECONDS} AS listen_seconds,
                a.accepted_at, a.submitted_at, a.background, a.comment
         FROM answers a
         JOIN pairs p USING (pair_id)
         JOIN batches b ON b.iteration = p.iteration
         LEFT JOIN hits h ON h.pair_id = a.pair_id AND h.crowd = a.crowd
-        LEFT JOIN queries q ON q.query = p.query
-        LEFT JOIN candidates cx ON cx.query = p.query AND cx.document = p.x
-        LEFT JOIN candidates cy ON cy.query = p.query AND cy.document = p.y
+        {CLIP_JOINS}
         ORDER BY a.answer_id
         """
     )

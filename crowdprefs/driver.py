@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -283,16 +283,12 @@ def lists(project: Project, *, partial: bool = False) -> pd.DataFrame:
 
 def query_contradictions(project: Project) -> pd.DataFrame:
     """Non-transitive verdict triples met by the driver, per query: ``query, a, b, c``."""
-    candidates = project.store.candidates()
-    known = project.store.known_verdicts()
-    rows = []
-    for query, frame in known.groupby("query", sort=False):
-        docs = candidates.loc[candidates["query"] == query, "document"].tolist()
-        found = contradictions(
-            docs,
-            {(x, y): int(v) for x, y, v in frame[["x", "y", "verdict"]].itertuples(index=False)},
-        )
-        rows.extend((query, *triple) for triple in found)
+    orders = project.store.candidate_orders()
+    rows = [
+        (query, *triple)
+        for query, verdicts in project.store.verdict_maps().items()
+        for triple in contradictions(orders[query], verdicts)
+    ]
     return pd.DataFrame(rows, columns=["query", "a", "b", "c"])
 
 
@@ -351,9 +347,6 @@ class IterationSummary:
     median_seconds: float
     seconds: float
     open_queries: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def run_iteration(

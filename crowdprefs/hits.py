@@ -41,7 +41,6 @@ TEMPLATE_DIR = Path(str(resources.files("hit_templates")))
 MODES = ("mturk", "web", "preview")
 SANDBOX_SUBMIT = "https://workersandbox.mturk.com/mturk/externalSubmit"
 LIVE_SUBMIT = "https://www.mturk.com/mturk/externalSubmit"
-PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
 HTML_QUESTION_NS = (
     "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2011-11-11/HTMLQuestion.xsd"
 )

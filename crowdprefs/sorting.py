@@ -36,8 +36,6 @@ import numpy as np
 
 from .rng import counter_uniform
 
-MORE, EQUAL, LESS = 1, 0, -1
-
 Verdicts = Mapping[tuple[Hashable, Hashable], int]
 
 

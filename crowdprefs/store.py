@@ -175,6 +175,17 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
+CLIP_JOINS = """
+    LEFT JOIN queries q ON q.query = p.query
+    LEFT JOIN candidates cx ON cx.query = p.query AND cx.document = p.x
+    LEFT JOIN candidates cy ON cy.query = p.query AND cy.document = p.y
+"""
+LISTEN_SECONDS = (
+    "q.seconds + COALESCE(cx.seconds, CASE WHEN p.x = p.query THEN q.seconds END) + cy.seconds"
+)
+"""SQL over ``pairs p`` joined with :data:`CLIP_JOINS`: the seconds needed to hear a pair's three
+clips once; NULL while a duration is unknown (an attention check's x is the query's own clip)."""
+
 ANSWER_COLUMNS = (
     "pair_id",
     "crowd",
@@ -347,16 +358,6 @@ class Store:
                 "INSERT OR REPLACE INTO sort_cache (query, fingerprint, state) VALUES (?, ?, ?)",
                 rows,
             )
-
-    def known_verdicts(self) -> pd.DataFrame:
-        """``query, x, y, verdict`` of every aggregated sorting pair (the latest when repeated)."""
-        return self.frame(
-            """
-            SELECT query, x, y, verdict FROM pairs
-            WHERE kind = 'sort' AND verdict IS NOT NULL
-            ORDER BY iteration
-            """
-        )
 
     def set_status(self, conn: sqlite3.Connection, iteration: int, status: str) -> None:
         conn.execute(

@@ -169,6 +169,20 @@ def test_simulated_crowd_is_calibrated_to_the_2010_campaign(demo):
     assert len(bots) and (bots["choice"] == "equal").all()
 
 
+def test_honest_answers_take_at_least_the_clips_listening_time(demo):
+    with demo.store.transaction() as conn:  # every clip lasts 5 s: a HIT needs 15 s of listening
+        conn.execute("UPDATE queries SET seconds = 5.0")
+        conn.execute("UPDATE candidates SET seconds = 5.0")
+    crowd = get_crowd("simulated", demo)
+    driver.run(demo, crowd, max_iterations=1)
+    answers = demo.store.answers()
+    kinds = dict(zip(crowd.pool.ids, crowd.pool.kind, strict=True))
+    honest = answers["worker_id"].map(kinds) == "honest"
+    assert honest.sum() > 500
+    assert (answers.loc[honest, "seconds"] >= 15.0).all()
+    assert (answers.loc[~honest, "seconds"] < 15.0).any()  # bots and careless workers do not listen
+
+
 def test_bots_and_careless_workers_are_planted():
     pool = SimulatedCrowd(make_collection()[1], CrowdModel(), seed=5).pool
     assert (pool.kind == "bot").sum() == 2

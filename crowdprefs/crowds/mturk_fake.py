@@ -41,6 +41,7 @@ from botocore.validate import ParamValidator
 from defusedxml import ElementTree as SafeElementTree
 
 from ..hits import HTML_QUESTION_NS, QUESTION_LIMIT
+from ..store import CLIP_JOINS, LISTEN_SECONDS
 from .simulated import SimulatedCrowd, simulate_answers
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
@@ -536,7 +537,8 @@ class SimulatedResponder:
         conn = sqlite3.connect(self.state_path, timeout=60)
         try:
             pair = pd.read_sql_query(
-                "SELECT pair_id, query, x, y, a_is_x FROM pairs WHERE pair_id = ?",
+                f"SELECT p.pair_id, p.query, p.x, p.y, p.a_is_x, {LISTEN_SECONDS} AS listen_seconds"
+                f" FROM pairs p {CLIP_JOINS} WHERE p.pair_id = ?",
                 conn,
                 params=(int(match["pair"]),),
             )

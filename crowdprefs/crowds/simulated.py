@@ -31,7 +31,7 @@ from scipy import special
 from ..errors import InputError
 from ..io import read_lists
 from ..rng import counter_uniform
-from ..store import now
+from ..store import CLIP_JOINS, LISTEN_SECONDS, now
 from .base import score_of
 
 if TYPE_CHECKING:
@@ -241,17 +241,13 @@ def simulate_answers(
 
 def listening_seconds(project: Project, pairs: pd.DataFrame) -> np.ndarray:
     """Seconds to hear each pair's three clips once (NaN while a duration is unknown)."""
-    query = project.store.queries().set_index("query")["seconds"]
-    clips = project.store.candidates().set_index(["query", "document"])["seconds"]
-
-    def clip(column: str) -> np.ndarray:
-        keys = pd.MultiIndex.from_arrays([pairs["query"], pairs[column]])
-        seconds = clips.reindex(keys).to_numpy(dtype=np.float64)
-        own = (pairs[column] == pairs["query"]).to_numpy()  # an attention check's query clip
-        return np.where(own, pairs["query"].map(query).to_numpy(dtype=np.float64), seconds)
-
-    heard = pairs["query"].map(query).to_numpy(dtype=np.float64)
-    return heard + clip("x") + clip("y")
+    iterations = sorted(set(pairs["iteration"]))
+    seconds = project.store.frame(
+        f"SELECT p.pair_id, {LISTEN_SECONDS} AS seconds FROM pairs p {CLIP_JOINS}"
+        f" WHERE p.iteration IN ({', '.join('?' * len(iterations))})",
+        [int(i) for i in iterations],
+    ).set_index("pair_id")["seconds"]
+    return pairs["pair_id"].map(seconds).to_numpy(dtype=np.float64)
 
 
 class SimulatedCrowd:
