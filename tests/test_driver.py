@@ -19,7 +19,7 @@ from crowdprefs import driver
 from crowdprefs.crowds import get_crowd
 from crowdprefs.crowds.simulated import CrowdModel, SimulatedCrowd
 from crowdprefs.demo import create_demo_project, make_collection
-from crowdprefs.errors import BudgetError, StateError
+from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.io import read_lists
 from crowdprefs.project import Project
 from crowdprefs.sorting import initial_orders, replay
@@ -181,6 +181,20 @@ def test_honest_answers_take_at_least_the_clips_listening_time(demo):
     assert honest.sum() > 500
     assert (answers.loc[honest, "seconds"] >= 15.0).all()
     assert (answers.loc[~honest, "seconds"] < 15.0).any()  # bots and careless workers do not listen
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"noise": "x"}, "noise must be a number"),
+        ({"workers": 2.5}, "workers must be a whole number"),
+        ({"nosie": 1.0}, "unknown simulated-crowd setting"),
+    ],
+)
+def test_bad_crowd_settings_are_one_clear_error(setting, message):
+    with pytest.raises(InputError, match=message):
+        CrowdModel.from_dict(setting)
+    assert CrowdModel.from_dict({"noise": 1, "workers": 40.0}).workers == 40
 
 
 def test_bots_and_careless_workers_are_planted():

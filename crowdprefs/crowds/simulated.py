@@ -66,11 +66,20 @@ class CrowdModel:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrowdModel:
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
+        """The model from a ``[simulated]`` TOML table; values are checked against each field's
+        type (every field is a number), one clear error for the first that is not."""
+        kinds = {f.name: type(f.default) for f in fields(cls)}
+        unknown = set(data) - set(kinds)
         if unknown:
             raise InputError(f"unknown simulated-crowd setting(s): {', '.join(sorted(unknown))}")
-        return cls(**data)
+        values = {}
+        for name, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(f"simulated-crowd setting {name} must be a number, got {value!r}")
+            if kinds[name] is int and value != int(value):
+                raise InputError(f"simulated-crowd setting {name} must be a whole number")
+            values[name] = kinds[name](value)
+        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
