@@ -1,7 +1,8 @@
 """Kill -9 at random moments during publish and collect, resume: nothing lost, nothing twice.
 
 The campaign runs in a forked child talking to the fake (a loopback server in this process);
-the child is killed with SIGKILL after a random delay, 50 times, and resumed each time.
+the child is killed with SIGKILL at a random moment while it publishes or collects, 50 times,
+and resumed each time.
 """
 
 from __future__ import annotations
@@ -47,33 +48,36 @@ def _progress(root) -> tuple:
 
 
 def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Counter:
-    """Run the campaign in forked children, SIGKILLing the first ``kills`` ones at random.
+    """Run the campaign in forked children, SIGKILLing the first ``kills`` ones.
 
-    A kill lands after a random delay; when a resumed run made no progress before its kill,
-    the next delay is allowed to be longer. Returns how many kills hit each batch status
-    (built: while publishing; published: while collecting and reviewing).
+    Kills alternate between the two phases: the parent watches the state until the child
+    is publishing (batch ``built``) or collecting and reviewing (batch ``published``), then
+    kills it after a random delay of up to ``base`` seconds. Aiming at a phase, rather than
+    at a time, keeps both phases covered however fast the machine is. Returns how many
+    kills hit each batch status.
     """
     rng = random.Random(seed)
     killed: Counter = Counter()
-    longest, before = base, _progress(root)
     while True:
         pid = os.fork()
         if pid == 0:
             _child(root, url)
-        wait = rng.uniform(0.02, longest) if killed.total() < kills else 600.0
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
+        target = ("built", "published")[killed.total() % 2]
+        kill_at = None
+        while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 assert os.waitstatus_to_exitcode(status) == 0, "the campaign failed (not a kill)"
                 return killed
-            time.sleep(0.002)
+            now = time.monotonic()
+            if kill_at is None and killed.total() < kills and _progress(root)[1] == target:
+                kill_at = now + rng.uniform(0.0, base)
+            if kill_at is not None and now >= kill_at:
+                break
+            time.sleep(0.005)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        now = _progress(root)
-        killed[now[1]] += 1
-        longest = base if now != before else longest * 1.5
-        before = now
+        killed[_progress(root)[1]] += 1
 
 
 def _answers(project: Project) -> pd.DataFrame:
