@@ -201,9 +201,70 @@ def render_preference_hit(
     clips = {
         side: (to_url(path) if path else "") for side, path in pair_clips(project, pair).items()
     }
-    context = settings.as_context(project.settings.reward)
-    config = {
+    return (
+        _environment()
+        .get_template(template)
+        .render(
+            hit=settings.as_context(project.settings.reward),
+            clips=clips,
+            mode=mode,
+            submit_url=submit_url,
+            hidden=dict(extra_hidden or {}),
+            config=_listening_config(mode, list(clips), settings),
+        )
+    )
+
+
+def render_level_hit(
+    query: str,
+    document: str,
+    clips: Mapping[str, str],
+    scale: str = "both",
+    *,
+    mode: str = "mturk",
+    submit_url: str | None = None,
+    extra_hidden: Mapping[str, Any] | None = None,
+) -> str:
+    """The level-judgment HIT (``level_judgment.html``) for one query–candidate pair: the Broad
+    and/or Fine similarity question of MIREX AMS (seed 000, §2), behind the same listening gate
+    as the preference HIT (both clips played to the end; the Fine score starts empty).
+
+    ``clips`` maps ``query`` and ``document`` to the URLs the browser loads; ``mode`` and
+    ``submit_url`` work as in :func:`render_preference_hit`.
+    """
+    if mode not in MODES:
+        raise InputError(f"unknown HIT mode {mode!r}: choose one of {', '.join(MODES)}")
+    if scale not in ("fine", "broad", "both"):
+        raise InputError(f"unknown level scale {scale!r}: choose fine, broad or both")
+    if submit_url is None:
+        if mode == "web":
+            raise InputError("a web HIT needs the URL its answers are posted to")
+        submit_url = SANDBOX_SUBMIT if mode == "mturk" else "#"
+    settings = HitSettings(
+        play_all_text="Play both clips to the end at least once to answer.",
+        ready_text="Thank you for listening: score the candidate and submit.",
+    )
+    return (
+        _environment()
+        .get_template("level_judgment.html")
+        .render(
+            query=query,
+            document=document,
+            clips={"query": clips["query"], "document": clips["document"]},
+            scale=scale,
+            mode=mode,
+            submit_url=submit_url,
+            hidden=dict(extra_hidden or {}),
+            config=_listening_config(mode, ["query", "document"], settings),
+        )
+    )
+
+
+def _listening_config(mode: str, clips: list[str], settings: HitSettings) -> dict[str, Any]:
+    """The JSON block read by ``listening.js``: which clips gate the answer, and its texts."""
+    return {
         "mode": mode,
+        "clips": clips,
         "min_coverage": settings.min_coverage,
         "texts": {
             "played": settings.played_text,
@@ -213,18 +274,6 @@ def render_preference_hit(
             "preview": settings.preview_text,
         },
     }
-    return (
-        _environment()
-        .get_template(template)
-        .render(
-            hit=context,
-            clips=clips,
-            mode=mode,
-            submit_url=submit_url,
-            hidden=dict(extra_hidden or {}),
-            config=config,
-        )
-    )
 
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

@@ -30,7 +30,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-import jinja2
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
@@ -38,8 +37,6 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from .errors import InputError
-
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "hit_templates"
 
 Scale = Literal["fine", "broad"]
 MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
@@ -1061,31 +1058,4 @@ def make_selector(
         return lambda est, stats: take_batch(col, weights, est.judged, batches, size)
     return lambda est, stats: take_batch(
         col, adaptive_weights(col, est, stats, target), est.judged, batches, size
-    )
-
-
-def render_level_hit(
-    query: str,
-    document: str,
-    clips: dict[str, str],
-    scale: Literal["fine", "broad", "both"] = "both",
-    mode: Literal["mturk", "web", "preview"] = "mturk",
-    submit_url: str = "",
-    hidden: dict[str, str] | None = None,
-) -> str:
-    """The level-judgment HIT (``hit_templates/level_judgment.html``) for one query–candidate
-    pair: the Broad and/or Fine similarity question of MIREX AMS (seed §2); autoescaped."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    return environment.get_template("level_judgment.html").render(
-        query=query,
-        document=document,
-        clips=clips,
-        scale=scale,
-        mode=mode,
-        submit_url=submit_url,
-        hidden=hidden or {},
     )

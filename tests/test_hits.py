@@ -18,6 +18,7 @@ from crowdprefs.hits import (
     QUESTION_LIMIT,
     htmlquestion_xml,
     pair_clips,
+    render_level_hit,
     render_preference_hit,
     write_preview,
 )
@@ -128,6 +129,24 @@ def test_modes_and_settings_are_checked(project):
     bad = _set_section(bad, "hit", {"colour": "red"})
     with pytest.raises(InputError, match="unknown \\[hit\\] setting"):
         render_preference_hit(bad, _pair(bad))
+
+
+def test_level_hit_escapes_and_shows_the_chosen_scales():
+    html = render_level_hit(
+        "q<1>", 'd"2', {"query": "a.mp3?x=<b>", "document": "b.mp3"}, "both", mode="mturk"
+    )
+    assert "q&lt;1&gt;" in html and "d&#34;2" in html and "<b>" not in html
+    assert 'name="broad"' in html and 'name="fine"' in html
+    assert re.search(r'<input type="number" id="fine" name="fine"[^>]*required', html)
+    assert "value=" not in re.search(r'<input type="number"[^>]*>', html).group(0)  # no default
+    config = re.search(r'id="crowdprefs-config">(.*?)</script>', html, re.S)
+    assert json.loads(config.group(1))["clips"] == ["query", "document"]
+    broad_only = render_level_hit("q", "d", {"query": "", "document": ""}, "broad")
+    assert 'name="fine"' not in broad_only and 'name="broad"' in broad_only
+    with pytest.raises(InputError, match="unknown level scale"):
+        render_level_hit("q", "d", {"query": "", "document": ""}, "loud")
+    with pytest.raises(InputError, match="web HIT needs"):
+        render_level_hit("q", "d", {"query": "", "document": ""}, mode="web")
 
 
 def _content(xml: str) -> str:

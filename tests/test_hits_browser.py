@@ -1,7 +1,8 @@
 """The HIT in a real browser (Debian's Chromium through Playwright), served from localhost.
 
 Preview mode cannot answer; the answer is only possible after each clip has played to the end;
-submitting posts the expected fields; hostile text renders as text.
+submitting posts the expected fields; hostile text renders as text. The same for the level
+judgment HIT of MTC, whose Fine score starts empty.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 import tomli_w
 
 from crowdprefs import driver
-from crowdprefs.hits import render_preference_hit
+from crowdprefs.hits import render_level_hit, render_preference_hit
 from crowdprefs.hosting import FolderHost
 from crowdprefs.project import CONFIG_NAME, Project, init_project
 
@@ -89,6 +90,9 @@ def site(tmp_path_factory):
         project, pair, mode="mturk", submit_url="/submit", clip_url=host.url
     )
     (site_dir / "hit.html").write_text(page, encoding="utf-8")
+    clips_of = {"query": host.url(str(clips / "q.wav")), "document": host.url(str(clips / "a.wav"))}
+    level = render_level_hit("Q1", "d1", clips_of, "both", mode="mturk", submit_url="/submit")
+    (site_dir / "level.html").write_text(level, encoding="utf-8")
     project.close()
     handler = type("Handler", (_Handler,), {"posts": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=site_dir))
@@ -98,26 +102,33 @@ def site(tmp_path_factory):
     server.server_close()
 
 
-def _play_all(page) -> None:
-    for name in ("query", "a", "b"):
+def _play_all(page, names=("query", "a", "b")) -> None:
+    for name in names:
         page.evaluate(f"document.getElementById('clip-{name}').play()")
         page.wait_for_function(
             f"document.getElementById('state-{name}').classList.contains('done')", timeout=15000
         )
 
 
-def test_preview_mode_cannot_answer(site, browser):
+@pytest.mark.parametrize(
+    ("name", "fields", "clips"),
+    [
+        ("hit.html", ("input[name=choice][value=A]", "#comment"), ("query", "a", "b")),
+        ("level.html", ("#fine", "input[name=broad][value='2']"), ("query", "document")),
+    ],
+)
+def test_preview_mode_cannot_answer(site, browser, name, fields, clips):
     url, posts = site
+    sent_before = len(posts)
     page = browser.new_page()
-    page.goto(f"{url}/hit.html?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
+    page.goto(f"{url}/{name}?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE&hitId=H1")
     assert page.is_visible("#crowdprefs-preview")
-    assert page.is_disabled("input[name=choice][value=A]")
-    assert page.is_disabled("#comment")
-    _play_all(page)  # even after listening, nothing can be sent
+    assert all(page.is_disabled(field) for field in fields)
+    _play_all(page, clips)  # even after listening, nothing can be sent
     assert page.is_disabled("#crowdprefs-submit")
     page.evaluate("document.getElementById('crowdprefs-hit').requestSubmit()")
     page.wait_for_timeout(300)
-    assert posts == []
+    assert len(posts) == sent_before
     page.close()
 
 
@@ -157,4 +168,31 @@ def test_hostile_config_renders_as_text(site, browser):
     assert page.inner_text(".instructions") == HOSTILE
     assert page.locator("img").count() == 0 and page.locator("h1 b").count() == 0
     assert page.title() != "pwned"
+    page.close()
+
+
+def test_level_hit_needs_both_clips_and_a_fine_score_the_judge_set(site, browser):
+    url, posts = site
+    page = browser.new_page()
+    foreign = "https://evil.example"  # not MTurk: the form keeps posting to its own URL
+    page.goto(f"{url}/level.html?assignmentId=L42&hitId=H9&turkSubmitTo={foreign}")
+    page.check("input[name=broad][value='1']")
+    assert page.is_disabled("#crowdprefs-submit")
+    _play_all(page, ("query", "document"))
+    assert page.is_enabled("#crowdprefs-submit")
+    before = len(posts)
+    page.click("#crowdprefs-submit")  # the Fine score was never set: the browser refuses
+    page.wait_for_timeout(300)
+    assert len(posts) == before and page.input_value("#fine") == ""
+    page.focus("#fine-slider")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert page.input_value("#fine") == "53"
+    with page.expect_navigation():
+        page.click("#crowdprefs-submit")
+    sent = {k: v[0] for k, v in posts[-1].items()}
+    assert sent["assignmentId"] == "L42" and sent["query"] == "Q1" and sent["document"] == "d1"
+    assert sent["broad"] == "1" and sent["fine"] == "53"
+    assert sent["plays_query"] == "1" and sent["plays_document"] == "1"
+    assert float(sent["listen_document"]) > 0.1
     page.close()

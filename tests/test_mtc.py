@@ -368,17 +368,6 @@ def test_adaptive_simulation_with_the_fitted_model_runs_to_the_end(small):
     assert sim.log["accuracy"].iloc[-1] >= 0.8
 
 
-def test_level_hit_escapes_and_shows_both_scales():
-    html = mtc.render_level_hit(
-        "q<1>", 'd"2', {"query": "a.mp3?x=<b>", "document": "b.mp3"}, "both", "mturk"
-    )
-    assert "q&lt;1&gt;" in html and "d&#34;2" in html and "<b>" not in html
-    assert 'name="broad"' in html and 'name="fine"' in html
-    assert 'name="fine"' not in mtc.render_level_hit(
-        "q", "d", {"query": "", "document": ""}, "broad"
-    )
-
-
 # --------------------------------------------------------------------------- CLI
 
 

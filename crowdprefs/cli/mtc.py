@@ -16,6 +16,7 @@ from .. import mtc
 from ..console import console, err_console, make_progress
 from ..errors import InputError
 from ..files import atomic_path, write_atomic
+from ..hits import render_level_hit
 from ..io import read_levels, read_runs
 from .app import app
 
@@ -140,7 +141,7 @@ def next_(
                 "query": audio_url.format(id=row.query),
                 "document": audio_url.format(id=row.document),
             }
-            html = mtc.render_level_hit(row.query, row.document, clips, hit_scale)
+            html = render_level_hit(row.query, row.document, clips, hit_scale)
             write_atomic(hits / f"level_{number:04d}.html", html)
     confidence = mtc.ranking_confidence(stats)
     err_console.print(

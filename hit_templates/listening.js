@@ -1,3 +1,8 @@
+// The listening gate shared by the HIT templates (preference.html, level_judgment.html).
+// Reads the JSON block #crowdprefs-config: mode, clips (names NAME with elements clip-NAME,
+// state-NAME and hidden fields plays_NAME, listen_NAME), min_coverage and texts. The form
+// #crowdprefs-hit can be sent only once every clip has played to the end (in MTurk's preview
+// and in preview mode never); the browser's own validation checks the answer fields.
 (function () {
   "use strict";
   var config = JSON.parse(document.getElementById("crowdprefs-config").textContent);
@@ -21,7 +26,7 @@
     }
   }
 
-  var names = ["query", "a", "b"];
+  var names = config.clips;  // the clips that must be heard: ids clip-NAME, state-NAME
   var state = {};
 
   function field(name) {
