@@ -8,11 +8,14 @@ Runs, on ``../shared/data/mirex2011-ams`` (MTC.md, "What the reference tool does
 3. our methods (L_judge or the cross-fitted model, per-system random effects, adaptive
    selection, 20 judgments per iteration): the accuracy curve against the reference's from 0
    to 600 judgments, accuracy at 120, the honest stop (confidence reaching 0.95 vs realised
-   accuracy) and calibration (stated confidence vs realised accuracy, per bin).
+   accuracy) and calibration (stated confidence vs realised accuracy, per bin);
+4. the same comparison over query-bootstrap collections (the 100 queries drawn with
+   replacement, 20 seeded draws): one collection's curve moves by a pair or two with the luck
+   of a few near-tied systems, so a method is better only if it is better on average here.
 
 The fitted model is cross-fitted by query folds: every gain it predicts is for a query whose
 judgments it never saw. Usage: ``python benchmarks/mtc_vs_reference.py [--quick]``
-(``--quick`` skips the fitted model, the slowest part).
+(``--quick`` skips the fitted model, the slowest part, and draws 5 bootstrap collections).
 """
 
 from __future__ import annotations
@@ -39,6 +42,97 @@ def load() -> tuple[mtc.Collection, mtc.PairMetadata, np.ndarray]:
     return col, meta, truth
 
 
+def reference_run(
+    col: mtc.Collection, truth: np.ndarray, meta: mtc.PairMetadata, **kwargs
+) -> mtc.Simulation:
+    """The reference tool's method: L_judge, static c·(S−c) weights, one judgment at a time."""
+    estimator = mtc.make_estimator("judge", col, "fine", meta, effects=False)
+    return mtc.simulate(
+        col, truth, estimator, mtc.make_selector("reference", col, 1, 1), "fine", **kwargs
+    )
+
+
+def our_run(
+    col: mtc.Collection, truth: np.ndarray, meta: mtc.PairMetadata, model: str = "judge", **kwargs
+) -> mtc.Simulation:
+    """Ours: ``model`` with per-system errors, adaptive selection, 20 judgments per iteration."""
+    estimator = mtc.make_estimator(model, col, "fine", meta, effects=True)
+    return mtc.simulate(
+        col, truth, estimator, mtc.make_selector("adaptive", col, 20, 1), "fine", **kwargs
+    )
+
+
+def bootstrap_collections(draws: int, seed: int = 0):
+    """Collections of the 100 queries drawn with replacement (a drawn query is renamed
+    ``q#i`` and keeps its runs, judgments and metadata): (collection, metadata, truth)."""
+    runs, levels = read_runs(DATA / "runs.txt"), read_levels(DATA / "judgments.txt")
+    metadata = mtc.read_metadata(DATA / "metadata.txt")
+    queries = runs["query"].unique()
+    rng = np.random.default_rng(seed)
+    for _ in range(draws):
+        drawn = rng.choice(queries, size=queries.size, replace=True)
+        renamed = [f"{q}#{i}" for i, q in enumerate(drawn)]
+        rename = pd.DataFrame({"query": drawn, "renamed": renamed})
+
+        def redraw(frame: pd.DataFrame, rename=rename) -> pd.DataFrame:
+            merged = frame.merge(rename, on="query").drop(columns="query")
+            return merged.rename(columns={"renamed": "query"})[frame.columns]
+
+        col = mtc.build_collection(redraw(runs))
+        drawn_meta = metadata.set_index("document").loc[drawn].reset_index(drop=True)
+        drawn_meta["document"] = rename["renamed"]
+        meta = mtc.pair_metadata(col, pd.concat([metadata, drawn_meta], ignore_index=True))
+        yield col, meta, mtc.gains_vector(col, redraw(levels), "fine")
+
+
+def bootstrap_study(draws: int) -> None:
+    """Section 4: the reference and ours over ``draws`` query-bootstrap collections."""
+    print(f"\n[4] over {draws} query-bootstrap collections (seeded)")
+    curves: dict[str, list[np.ndarray]] = {"reference": [], "ours": []}
+    stops, pooled_conf, pooled_correct, reference_stops = [], [], [], []
+    for col, meta, truth in bootstrap_collections(draws):
+        reference = reference_run(col, truth, meta, max_judgments=CURVE_END, stop_at_target=False)
+        curves["reference"].append(curve(reference))
+        first = reference.first_reaching(0.95)
+        if first is not None:
+            row = reference.log.iloc[first]
+            reference_stops.append((row.judgments, row.accuracy, row.confidence))
+        ours = our_run(col, truth, meta, stop_at_target=False, max_judgments=3000)
+        curves["ours"].append(curve(ours))
+        stop = ours.first_reaching(0.95)
+        if stop is not None:
+            row = ours.log.iloc[stop]
+            stops.append((row.judgments, row.accuracy, row.confidence))
+            pooled_conf.append(ours.confidences[: stop + 1].ravel())
+            pooled_correct.append(ours.correct[: stop + 1].ravel())
+    ref, own = np.array(curves["reference"]), np.array(curves["ours"])
+    for j in (0, 60, 120, 186, 300, 600):
+        print(
+            f"  after {j:4d}: mean accuracy {own[:, j].mean():.4f} (reference "
+            f"{ref[:, j].mean():.4f}); worst {own[:, j].min():.4f} ({ref[:, j].min():.4f})"
+        )
+    mean_own, mean_ref = own.mean(axis=0), ref.mean(axis=0)
+    print(
+        f"  mean curve 0..{CURVE_END}: {mean_own.mean():.4f} vs {mean_ref.mean():.4f}; at or "
+        f"above the reference's mean curve at {(mean_own >= mean_ref - 1e-12).sum()}/"
+        f"{mean_own.size} counts; collections where ours is ahead on average: "
+        f"{(own.mean(axis=1) > ref.mean(axis=1)).sum()}/{draws}"
+    )
+    for label, found in (("reference", reference_stops), ("ours", stops)):
+        if found:
+            done, accuracy, confidence = np.array(found).T
+            print(
+                f"  {label}: confidence 0.95 reached in {len(found)}/{draws}: judgments "
+                f"{done.mean():.0f} (range {done.min():.0f}-{done.max():.0f}), accuracy "
+                f"{accuracy.mean():.4f} at confidence {confidence.mean():.4f}; largest "
+                f"|accuracy - confidence| {np.abs(accuracy - confidence).max():.3f}"
+            )
+    if stops:
+        table = mtc.calibration_table(np.concatenate(pooled_conf), np.concatenate(pooled_correct))
+        gap = calibration_report(table, "pairs of every iteration up to the stop, all collections")
+        print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {gap:.3f}")
+
+
 def curve(sim: mtc.Simulation, end: int = CURVE_END) -> np.ndarray:
     """Accuracy in force after 0..end judgments (a step function of the log)."""
     done = sim.log["judgments"].to_numpy()
@@ -63,8 +157,7 @@ def main(quick: bool) -> None:
 
     # 1. compatibility mode, timed
     start_wall, start_cpu = time.perf_counter(), time.process_time()
-    est = mtc.make_estimator("judge", col, "fine", meta, effects=False)
-    compat = mtc.simulate(col, truth, est, mtc.make_selector("reference", col, 1, 1), "fine")
+    compat = reference_run(col, truth, meta)
     wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
     last = compat.log.iloc[-1]
     print("\n[1] compatibility mode, L_judge b=1 n=1 (reference tool: 186 judgments, 0.9020)")
@@ -81,16 +174,9 @@ def main(quick: bool) -> None:
     print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {max_gap:.3f}")
 
     # 2. the reference's curve to 600 judgments
-    reference = mtc.simulate(
-        col,
-        truth,
-        mtc.make_estimator("judge", col, "fine", meta, effects=False),
-        mtc.make_selector("reference", col, 1, 1),
-        "fine",
-        max_judgments=CURVE_END,
-        stop_at_target=False,
+    ref_curve = curve(
+        reference_run(col, truth, meta, max_judgments=CURVE_END, stop_at_target=False)
     )
-    ref_curve = curve(reference)
 
     # 3. ours
     methods = [("judge", "L_judge + random effects, adaptive")]
@@ -99,13 +185,7 @@ def main(quick: bool) -> None:
     for name, label in methods:
         print(f"\n[3] {label} (b = 20 pairs per iteration)")
         start = time.perf_counter()
-        sim = mtc.simulate(
-            col,
-            truth,
-            mtc.make_estimator(name, col, "fine", meta, effects=True),
-            mtc.make_selector("adaptive", col, 20, 1),
-            "fine",
-        )
+        sim = our_run(col, truth, meta, name)
         seconds = time.perf_counter() - start
         ours = curve(sim, min(CURVE_END, int(sim.log["judgments"].iloc[-1])))
         ref_part = ref_curve[: ours.size]
@@ -138,6 +218,7 @@ def main(quick: bool) -> None:
             f"  largest |accuracy - stated| in bins with >= 10 pairs: at the stop {gap_stop:.3f}, "
             f"pooled {gap_pool:.3f}"
         )
+    bootstrap_study(5 if quick else 20)
 
 
 if __name__ == "__main__":

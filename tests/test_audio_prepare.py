@@ -232,7 +232,10 @@ def test_the_command_refuses_bad_options_in_one_line(sources, tmp_path, monkeypa
 def test_a_killed_run_leaves_only_whole_outputs_and_resumes(tmp_path):
     make_example(tmp_path / "example", seed=5, sizes=(6, 6))
     src, dst = tmp_path / "example" / "midi", tmp_path / "dst"
-    code = f"import audio_prep as a; a.prepare_clips({str(src)!r}, {str(dst)!r}, progress=False)"
+    code = (  # a checkpoint after every clip, so the kill lands mid-run on any machine
+        "import audio_prep as a; a.prepare.CHECKPOINT_SECONDS = 0.0; "
+        f"a.prepare_clips({str(src)!r}, {str(dst)!r}, progress=False)"
+    )
     run = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 120
     while run.poll() is None and time.monotonic() < deadline:

@@ -266,20 +266,21 @@ def test_fitted_prediction_never_uses_the_pairs_own_judgment(small):
     assert np.allclose(est.models[0][0], params)
 
 
-def test_system_effects_recover_a_planted_shift(small):
-    """Residuals shifted by +10 for every document of system 0 give b̂_0 ≫ b̂_others."""
+def test_system_error_covariance_sees_errors_shared_by_a_system(small):
+    """Residuals off by +10 for every document of system 0 (mean b_s² = 100/6 ≈ 17) give a
+    per-system error variance of that size; independent residuals give no shared error."""
     runs = make_runs(6, 60, 5, 12, seed=4)
     col = mtc.build_collection(runs)
     rng = np.random.default_rng(1)
     z = (col.incidence / col.retrieved_by).T
-    planted = np.r_[10.0, np.zeros(col.n_systems - 1)]
-    residual = z @ planted + rng.normal(0, 5, col.n_pairs)
+    noise = rng.normal(0, 5, col.n_pairs)
+    variance = np.full(col.n_pairs, 25.0)
     quality = rng.normal(size=col.n_systems)
-    b, posterior, prior = mtc.system_effects(
-        z, residual, np.full(col.n_pairs, 25.0), quality, "fine"
-    )
-    assert b[0] > 6 and np.all(np.abs(b[1:]) < 3)
-    assert np.all(np.diag(posterior) <= np.diag(prior) + 1e-9)
+    planted = np.r_[10.0, np.zeros(col.n_systems - 1)]
+    shared = mtc.system_error_covariance(z, z @ planted + noise, variance, quality, "fine")
+    assert 8 < np.diag(shared).mean() < 35
+    independent = mtc.system_error_covariance(z, noise, variance, quality, "fine")
+    assert np.allclose(independent, 0.0)
 
 
 # --------------------------------------------------------------------------- selection
