@@ -20,8 +20,8 @@ from .adaptive import StoppingRule, answers_wanted, decide
 from .aggregate import count_answers, inter_agreement, verdicts
 from .budget import batch_cost, check_budget
 from .checks import add_checks
-from .crowds.base import Crowd
-from .errors import BudgetError, StateError
+from .crowds.base import Crowd, reachable_size
+from .errors import BudgetError, InputError, StateError
 from .project import Project
 from .sorting import SortState, contradictions, initial_orders, replay
 from .store import now
@@ -127,6 +127,14 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
     batch's order); otherwise nothing is published and :class:`BudgetError` is raised.
     """
     iteration = _open_batch(project, ("built", "published"))
+    rule, barrier = stopping_rule(project), crowd.extension_barrier
+    if rule is not None and barrier is not None and rule.initial < barrier <= rule.maximum:
+        raise InputError(
+            f"[adaptive] maximum = {rule.maximum} cannot be reached on MTurk ({crowd.name}): a "
+            f"HIT created with fewer than {barrier} assignments (initial = {rule.initial}) is "
+            f"never extended to {barrier} or more; set maximum = {barrier - 1} or initial >= "
+            f"{barrier}"
+        )
     store = project.store
     pairs = store.frame(
         f"SELECT * FROM pairs WHERE iteration = ? AND {_UNPUBLISHED} ORDER BY position",
@@ -185,14 +193,27 @@ def stopping_rule(project: Project) -> StoppingRule | None:
     )
 
 
-def _extend_undecided(project: Project, iteration: int, rule: StoppingRule) -> int:
+def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crowd: Crowd) -> int:
     """Adaptive answers: raise ``answers_wanted`` (and the HITs' assignments) of the batch's
-    undecided sorting pairs by the rule's step, after checking the budget; returns how many."""
+    undecided sorting pairs by the rule's step, after checking the budget; returns how many.
+
+    A pair never wants more than its HIT can reach on ``crowd`` (its extension barrier) less
+    its rejected answers, so a batch never waits for answers that cannot come."""
     store = project.store
     pairs = store.pairs(iteration).set_index("pair_id")
     pairs = pairs[pairs["kind"] == "sort"]
     counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    hits = store.frame(
+        "SELECT h.pair_id, h.max_assignments AS size, (SELECT COUNT(*) FROM answer_reviews r"
+        " WHERE r.pair_id = h.pair_id AND r.crowd = h.crowd AND r.decision = 'reject')"
+        " AS rejected FROM hits h WHERE h.crowd = ?",
+        (crowd.name,),
+    )
+    hits = hits.set_index("pair_id").reindex(pairs.index, fill_value=0)
+    rejected = hits["rejected"].to_numpy()
     wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
+    reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)
+    wanted = np.minimum(wanted, reachable - rejected)
     grow = wanted > pairs["answers_wanted"].to_numpy()
     if not grow.any():
         return 0
@@ -202,11 +223,20 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule) -> i
         settings.reward, old, settings.fees
     )
     check_budget(extra, committed_cost(project), settings.budget)
-    rows = [(int(n), int(p)) for n, p in zip(new, pairs.index[grow], strict=True)]
+    grown = pairs.index[grow]
     with store.transaction() as conn:
-        conn.executemany("UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?", rows)
-        conn.executemany("UPDATE hits SET max_assignments = ? WHERE pair_id = ?", rows)
-    return len(rows)
+        conn.executemany(
+            "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
+            [(int(n), int(p)) for n, p in zip(new, grown, strict=True)],
+        )
+        conn.executemany(
+            "UPDATE hits SET max_assignments = ? WHERE crowd = ? AND pair_id = ?",
+            [
+                (int(n + r), crowd.name, int(p))
+                for n, r, p in zip(new, rejected[grow], grown, strict=True)
+            ],
+        )
+    return int(grow.sum())
 
 
 def collect(project: Project, crowd: Crowd) -> int:
@@ -226,7 +256,7 @@ def collect(project: Project, crowd: Crowd) -> int:
     while (
         rule is not None
         and missing_answers(project, iteration).empty
-        and _extend_undecided(project, iteration, rule)
+        and _extend_undecided(project, iteration, rule, crowd)
     ):
         new += crowd.collect(project, store.frame(query, (crowd.name, iteration)))
     if missing_answers(project, iteration).empty:

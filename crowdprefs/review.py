@@ -33,6 +33,7 @@ import pandas as pd
 
 from .budget import batch_cost, check_budget
 from .console import err_console
+from .crowds.base import reachable_size
 from .errors import InputError
 from .store import now
 
@@ -82,6 +83,7 @@ class ReviewApi(Protocol):
     """What a crowd backend does for the reviewer (each call idempotent)."""
 
     name: str
+    extension_barrier: int | None
 
     def block_worker(self, worker_id: str, reason: str) -> None: ...
 
@@ -290,28 +292,39 @@ def _apply_pending(project: Project, api: ReviewApi) -> tuple[int, int]:
 
 
 def _replace(project: Project, api: ReviewApi, iteration: int) -> int:
-    """Extend each HIT by its rejected answers (the budget is checked before each extension)."""
+    """Extend each HIT by its rejected answers (the budget is checked before each extension).
+
+    A HIT that cannot grow that far (MTurk's barrier at 10 assignments) keeps its size, and its
+    pair now wants only the answers the HIT can still accept, so the batch does not wait for
+    answers that can never come."""
     store, crowd, settings = project.store, api.name, project.settings
     need = store.frame(
         """
-        SELECT h.hit_id, h.max_assignments AS have, p.answers_wanted + (
+        SELECT h.hit_id, h.pair_id, h.max_assignments AS have, p.answers_wanted AS wanted, (
             SELECT COUNT(*) FROM answer_reviews r
             WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd AND r.decision = 'reject'
-        ) AS target
+        ) AS rejected
         FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?
         WHERE p.iteration = ?
         """,
         (crowd, iteration),
     )
-    need = need[need["target"] > need["have"]]
+    need = need[need["wanted"] + need["rejected"] > need["have"]]
     extended = 0
-    for hit_id, have, target in need.itertuples(index=False):
-        after = int(min(target, 9)) if have < 10 <= target else int(target)
-        if after <= have:
+    for hit_id, pair_id, have, wanted, rejected in need.itertuples(index=False):
+        after = int(reachable_size(have, wanted + rejected, api.extension_barrier))
+        if after < wanted + rejected:
+            with store.transaction() as conn:
+                conn.execute(
+                    "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
+                    (after - rejected, pair_id),
+                )
             err_console.print(
-                f"HIT {hit_id}: MTurk cannot extend a HIT of {have} assignments to 10 or more; "
-                "its rejected answers are not replaced"
+                f"HIT {hit_id}: MTurk cannot extend a HIT of {have} assignments to "
+                f"{api.extension_barrier} or more; {wanted + rejected - after} rejected answers "
+                f"are not replaced and its pair is decided on {after - rejected} answers"
             )
+        if after <= have:
             continue
         from .driver import committed_cost
 

@@ -423,3 +423,72 @@ def test_reward_must_be_whole_cents(campaign):
     with pytest.raises(InputError, match="whole cents"):
         crowd.hit_type(0.0)
     assert crowd.hit_type(0.03) == crowd.hit_type(0.03)  # one HIT type per project settings
+
+
+def tamper_first_answers(fake: FakeMTurk) -> None:
+    """The first answer of every HIT comes back without clip B played (rejected on review)."""
+    real = fake.responder
+
+    def tampered(hit, first, count):
+        answers = real(hit, first, count)
+        if first == 0 and answers:
+            answers[0]["fields"]["plays_b"] = "0"
+        return answers
+
+    fake.responder = tampered
+
+
+def test_a_rejection_mturk_cannot_replace_leaves_the_pair_one_answer_short(tmp_path):
+    """A HIT of 9 cannot become 10: its rejected answer is not replaced and the batch closes
+    with the pair decided on 8 answers instead of waiting forever for a 9th."""
+    project = make_project(tmp_path / "n", answers=9)
+    fake, url = start_fake(project)
+    tamper_first_answers(fake)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    assert project.store.last_batch()["status"] == "collected"
+    pairs = project.store.pairs(1)
+    assert (pairs["answers_wanted"] == 8).all()
+    accepted = project.store.answers().groupby("pair_id").size()
+    assert (accepted.reindex(pairs["pair_id"]) == 8).all()
+    assert {h["MaxAssignments"] for h in fake.hits()} == {9}
+    fake.stop()
+    project.close()
+
+
+def test_adaptive_answers_that_mturk_cannot_reach_are_refused_before_publishing(tmp_path):
+    project = make_project(tmp_path / "r", answers=10, adaptive={"method": "curtail"})
+    fake, url = start_fake(project)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    driver.next_batch(project)
+    with pytest.raises(InputError, match="maximum = 10 cannot be reached on MTurk"):
+        driver.publish(project, crowd)
+    assert fake.hits() == []
+    fake.stop()
+    project.close()
+
+
+def test_adaptive_answers_under_ten_with_rejections_close_every_batch(tmp_path):
+    """maximum = 9: undecided pairs grow to 9 and rejections at 9 lower what a pair can get,
+    so the whole campaign finishes."""
+    adaptive = {"method": "sequential", "initial": 4, "step": 2, "maximum": 9}
+    project = make_project(tmp_path / "s", answers=9, adaptive=adaptive)
+    fake, url = start_fake(project)
+    tamper_first_answers(fake)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    run_campaign(project, crowd)
+    hits = project.store.frame(
+        "SELECT h.pair_id, h.max_assignments, p.answers_wanted FROM hits h JOIN pairs p"
+        " USING (pair_id)"
+    )
+    assert hits["max_assignments"].max() == 9  # some pairs went to the maximum...
+    at_nine = hits[hits["max_assignments"] == 9]
+    assert (at_nine["answers_wanted"] == 8).all()  # ...where their rejection cost an answer
+    remote = {
+        int(h["RequesterAnnotation"].rsplit(" ", 1)[1]): h["MaxAssignments"] for h in fake.hits()
+    }
+    assert (hits["pair_id"].map(remote) == hits["max_assignments"]).all()
+    fake.stop()
+    project.close()

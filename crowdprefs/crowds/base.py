@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -19,6 +20,9 @@ class Crowd(Protocol):
     """A source of answers for the pairs of a batch."""
 
     name: str
+    #: A pair offered for fewer answers than this can never be offered this many or more
+    #: (MTurk never extends a HIT created with fewer than 10 assignments to 10); None: no limit.
+    extension_barrier: int | None
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         """Offer ``pairs`` (rows of the ``pairs`` table not yet published here); return how many."""
@@ -27,6 +31,15 @@ class Crowd(Protocol):
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
         """Store the answers available for ``pairs``; return how many were new."""
         ...
+
+
+def reachable_size(have, wanted, barrier: int | None) -> np.ndarray:
+    """How far HITs of ``have`` assignments can grow toward ``wanted`` (vectorised): to
+    ``barrier − 1`` at most when they have fewer than ``barrier``."""
+    have, wanted = np.asarray(have), np.asarray(wanted)
+    if barrier is None:
+        return wanted
+    return np.where(have < barrier, np.minimum(wanted, barrier - 1), wanted)
 
 
 def score_of(choice: pd.Series, a_is_x: pd.Series) -> pd.Series:

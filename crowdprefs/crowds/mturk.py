@@ -48,7 +48,7 @@ from ..hits import (
 from ..hosting import ClipHost, host_for_project, is_url
 from ..review import review
 from ..store import now
-from .base import score_of
+from .base import reachable_size, score_of
 
 if TYPE_CHECKING:
     from ..project import Project
@@ -212,6 +212,9 @@ def validate_answer(fields_: dict[str, str]) -> dict[str, Any]:
 
 class MTurkCrowd:
     """MTurk as a :class:`~crowdprefs.crowds.base.Crowd` and a review API."""
+
+    #: MTurk never extends a HIT created with fewer than 10 assignments to 10 or more.
+    extension_barrier = 10
 
     def __init__(
         self,
@@ -603,10 +606,9 @@ class MTurkCrowd:
         hits = hits[hits["pair_id"].isin(short) & hits["pair_id"].isin(pairs["pair_id"])]
         for hit_id, local in hits[["hit_id", "max_assignments"]].itertuples(index=False):
             remote = int(self.call("GetHIT", HITId=hit_id)["HIT"]["MaxAssignments"])
-            if remote < local:
-                after = min(int(local), 9) if remote < 10 <= local else int(local)
-                if after > remote:
-                    self.add_assignments(hit_id, remote, after)
+            after = int(reachable_size(remote, local, self.extension_barrier))
+            if after > remote:
+                self.add_assignments(hit_id, remote, after)
 
     # --- the reviewer's calls (idempotent) ---------------------------------------------------
 

@@ -263,6 +263,7 @@ class SimulatedCrowd:
     """The simulated crowd as a :class:`~crowdprefs.crowds.base.Crowd` backend."""
 
     name = "simulated"
+    extension_barrier = None
 
     def __init__(self, truth: pd.DataFrame, model: CrowdModel, seed: int) -> None:
         self.similarity = latent_similarity(truth)

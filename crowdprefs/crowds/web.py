@@ -23,6 +23,7 @@ class WebCrowd:
     """Pairs published here are answered by the judges of the project's web server."""
 
     name = "web"
+    extension_barrier = None
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         project.store.record_hits(self.name, pairs)
