@@ -282,12 +282,26 @@ def test_reconcile_adopts_orphans_and_expire_ends_hits(campaign):
     assert set(project.store.frame("SELECT status FROM hits")["status"]) == {"expired"}
 
 
-def test_balance_and_budget_stop_publishing(tmp_path):
-    project = make_project(tmp_path / "m")
-    fake, url = start_fake(project, balance="0.50")
+@pytest.mark.parametrize(
+    ("settings", "fake_options", "error", "message"),
+    [
+        ({}, {"balance": "0.50"}, BudgetError, "balance \\$0.50 cannot pay"),
+        (  # adaptive answers from 4 to 10: MTurk never takes a HIT of 4 to 10 assignments
+            {"answers": 10, "adaptive": {"method": "curtail"}},
+            {},
+            InputError,
+            "maximum = 10 cannot be reached on MTurk",
+        ),
+    ],
+)
+def test_publishing_is_refused_before_any_hit_exists(
+    tmp_path, settings, fake_options, error, message
+):
+    project = make_project(tmp_path / "m", **settings)
+    fake, url = start_fake(project, **fake_options)
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
     driver.next_batch(project)
-    with pytest.raises(BudgetError, match="balance \\$0.50 cannot pay"):
+    with pytest.raises(error, match=message):
         driver.publish(project, crowd)
     assert fake.hits() == []
     fake.stop()
@@ -394,8 +408,8 @@ def test_hit_sizes_raised_locally_are_extended_on_mturk(campaign):
     assert (project.store.answers()["pair_id"] == pair_id).sum() == 7
 
 
-def test_answers_sent_without_listening_are_rejected(campaign):
-    project, fake, crowd = campaign
+def tamper_first_answers(fake: FakeMTurk) -> None:
+    """The first answer of every HIT comes back without clip B played (rejected on review)."""
     real = fake.responder
 
     def tampered(hit, first, count):
@@ -405,6 +419,11 @@ def test_answers_sent_without_listening_are_rejected(campaign):
         return answers
 
     fake.responder = tampered
+
+
+def test_answers_sent_without_listening_are_rejected(campaign):
+    project, fake, crowd = campaign
+    tamper_first_answers(fake)
     driver.next_batch(project)
     driver.publish(project, crowd)
     driver.collect(project, crowd)
@@ -425,19 +444,6 @@ def test_reward_must_be_whole_cents(campaign):
     assert crowd.hit_type(0.03) == crowd.hit_type(0.03)  # one HIT type per project settings
 
 
-def tamper_first_answers(fake: FakeMTurk) -> None:
-    """The first answer of every HIT comes back without clip B played (rejected on review)."""
-    real = fake.responder
-
-    def tampered(hit, first, count):
-        answers = real(hit, first, count)
-        if first == 0 and answers:
-            answers[0]["fields"]["plays_b"] = "0"
-        return answers
-
-    fake.responder = tampered
-
-
 def test_a_rejection_mturk_cannot_replace_leaves_the_pair_one_answer_short(tmp_path):
     """A HIT of 9 cannot become 10: its rejected answer is not replaced and the batch closes
     with the pair decided on 8 answers instead of waiting forever for a 9th."""
@@ -454,18 +460,6 @@ def test_a_rejection_mturk_cannot_replace_leaves_the_pair_one_answer_short(tmp_p
     accepted = project.store.answers().groupby("pair_id").size()
     assert (accepted.reindex(pairs["pair_id"]) == 8).all()
     assert {h["MaxAssignments"] for h in fake.hits()} == {9}
-    fake.stop()
-    project.close()
-
-
-def test_adaptive_answers_that_mturk_cannot_reach_are_refused_before_publishing(tmp_path):
-    project = make_project(tmp_path / "r", answers=10, adaptive={"method": "curtail"})
-    fake, url = start_fake(project)
-    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
-    driver.next_batch(project)
-    with pytest.raises(InputError, match="maximum = 10 cannot be reached on MTurk"):
-        driver.publish(project, crowd)
-    assert fake.hits() == []
     fake.stop()
     project.close()
 
