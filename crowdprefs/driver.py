@@ -203,13 +203,8 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
     pairs = store.pairs(iteration).set_index("pair_id")
     pairs = pairs[pairs["kind"] == "sort"]
     counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
-    hits = store.frame(
-        "SELECT h.pair_id, h.max_assignments AS size, (SELECT COUNT(*) FROM answer_reviews r"
-        " WHERE r.pair_id = h.pair_id AND r.crowd = h.crowd AND r.decision = 'reject')"
-        " AS rejected FROM hits h WHERE h.crowd = ?",
-        (crowd.name,),
-    )
-    hits = hits.set_index("pair_id").reindex(pairs.index, fill_value=0)
+    hits = store.batch_hits(crowd.name, iteration)[["size", "rejected"]]
+    hits = hits.reindex(pairs.index, fill_value=0)
     rejected = hits["rejected"].to_numpy()
     wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
     reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 TEMPLATE_DIR = Path(str(resources.files("hit_templates")))
 """Where the HIT templates are installed (the ``hit_templates`` package)."""
 MODES = ("mturk", "web", "preview")
+#: The questions a level-judgment HIT can ask (MIREX AMS: Broad, Fine, or both).
+LEVEL_SCALES = ("fine", "broad", "both")
 SANDBOX_SUBMIT = "https://workersandbox.mturk.com/mturk/externalSubmit"
 LIVE_SUBMIT = "https://www.mturk.com/mturk/externalSubmit"
 HTML_QUESTION_NS = (
@@ -234,8 +236,8 @@ def render_level_hit(
     """
     if mode not in MODES:
         raise InputError(f"unknown HIT mode {mode!r}: choose one of {', '.join(MODES)}")
-    if scale not in ("fine", "broad", "both"):
-        raise InputError(f"unknown level scale {scale!r}: choose fine, broad or both")
+    if scale not in LEVEL_SCALES:
+        raise InputError(f"unknown level scale {scale!r}: choose {', '.join(LEVEL_SCALES)}")
     if submit_url is None:
         if mode == "web":
             raise InputError("a web HIT needs the URL its answers are posted to")

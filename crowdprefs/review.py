@@ -297,49 +297,39 @@ def _replace(project: Project, api: ReviewApi, iteration: int) -> int:
     A HIT that cannot grow that far (MTurk's barrier at 10 assignments) keeps its size, and its
     pair now wants only the answers the HIT can still accept, so the batch does not wait for
     answers that can never come."""
-    store, crowd, settings = project.store, api.name, project.settings
-    need = store.frame(
-        """
-        SELECT h.hit_id, h.pair_id, h.max_assignments AS have, p.answers_wanted AS wanted, (
-            SELECT COUNT(*) FROM answer_reviews r
-            WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd AND r.decision = 'reject'
-        ) AS rejected
-        FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?
-        WHERE p.iteration = ?
-        """,
-        (crowd, iteration),
-    )
-    need = need[need["wanted"] + need["rejected"] > need["have"]]
-    extended = 0
-    for hit_id, pair_id, have, wanted, rejected in need.itertuples(index=False):
-        after = int(reachable_size(have, wanted + rejected, api.extension_barrier))
-        if after < wanted + rejected:
-            with store.transaction() as conn:
-                conn.execute(
-                    "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
-                    (after - rejected, pair_id),
-                )
-            err_console.print(
-                f"HIT {hit_id}: MTurk cannot extend a HIT of {have} assignments to "
-                f"{api.extension_barrier} or more; {wanted + rejected - after} rejected answers "
-                f"are not replaced and its pair is decided on {after - rejected} answers"
-            )
-        if after <= have:
-            continue
-        from .driver import committed_cost
+    from .driver import committed_cost
 
+    store, crowd, settings = project.store, api.name, project.settings
+    hits = store.batch_hits(crowd, iteration)
+    target = hits["wanted"] + hits["rejected"]
+    hits["after"] = reachable_size(hits["size"], target, api.extension_barrier)
+    short = hits[hits["after"] < target]
+    if len(short):
+        with store.transaction() as conn:
+            conn.executemany(
+                "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
+                [(int(n), int(p)) for p, n in (short["after"] - short["rejected"]).items()],
+            )
+        for row in short.itertuples():
+            err_console.print(
+                f"HIT {row.hit_id}: MTurk cannot extend a HIT of {row.size} assignments to "
+                f"{api.extension_barrier} or more; {row.wanted + row.rejected - row.after} "
+                f"rejected answers are not replaced and its pair is decided on "
+                f"{row.after - row.rejected} answers"
+            )
+    grow = hits[hits["after"] > hits["size"]]
+    for hit_id, have, after in grow[["hit_id", "size", "after"]].itertuples(index=False):
         delta = batch_cost(settings.reward, [after], settings.fees) - batch_cost(
             settings.reward, [have], settings.fees
         )
         check_budget(delta, committed_cost(project), settings.budget)
-        api.add_assignments(hit_id, int(have), after)
+        api.add_assignments(hit_id, int(have), int(after))
         with store.transaction() as conn:
             conn.execute(
                 "UPDATE hits SET max_assignments = ? WHERE crowd = ? AND hit_id = ?",
-                (after, crowd, hit_id),
+                (int(after), crowd, hit_id),
             )
-        extended += 1
-    return extended
+    return len(grow)
 
 
 def _approve(project: Project, api: ReviewApi, iteration: int, concurrency: int) -> int:

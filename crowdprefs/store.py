@@ -381,6 +381,22 @@ class Store:
                 ],
             )
 
+    def batch_hits(self, crowd: str, iteration: int) -> pd.DataFrame:
+        """The tasks ``crowd`` holds for the batch: ``pair_id, hit_id, size`` (assignments),
+        ``wanted`` (the pair's accepted answers wanted) and ``rejected`` (answers rejected on
+        review), indexed by ``pair_id``."""
+        return self.frame(
+            """
+            SELECT h.pair_id, h.hit_id, h.max_assignments AS size, p.answers_wanted AS wanted, (
+                SELECT COUNT(*) FROM answer_reviews r
+                WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd AND r.decision = 'reject'
+            ) AS rejected
+            FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?
+            WHERE p.iteration = ?
+            """,
+            (crowd, iteration),
+        ).set_index("pair_id")
+
     # --- answers --------------------------------------------------------------------------------
 
     def answers(

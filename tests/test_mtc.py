@@ -418,6 +418,25 @@ def test_cli_next_writes_pairs_and_hits(files):
     assert len(list((files / "hits").glob("level_*.html"))) == 7
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--audio-url", "{name}.mp3", "is not a pattern with {id} as its only field"),
+        ("--audio-url", "{id.mp3", "is not a pattern with {id} as its only field"),
+        ("--hit-scale", "loud", "unknown --hit-scale 'loud'"),
+    ],
+)
+def test_cli_next_refuses_bad_hit_options_before_writing(files, cli, option, value, message):
+    out, hits = files / "next.txt", files / "hits"
+    code, _, err = cli(
+        "mtc", "next", "--runs", files / "runs.txt", "--estimator", "uniform",
+        "--out", out, "--hits", hits, option, value,
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error:") and message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and not hits.exists()
+
+
 def test_cli_estimate_table_and_errors(files):
     runner = CliRunner()
     ok = runner.invoke(

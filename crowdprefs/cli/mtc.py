@@ -16,7 +16,7 @@ from .. import mtc
 from ..console import console, err_console, make_progress
 from ..errors import InputError
 from ..files import atomic_path, write_atomic
-from ..hits import render_level_hit
+from ..hits import LEVEL_SCALES, render_level_hit
 from ..io import read_levels, read_runs
 from .app import app
 
@@ -125,8 +125,14 @@ def next_(
 ) -> None:
     """Write the query–candidate pairs to judge next ('query document' lines), optionally HITs."""
     sc = _scale(scale)
-    if hit_scale not in ("fine", "broad", "both"):
-        raise InputError(f"unknown --hit-scale {hit_scale!r}; choose fine, broad or both")
+    if hit_scale not in LEVEL_SCALES:  # checked before anything is written
+        raise InputError(f"unknown --hit-scale {hit_scale!r}; choose {', '.join(LEVEL_SCALES)}")
+    try:
+        audio_url.format(id="clip")
+    except (AttributeError, KeyError, IndexError, ValueError) as error:
+        raise InputError(
+            f"--audio-url {audio_url!r} is not a pattern with {{id}} as its only field ({error})"
+        ) from None
     col, gains, meta = _load(runs, judgments, metadata, sc)
     est = mtc.make_estimator(estimator, col, sc, meta, effects)(gains)
     stats = mtc.pair_statistics(col, est, sc)

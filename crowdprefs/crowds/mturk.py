@@ -578,7 +578,7 @@ class MTurkCrowd:
         from ..driver import missing_answers
 
         iteration = int(pairs["iteration"].iloc[0])
-        self._sync_sizes(project, pairs, set(missing_answers(project, iteration)["pair_id"]))
+        self._sync_sizes(project, iteration, set(missing_answers(project, iteration)["pair_id"]))
         new = self.fetch(project, pairs)
         last = done = review(project, self, iteration, flags=self.flags)
         for _ in range(3):  # replacements may be answered at once (always, on the fake)
@@ -598,13 +598,13 @@ class MTurkCrowd:
             )
         return new
 
-    def _sync_sizes(self, project: Project, pairs: pd.DataFrame, short: set[int]) -> None:
-        """Extend HITs whose size was raised locally (adaptive answers) but not on MTurk yet."""
-        hits = project.store.frame(
-            "SELECT pair_id, hit_id, max_assignments FROM hits WHERE crowd = ?", (self.name,)
-        )
-        hits = hits[hits["pair_id"].isin(short) & hits["pair_id"].isin(pairs["pair_id"])]
-        for hit_id, local in hits[["hit_id", "max_assignments"]].itertuples(index=False):
+    def _sync_sizes(self, project: Project, iteration: int, short: set[int]) -> None:
+        """Extend the batch's HITs (of the ``short`` pairs) whose size was raised locally
+        (adaptive answers) but not on MTurk yet."""
+        hits = project.store.batch_hits(self.name, iteration)
+        for hit_id, local in hits.loc[hits.index.isin(short), ["hit_id", "size"]].itertuples(
+            index=False
+        ):
             remote = int(self.call("GetHIT", HITId=hit_id)["HIT"]["MaxAssignments"])
             after = int(reachable_size(remote, local, self.extension_barrier))
             if after > remote:
