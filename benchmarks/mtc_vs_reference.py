@@ -5,17 +5,29 @@ Runs, on ``../shared/data/mirex2011-ams`` (MTC.md, "What the reference tool does
 1. the compatibility mode (L_judge, static c·(S−c) weights, b = 1, n = 1): judgments to 0.95,
    accuracy, and its time against the reference tool's 69 s (wall and CPU time measured here);
 2. the same reference curve continued to 600 judgments (accuracy at every judgment count);
-3. our methods (L_judge or the cross-fitted model, per-system random effects, adaptive
-   selection, 20 judgments per iteration): the accuracy curve against the reference's from 0
-   to 600 judgments, accuracy at 120, the honest stop (confidence reaching 0.95 vs realised
-   accuracy) and calibration (stated confidence vs realised accuracy, per bin);
+3. our methods, adaptive selection, 20 judgments per iteration: the trained model (a
+   cumulative logit on output-based document and system features, with its per-system error
+   spread), L_judge and the refitted model with per-system random effects: the accuracy curve
+   against the reference's from 0 to 600 judgments, accuracy at 120, the honest stop
+   (confidence reaching 0.95 vs realised accuracy) and calibration (stated confidence vs
+   realised accuracy, per bin); 3b. the trained model under five deals of queries to folds;
 4. the same comparison over query-bootstrap collections (the 100 queries drawn with
    replacement, 20 seeded draws): one collection's curve moves by a pair or two with the luck
-   of a few near-tied systems, so a method is better only if it is better on average here.
+   of a few near-tied systems, so a method is better only if it is better on average here;
+5. the trained model without judgments when the systems' profiles are permuted among
+   systems (do the system features carry signal, or only two more coefficients?);
+6. the trained model over collections of 50 distinct queries drawn without replacement, for
+   calibration (in a bootstrap collection a copied query repeats its errors, which no
+   variance that takes queries as independent can state).
 
-The fitted model is cross-fitted by query folds: every gain it predicts is for a query whose
-judgments it never saw. Usage: ``python benchmarks/mtc_vs_reference.py [--quick]``
-(``--quick`` skips the fitted model, the slowest part, and draws 5 bootstrap collections).
+No model predicts a query it was fitted on. The trained model is cross-fitted by query folds
+on the complete judgments (the pairs of one fold of 20 queries are predicted by a model
+trained on the other 80 queries' judgments; in a bootstrap collection, copies of a query
+share a fold), as the seed trains its models on the other MIREX editions; the refitted model
+is cross-fitted by query folds on the judgments made so far.
+
+Usage: ``python benchmarks/mtc_vs_reference.py [--quick]`` (``--quick`` skips the refitted
+model, the slowest part, and draws 5 bootstrap and 4 subsampled collections).
 """
 
 from __future__ import annotations
@@ -52,25 +64,49 @@ def reference_run(
     )
 
 
+def our_estimator(
+    col: mtc.Collection,
+    truth: np.ndarray,
+    meta: mtc.PairMetadata,
+    model: str,
+    fold_seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> mtc.GainEstimator:
+    """``model`` with per-system errors; ``trained`` is cross-fitted by query folds on the
+    oracle (each query predicted by a model trained on the other folds' queries only)."""
+    if model == "trained":
+        x = mtc.trained_features(col, meta)
+        return mtc.cross_fitted_estimator(col, x, truth, "fine", seed=fold_seed, groups=groups)
+    return mtc.make_estimator(model, col, "fine", meta, effects=True)
+
+
 def our_run(
-    col: mtc.Collection, truth: np.ndarray, meta: mtc.PairMetadata, model: str = "judge", **kwargs
+    col: mtc.Collection,
+    truth: np.ndarray,
+    meta: mtc.PairMetadata,
+    model: str = "trained",
+    fold_seed: int = 0,
+    groups: np.ndarray | None = None,
+    **kwargs,
 ) -> mtc.Simulation:
-    """Ours: ``model`` with per-system errors, adaptive selection, 20 judgments per iteration."""
-    estimator = mtc.make_estimator(model, col, "fine", meta, effects=True)
+    """Ours: ``model`` (:func:`our_estimator`), adaptive selection, 20 judgments per iteration."""
+    estimator = our_estimator(col, truth, meta, model, fold_seed, groups)
     return mtc.simulate(
         col, truth, estimator, mtc.make_selector("adaptive", col, 20, 1), "fine", **kwargs
     )
 
 
-def bootstrap_collections(draws: int, seed: int = 0):
-    """Collections of the 100 queries drawn with replacement (a drawn query is renamed
-    ``q#i`` and keeps its runs, judgments and metadata): (collection, metadata, truth)."""
+def resampled_collections(draws: int, size: int = 100, replace: bool = True, seed: int = 0):
+    """Collections of ``size`` queries drawn with (bootstrap) or without replacement (a drawn
+    query is renamed ``q#i`` and keeps its runs, judgments and metadata): (collection,
+    metadata, truth, groups), where ``groups`` names each query's original so that its
+    copies share a fold."""
     runs, levels = read_runs(DATA / "runs.txt"), read_levels(DATA / "judgments.txt")
     metadata = mtc.read_metadata(DATA / "metadata.txt")
     queries = runs["query"].unique()
     rng = np.random.default_rng(seed)
     for _ in range(draws):
-        drawn = rng.choice(queries, size=queries.size, replace=True)
+        drawn = rng.choice(queries, size=size, replace=replace)
         renamed = [f"{q}#{i}" for i, q in enumerate(drawn)]
         rename = pd.DataFrame({"query": drawn, "renamed": renamed})
 
@@ -82,55 +118,115 @@ def bootstrap_collections(draws: int, seed: int = 0):
         drawn_meta = metadata.set_index("document").loc[drawn].reset_index(drop=True)
         drawn_meta["document"] = rename["renamed"]
         meta = mtc.pair_metadata(col, pd.concat([metadata, drawn_meta], ignore_index=True))
-        yield col, meta, mtc.gains_vector(col, redraw(levels), "fine")
+        groups = np.array([name.split("#")[0] for name in col.queries])
+        yield col, meta, mtc.gains_vector(col, redraw(levels), "fine"), groups
 
 
-def bootstrap_study(draws: int) -> None:
-    """Section 4: the reference and ours over ``draws`` query-bootstrap collections."""
-    print(f"\n[4] over {draws} query-bootstrap collections (seeded)")
-    curves: dict[str, list[np.ndarray]] = {"reference": [], "ours": []}
-    stops, pooled_conf, pooled_correct, reference_stops = [], [], [], []
-    for col, meta, truth in bootstrap_collections(draws):
-        reference = reference_run(col, truth, meta, max_judgments=CURVE_END, stop_at_target=False)
-        curves["reference"].append(curve(reference))
-        first = reference.first_reaching(0.95)
-        if first is not None:
-            row = reference.log.iloc[first]
-            reference_stops.append((row.judgments, row.accuracy, row.confidence))
-        ours = our_run(col, truth, meta, stop_at_target=False, max_judgments=3000)
-        curves["ours"].append(curve(ours))
-        stop = ours.first_reaching(0.95)
-        if stop is not None:
-            row = ours.log.iloc[stop]
-            stops.append((row.judgments, row.accuracy, row.confidence))
-            pooled_conf.append(ours.confidences[: stop + 1].ravel())
-            pooled_correct.append(ours.correct[: stop + 1].ravel())
-    ref, own = np.array(curves["reference"]), np.array(curves["ours"])
-    for j in (0, 60, 120, 186, 300, 600):
-        print(
-            f"  after {j:4d}: mean accuracy {own[:, j].mean():.4f} (reference "
-            f"{ref[:, j].mean():.4f}); worst {own[:, j].min():.4f} ({ref[:, j].min():.4f})"
-        )
-    mean_own, mean_ref = own.mean(axis=0), ref.mean(axis=0)
-    print(
-        f"  mean curve 0..{CURVE_END}: {mean_own.mean():.4f} vs {mean_ref.mean():.4f}; at or "
-        f"above the reference's mean curve at {(mean_own >= mean_ref - 1e-12).sum()}/"
-        f"{mean_own.size} counts; collections where ours is ahead on average: "
-        f"{(own.mean(axis=1) > ref.mean(axis=1)).sum()}/{draws}"
-    )
-    for label, found in (("reference", reference_stops), ("ours", stops)):
-        if found:
-            done, accuracy, confidence = np.array(found).T
+def stop_of(sim: mtc.Simulation, target: float = 0.95) -> tuple[float, float, float] | None:
+    """(judgments, accuracy, confidence) where the confidence first reached ``target``."""
+    first = sim.first_reaching(target)
+    if first is None:
+        return None
+    row = sim.log.iloc[first]
+    return row.judgments, row.accuracy, row.confidence
+
+
+def resampling_study(
+    label: str, draws: int, models: tuple[str, ...], size: int = 100, replace: bool = True
+) -> None:
+    """Sections 4 and 6: the reference and ours over ``draws`` resampled collections."""
+    print(f"\n{label}")
+    names = ("reference", *models)
+    curves: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    stops: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
+    pooled: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in models}
+    for col, meta, truth, groups in resampled_collections(draws, size, replace):
+        runs = {
+            "reference": reference_run(
+                col, truth, meta, max_judgments=CURVE_END, stop_at_target=False
+            )
+        }
+        for model in models:
+            runs[model] = our_run(
+                col, truth, meta, model, groups=groups, stop_at_target=False, max_judgments=3000
+            )
+        for name, sim in runs.items():
+            curves[name].append(curve(sim))
+            stop = stop_of(sim)
+            if stop is not None:
+                stops[name].append(stop)
+                if name in pooled:
+                    first = sim.first_reaching(0.95)
+                    pooled[name].append((sim.confidences[: first + 1], sim.correct[: first + 1]))
+    ref = np.array(curves["reference"])
+    for model in models:
+        own = np.array(curves[model])
+        print(f"  {model} (reference in brackets):")
+        for j in (0, 60, 120, 186, 300, 600):
             print(
-                f"  {label}: confidence 0.95 reached in {len(found)}/{draws}: judgments "
+                f"    after {j:4d}: mean accuracy {own[:, j].mean():.4f} ({ref[:, j].mean():.4f});"
+                f" worst {own[:, j].min():.4f} ({ref[:, j].min():.4f})"
+            )
+        mean_own, mean_ref = own.mean(axis=0), ref.mean(axis=0)
+        print(
+            f"    mean curve 0..{CURVE_END}: {mean_own.mean():.4f} vs {mean_ref.mean():.4f}; at or "
+            f"above the reference's mean curve at {(mean_own >= mean_ref - 1e-12).sum()}/"
+            f"{mean_own.size} counts; collections ahead on average: "
+            f"{(own.mean(axis=1) > ref.mean(axis=1)).sum()}/{draws}; at or above the "
+            f"reference everywhere: {(own >= ref - 1e-12).all(axis=1).sum()}/{draws}"
+        )
+    for name in names:
+        if stops[name]:
+            done, accuracy, confidence = np.array(stops[name]).T
+            print(
+                f"  {name}: confidence 0.95 reached in {len(done)}/{draws}: judgments "
                 f"{done.mean():.0f} (range {done.min():.0f}-{done.max():.0f}), accuracy "
                 f"{accuracy.mean():.4f} at confidence {confidence.mean():.4f}; largest "
                 f"|accuracy - confidence| {np.abs(accuracy - confidence).max():.3f}"
             )
-    if stops:
-        table = mtc.calibration_table(np.concatenate(pooled_conf), np.concatenate(pooled_correct))
-        gap = calibration_report(table, "pairs of every iteration up to the stop, all collections")
-        print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {gap:.3f}")
+    for model in models:
+        if pooled[model]:
+            conf = np.concatenate([c.ravel() for c, _ in pooled[model]])
+            correct = np.concatenate([k.ravel() for _, k in pooled[model]])
+            table = mtc.calibration_table(conf, correct)
+            gap = calibration_report(
+                table, f"{model}, every iteration to the stop, all collections"
+            )
+            print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {gap:.3f}")
+
+
+def permutation_check(
+    col: mtc.Collection, meta: mtc.PairMetadata, truth: np.ndarray, draws: int = 20
+) -> None:
+    """Section 5: the trained model with the systems' profiles permuted among systems.
+
+    If sysPOP and sysGEN helped only because two more coefficients can fit 18 systems, any
+    permutation would help as much; they help because they carry the systems' quality.
+    """
+    print(f"\n[5] trained model without judgments, system profiles permuted ({draws} draws)")
+    full = col.incidence @ truth
+    popularity, genre_rate = mtc.system_profiles(col, meta)
+    for label, values in (("popularity", popularity), ("genre rate", genre_rate)):
+        print(f"  correlation of {label} with the true AG@5: {np.corrcoef(values, full)[0, 1]:.3f}")
+
+    def accuracy(profiles) -> float:
+        x = mtc.trained_features(col, meta, profiles)
+        est = mtc.cross_fitted_estimator(col, x, truth, "fine")(np.full(col.n_pairs, np.nan))
+        return mtc.sign_accuracy(mtc.pair_statistics(col, est, "fine"), full)[0]
+
+    rng = np.random.default_rng(1)
+    permuted = np.array(
+        [accuracy((rng.permutation(popularity), rng.permutation(genre_rate))) for _ in range(draws)]
+    )
+    print(
+        f"  accuracy: real profiles {accuracy(None):.4f}; permuted mean {permuted.mean():.4f}, "
+        f"best {permuted.max():.4f}; L_output {accuracy_of_output(col, meta, full):.4f}"
+    )
+
+
+def accuracy_of_output(col: mtc.Collection, meta: mtc.PairMetadata, full: np.ndarray) -> float:
+    est = mtc.OutputEstimator(col, meta)(np.full(col.n_pairs, np.nan))
+    return mtc.sign_accuracy(mtc.pair_statistics(col, est, "fine"), full)[0]
 
 
 def curve(sim: mtc.Simulation, end: int = CURVE_END) -> np.ndarray:
@@ -146,6 +242,78 @@ def calibration_report(table: pd.DataFrame, label: str) -> float:
     print(table.round(3).to_string(index=False).replace("\n", "\n    ").join(["    ", ""]))
     big = table[table["pairs"] >= 10]
     return float((big["accuracy"] - big["stated"]).abs().max()) if len(big) else float("nan")
+
+
+def report_method(
+    col: mtc.Collection, sim: mtc.Simulation, ref_curve: np.ndarray, seconds: float
+) -> None:
+    """Section 3's lines for one run: the curve against the reference, the stop, calibration."""
+    ours = curve(sim, min(CURVE_END, int(sim.log["judgments"].iloc[-1])))
+    ref_part = ref_curve[: ours.size]
+    below = np.flatnonzero(ours < ref_part - 1e-12)
+    print(f"  time {seconds:.1f} s")
+    for j in (0, 60, 120, 186, 300, 600):
+        if j < ours.size:
+            print(f"  after {j:4d}: accuracy {ours[j]:.4f} (reference {ref_curve[j]:.4f})")
+    print(
+        f"  curve 0..{ours.size - 1}: at or above the reference at "
+        f"{ours.size - below.size}/{ours.size} judgment counts; mean accuracy "
+        f"{ours.mean():.4f} vs {ref_part.mean():.4f}; worst shortfall "
+        f"{(ref_part - ours).max():.4f}"
+    )
+    stop = sim.first_reaching(0.95)
+    if stop is None:
+        print("  confidence 0.95 never reached")
+        return
+    row = sim.log.iloc[stop]
+    print(
+        f"  honest stop: confidence {row.confidence:.4f} reached after {int(row.judgments)} "
+        f"judgments ({row.judgments / col.n_pairs:.1%}); accuracy {row.accuracy:.4f}, "
+        f"tau {row.tau:.4f}; |accuracy - confidence| = {abs(row.accuracy - row.confidence):.3f}"
+    )
+    gap_stop = calibration_report(sim.calibration(stop), "pairs at the stop")
+    gap_pool = calibration_report(
+        sim.calibration(slice(0, stop + 1)), "pairs of every iteration up to the stop"
+    )
+    print(
+        f"  largest |accuracy - stated| in bins with >= 10 pairs: at the stop {gap_stop:.3f}, "
+        f"pooled {gap_pool:.3f}"
+    )
+
+
+def fold_seeds(col, meta, truth, seeds: int = 5) -> None:
+    """The trained model's numbers under other deals of the queries to folds."""
+    print(f"\n[3b] trained, {seeds} deals of the queries to the 5 folds")
+    for seed in range(seeds):
+        sim = our_run(
+            col,
+            truth,
+            meta,
+            "trained",
+            fold_seed=seed,
+            stop_at_target=False,
+            max_judgments=CURVE_END,
+        )
+        line = curve(sim)
+        stop = stop_of(sim)
+        first = sim.first_reaching(0.95)
+        table = sim.calibration(first) if first is not None else None
+        big = table[table["pairs"] >= 10] if table is not None else None
+        gap = (
+            float((big["accuracy"] - big["stated"]).abs().max())
+            if big is not None
+            else float("nan")
+        )
+        print(
+            f"  seed {seed}: accuracy after 0 {line[0]:.4f}, after 120 {line[120]:.4f}; stop "
+            + (
+                "never"
+                if stop is None
+                else f"{stop[0]:.0f} judgments, accuracy {stop[1]:.4f} at {stop[2]:.4f}"
+            )
+            + f"; calibration gap at the stop {gap:.3f}"
+        )
+        yield line
 
 
 def main(quick: bool) -> None:
@@ -179,46 +347,36 @@ def main(quick: bool) -> None:
     )
 
     # 3. ours
-    methods = [("judge", "L_judge + random effects, adaptive")]
+    methods = [
+        ("trained", "trained model (cross-fitted by query folds) + its system errors, adaptive"),
+        ("judge", "L_judge + random effects, adaptive"),
+    ]
     if not quick:
-        methods.append(("fitted", "cross-fitted model + random effects, adaptive"))
+        methods.append(("fitted", "refitted model (cross-fitted) + random effects, adaptive"))
     for name, label in methods:
         print(f"\n[3] {label} (b = 20 pairs per iteration)")
         start = time.perf_counter()
-        sim = our_run(col, truth, meta, name)
-        seconds = time.perf_counter() - start
-        ours = curve(sim, min(CURVE_END, int(sim.log["judgments"].iloc[-1])))
-        ref_part = ref_curve[: ours.size]
-        below = np.flatnonzero(ours < ref_part - 1e-12)
-        print(f"  time {seconds:.1f} s")
-        for j in (0, 60, 120, 186, 300, 600):
-            if j < ours.size:
-                print(f"  after {j:4d}: accuracy {ours[j]:.4f} (reference {ref_curve[j]:.4f})")
-        print(
-            f"  curve 0..{ours.size - 1}: at or above the reference at "
-            f"{ours.size - below.size}/{ours.size} judgment counts; mean accuracy "
-            f"{ours.mean():.4f} vs {ref_part.mean():.4f}; worst shortfall "
-            f"{(ref_part - ours).max():.4f}"
-        )
-        stop = sim.first_reaching(0.95)
-        if stop is None:
-            print("  confidence 0.95 never reached")
-            continue
-        row = sim.log.iloc[stop]
-        print(
-            f"  honest stop: confidence {row.confidence:.4f} reached after {int(row.judgments)} "
-            f"judgments ({row.judgments / col.n_pairs:.1%}); accuracy {row.accuracy:.4f}, "
-            f"tau {row.tau:.4f}; |accuracy - confidence| = {abs(row.accuracy - row.confidence):.3f}"
-        )
-        gap_stop = calibration_report(sim.calibration(stop), "pairs at the stop")
-        gap_pool = calibration_report(
-            sim.calibration(slice(0, stop + 1)), "pairs of every iteration up to the stop"
-        )
-        print(
-            f"  largest |accuracy - stated| in bins with >= 10 pairs: at the stop {gap_stop:.3f}, "
-            f"pooled {gap_pool:.3f}"
-        )
-    bootstrap_study(5 if quick else 20)
+        sim = our_run(col, truth, meta, name, stop_at_target=False, max_judgments=3000)
+        report_method(col, sim, ref_curve, time.perf_counter() - start)
+    lines = np.array(list(fold_seeds(col, meta, truth)))
+    print(
+        f"  every deal at or above the reference at "
+        f"{(lines >= ref_curve - 1e-12).all(axis=0).sum()}/{ref_curve.size} counts"
+    )
+    draws = 5 if quick else 20
+    resampling_study(
+        f"[4] over {draws} query-bootstrap collections (seeded)", draws, ("trained", "judge")
+    )
+    permutation_check(col, meta, truth)
+    draws = 4 if quick else 12
+    resampling_study(
+        f"[6] over {draws} collections of 50 distinct queries (a bootstrap copies queries, whose "
+        "errors then repeat, so its confidences cannot be calibrated; these can)",
+        draws,
+        ("trained",),
+        size=50,
+        replace=False,
+    )
 
 
 if __name__ == "__main__":

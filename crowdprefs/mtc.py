@@ -24,6 +24,7 @@ is a loop over judgment batches only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -521,29 +522,40 @@ def gain_levels(gains: np.ndarray, scale: Scale) -> np.ndarray:
     return np.minimum(gains // 10, 9).astype(int)
 
 
-def system_error_covariance(
+def quality_direction(quality: np.ndarray) -> np.ndarray:
+    """m: the systems' estimated AG@k standardised (zeros when all are equal)."""
+    spread = quality.std()
+    return (quality - quality.mean()) / spread if spread > 0 else np.zeros(quality.size)
+
+
+def system_error_covariance(sigma: float, tau: float, quality: np.ndarray) -> np.ndarray:
+    """Σ = σ² m mᵀ + τ² I, the covariance of per-system errors b = γ·m + u (S×S), with m the
+    :func:`quality_direction`, γ ~ N(0, σ²) and u ~ N(0, τ² I): σ is the error shared by
+    systems of similar quality (good systems retrieve better documents than predicted), τ
+    what is proper to each system."""
+    m = quality_direction(quality)
+    return sigma**2 * np.outer(m, m) + tau**2 * np.eye(quality.size)
+
+
+def fit_system_errors(
     z: np.ndarray,
     residual: np.ndarray,
     noise: np.ndarray,
     quality: np.ndarray,
     scale: Scale,
-) -> np.ndarray:
-    """Covariance Σ of per-system errors b from the residuals of judged pairs (S×S).
+) -> tuple[float, float]:
+    """σ and τ of :func:`system_error_covariance` from the residuals of judged pairs.
 
     Model: r_d = z_d·b + ε_d, ε_d ~ N(0, V_d), z_d = X_{·d}/c_d (the mean over the systems
-    retrieving d), b = γ·m + u with m the standardised estimated AG@k of the systems,
-    γ ~ N(0, σ²) and u ~ N(0, τ² I): Σ = σ² m mᵀ + τ² I. The part along m is the error
-    shared by systems of similar quality (good systems retrieve better documents than
-    predicted), u what is proper to each system. σ and τ maximise the marginal likelihood
-    r ~ N(0, z Σ zᵀ + V) over a grid, computed in S dimensions with A = zᵀV⁻¹z, h = zᵀV⁻¹r:
-    log|I + ΣA| and rᵀV⁻¹r − hᵀ(I + ΣA)⁻¹Σh.
+    retrieving d). σ and τ maximise the marginal likelihood r ~ N(0, z Σ zᵀ + V) over a grid,
+    computed in S dimensions with A = zᵀV⁻¹z, h = zᵀV⁻¹r: log|I + ΣA| and
+    rᵀV⁻¹r − hᵀ(I + ΣA)⁻¹Σh; (0, 0) unless some Σ explains the residuals better than none.
     """
     s = z.shape[1]
     w = 1.0 / np.maximum(noise, 1e-6 * MAX_GAIN[scale] ** 2)
     a = z.T @ (z * w[:, None])
     h = z.T @ (w * residual)
-    spread = quality.std()
-    m = (quality - quality.mean()) / spread if spread > 0 else np.zeros(s)
+    m = quality_direction(quality)
     grid = np.r_[0.0, MAX_GAIN[scale] * np.geomspace(0.002, 0.2, 12)]
     sigma, tau = (g.ravel() for g in np.meshgrid(grid, grid, indexing="ij"))
     covs = sigma[:, None, None] ** 2 * np.outer(m, m) + tau[:, None, None] ** 2 * np.eye(s)
@@ -552,7 +564,49 @@ def system_error_covariance(
     quad = np.einsum("i,gi->g", h, np.linalg.solve(inner, (covs @ h)[..., None])[..., 0])
     score = np.where(sign > 0, -0.5 * (logdet - quad), -np.inf)
     best = int(np.argmax(score))
-    return covs[best] if score[best] > 0 else np.zeros((s, s))
+    return (float(sigma[best]), float(tau[best])) if score[best] > 0 else (0.0, 0.0)
+
+
+def query_folds(
+    col: Collection, folds: int, seed: int = 0, groups: np.ndarray | None = None
+) -> np.ndarray:
+    """Fold (0..folds−1) of every pair by its query, queries dealt to folds in a seeded order.
+
+    ``groups`` (one label per query) keeps queries with the same label in one fold (copies
+    of a query in a bootstrap collection).
+    """
+    labels = np.arange(col.n_queries) if groups is None else pd.factorize(groups)[0]
+    order = np.random.default_rng(seed).permutation(labels.max() + 1)
+    return (np.argsort(order) % folds)[labels][col.query_of]
+
+
+def fit_level_model(
+    x: np.ndarray, gains: np.ndarray, scale: Scale, l2: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A ridge cumulative logit on the observed levels of ``gains`` (:func:`gain_levels`).
+
+    Returns the parameters of :func:`fit_cumulative_logit`, each observed level's value (the
+    mean gain of its training rows) and spread (their variance); None with fewer than two
+    levels observed.
+    """
+    present, y = np.unique(gain_levels(gains, scale), return_inverse=True)
+    if present.size < 2:
+        return None
+    count = np.bincount(y)
+    value = np.bincount(y, gains) / count
+    spread = np.bincount(y, gains**2) / count - value**2
+    precision = np.r_[np.full(x.shape[1], l2), np.zeros(present.size - 1)]
+    params = fit_cumulative_logit(x, y, present.size, None, np.zeros_like(precision), precision)
+    return params, value, spread
+
+
+def level_moments(
+    x: np.ndarray, params: np.ndarray, value: np.ndarray, spread: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """E and Var of the gain under a :func:`fit_level_model` model: a mixture of its levels."""
+    p = cumulative_logit_probabilities(x, params)
+    mean = p @ value
+    return mean, np.maximum(p @ (value**2 + spread) - mean**2, 0.0)
 
 
 class FittedEstimator(GainEstimator):
@@ -595,8 +649,7 @@ class FittedEstimator(GainEstimator):
         else:
             self.fallback, self.offset = UniformEstimator(col, scale), None
         self.artist_group = query_groups(col, meta.artist) if meta is not None else None
-        order = np.random.default_rng(seed).permutation(col.n_queries)
-        self.fold = (np.argsort(order) % folds)[col.query_of]
+        self.fold = query_folds(col, folds, seed)
         self.models: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.fitted_at = -refit_every
 
@@ -615,15 +668,7 @@ class FittedEstimator(GainEstimator):
                 np.r_[np.full(m, self.l2), np.full(theta.size, self.threshold_precision)],
             )
             return params, FINE_LABELS, np.full(len(FINE_LABELS), (10**2 - 1) / 12)
-        present, y = np.unique(levels, return_inverse=True)
-        if present.size < 2:
-            return None
-        count = np.bincount(y)
-        value = np.bincount(y, gains) / count
-        spread = np.bincount(y, gains**2) / count - value**2
-        precision = np.r_[np.full(m, self.l2), np.zeros(present.size - 1)]
-        params = fit_cumulative_logit(x, y, present.size, None, np.zeros_like(precision), precision)
-        return params, value, spread
+        return fit_level_model(x, gains, self.scale, self.l2)
 
     def _refit(self, gains: np.ndarray) -> None:
         """Fit one model per fold f on the judgments outside f, with features computed as if
@@ -664,7 +709,7 @@ class SystemEffects(GainEstimator):
 
     The residuals of the judged pairs against the wrapped estimator's predictions (which never
     use a pair's own judgment) give the covariance Σ of per-system errors b_s
-    (:func:`system_error_covariance`); an unjudged pair's gain is off by mean_{s∋d} b_s, so Σ
+    (:func:`fit_system_errors`); an unjudged pair's gain is off by mean_{s∋d} b_s, so Σ
     enters every variance of AG@k and of differences (:func:`pair_statistics`) and the errors
     of one system's documents are no longer taken as independent. The expectations are left
     as the wrapped estimator gives them: moving them by the posterior mean of b was tried and
@@ -689,10 +734,225 @@ class SystemEffects(GainEstimator):
             return est
         quality = pair_statistics(self.col, est, self.scale).mean
         judged = est.judged
-        cov = system_error_covariance(
+        sigma, tau = fit_system_errors(
             self.z[judged], gains[judged] - mean[judged], var[judged], quality, self.scale
         )
+        cov = system_error_covariance(sigma, tau, quality)
         return Estimates(est.mean, est.var, judged, cov)
+
+
+# --------------------------------------------------------------------------- trained model
+
+TRAINED_FEATURES = ("fSYS", "fART", "sGEN", "fGEN", "sGEN*fGEN", "sysPOP", "sysGEN")
+GAIN_MODEL_FORMAT = "crowdprefs-mtc-gain-model"
+
+
+def system_profiles(col: Collection, meta: PairMetadata) -> tuple[np.ndarray, np.ndarray]:
+    """Two output-based numbers per system, from the runs alone (no judgment).
+
+    Popularity: the mean fSYS = c/S of the pairs it retrieved (how far the other systems
+    retrieve the same documents; systems agreeing with the crowd of systems tend to be the
+    good ones). Genre rate: the share of its retrieved documents in the query's genre (seed
+    §4.2.1: documents of the query's genre are usually judged similar).
+    """
+    retrieved = col.per_system(np.ones(col.n_pairs))
+    same_genre = ((meta.genre == meta.query_genre) & (meta.genre >= 0)).astype(float)
+    popularity = col.per_system(col.retrieved_by / col.n_systems) / retrieved
+    return popularity, col.per_system(same_genre) / retrieved
+
+
+def trained_features(
+    col: Collection,
+    meta: PairMetadata,
+    profiles: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """θ of the trained model (:data:`TRAINED_FEATURES`), computed without judgments.
+
+    L_output's document features (fSYS, fART, sGEN, fGEN, sGEN·fGEN; OV is left out, being
+    constant within a collection) and the mean over the systems retrieving d of their
+    :func:`system_profiles` (sysPOP, sysGEN): a document retrieved by popular systems with a
+    high genre rate is likely more similar than its own features tell. ``profiles`` replaces
+    the systems' profiles (to check that they carry signal, by permuting them).
+    """
+    output = output_features(col, meta)
+    popularity, genre_rate = system_profiles(col, meta) if profiles is None else profiles
+    mean_over_systems = col.incidence / col.retrieved_by  # S × P, columns sum to 1
+    return np.column_stack(
+        [np.delete(output, [1, 2], axis=1), popularity @ mean_over_systems,
+         genre_rate @ mean_over_systems]
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class GainModel:
+    """A cumulative logit of the gain on :data:`TRAINED_FEATURES` (standardised by the
+    training rows' ``center`` and ``spread``), with each level valued at its training mean
+    gain (``values``, within-level variance ``value_spreads``), and the per-system error
+    spread (σ, τ of :func:`system_error_covariance`) of its training residuals.
+
+    Trained on a judged collection (seed §4.2.3 trains L_output on other MIREX editions) and
+    used on another as a static prior, saved as JSON by :meth:`to_json`.
+    """
+
+    scale: Scale
+    center: np.ndarray
+    spread: np.ndarray
+    params: np.ndarray  # (β, θ) of fit_cumulative_logit
+    values: np.ndarray
+    value_spreads: np.ndarray
+    sigma: float
+    tau: float
+    judgments: int
+
+    def moments(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """E and Var of the gain of pairs with features ``x``."""
+        standard = (x - self.center) / self.spread
+        return level_moments(standard, self.params, self.values, self.value_spreads)
+
+    def to_json(self) -> str:
+        m = len(TRAINED_FEATURES)
+        return json.dumps(
+            {
+                "format": GAIN_MODEL_FORMAT,
+                "version": 1,
+                "scale": self.scale,
+                "features": list(TRAINED_FEATURES),
+                "center": self.center.tolist(),
+                "spread": self.spread.tolist(),
+                "beta": self.params[:m].tolist(),
+                "theta": self.params[m:].tolist(),
+                "values": self.values.tolist(),
+                "value_spreads": self.value_spreads.tolist(),
+                "sigma": self.sigma,
+                "tau": self.tau,
+                "judgments": self.judgments,
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "model") -> GainModel:
+        """Read :meth:`to_json`'s output; anything else is an :class:`InputError`."""
+        try:
+            data = json.loads(text)
+            if data.get("format") != GAIN_MODEL_FORMAT or data.get("version") != 1:
+                raise ValueError(f"format is not {GAIN_MODEL_FORMAT} version 1")
+            if data["features"] != list(TRAINED_FEATURES):
+                raise ValueError(f"features {data['features']} are not {list(TRAINED_FEATURES)}")
+            if data["scale"] not in MAX_GAIN:
+                raise ValueError(f"unknown scale {data['scale']!r}")
+            arrays = {
+                key: np.asarray(data[key], dtype=float)
+                for key in ("center", "spread", "beta", "theta", "values", "value_spreads")
+            }
+            m, levels = len(TRAINED_FEATURES), arrays["values"].size
+            shapes = {"center": m, "spread": m, "beta": m, "theta": levels - 1}
+            shapes["value_spreads"] = levels
+            for key, size in shapes.items():
+                if arrays[key].shape != (size,):
+                    raise ValueError(f"{key} has {arrays[key].size} values, expected {size}")
+            sigma, tau = float(data["sigma"]), float(data["tau"])
+            numbers = np.r_[np.concatenate(list(arrays.values())), sigma, tau]
+            if levels < 2 or not np.isfinite(numbers).all() or (arrays["spread"] <= 0).any():
+                raise ValueError("non-finite numbers, fewer than two levels or a zero spread")
+            if sigma < 0 or tau < 0:
+                raise ValueError("negative sigma or tau")
+            return cls(
+                data["scale"],
+                arrays["center"],
+                arrays["spread"],
+                np.r_[arrays["beta"], arrays["theta"]],
+                arrays["values"],
+                arrays["value_spreads"],
+                sigma,
+                tau,
+                int(data["judgments"]),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise InputError(f"{source}: not a crowdprefs MTC gain model ({error})") from None
+
+
+def train_gain_model(
+    col: Collection,
+    x: np.ndarray,
+    gains: np.ndarray,
+    scale: Scale,
+    rows: np.ndarray | None = None,
+    l2: float = 1.0,
+) -> GainModel:
+    """Fit a :class:`GainModel` on the judged pairs (of ``rows``, if given).
+
+    The cumulative logit is a ridge fit (precision ``l2`` on the standardised coefficients,
+    :func:`fit_level_model`); σ and τ come from its residuals on the training pairs by
+    :func:`fit_system_errors`, the direction m from the systems' predicted AG@k.
+    """
+    train = ~np.isnan(gains) if rows is None else rows & ~np.isnan(gains)
+    if train.sum() < 20:
+        raise InputError(f"training a gain model needs 20 judged pairs or more, not {train.sum()}")
+    center = x[train].mean(axis=0)
+    spread = x[train].std(axis=0)
+    spread[spread == 0] = 1.0
+    fitted = fit_level_model((x[train] - center) / spread, gains[train], scale, l2)
+    if fitted is None:
+        raise InputError("training a gain model needs judgments on two gain levels or more")
+    mean, var = level_moments((x - center) / spread, *fitted)
+    z = (col.incidence[:, train] / col.retrieved_by[train]).T
+    sigma, tau = fit_system_errors(
+        z, gains[train] - mean[train], var[train], col.per_system(mean), scale
+    )
+    return GainModel(scale, center, spread, *fitted, sigma, tau, int(train.sum()))
+
+
+class TrainedEstimator(GainEstimator):
+    """Static gains from trained :class:`GainModel` s (pairs of fold f from ``models[f]``),
+    with the models' per-system error covariance entering the variances (mean σ², τ² over the
+    models; none when ``effects`` is false). Judgments replace the gains they judge."""
+
+    def __init__(
+        self,
+        col: Collection,
+        x: np.ndarray,
+        models: list[GainModel],
+        fold: np.ndarray | None = None,
+        effects: bool = True,
+    ) -> None:
+        self.col, self.scale = col, models[0].scale
+        fold = np.zeros(col.n_pairs, dtype=int) if fold is None else fold
+        self.mean, self.var = np.empty(col.n_pairs), np.empty(col.n_pairs)
+        for f, model in enumerate(models):
+            rows = fold == f
+            self.mean[rows], self.var[rows] = model.moments(x[rows])
+        self.sigma = float(np.sqrt(np.mean([m.sigma**2 for m in models]))) if effects else 0.0
+        self.tau = float(np.sqrt(np.mean([m.tau**2 for m in models]))) if effects else 0.0
+
+    def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.mean, self.var
+
+    def __call__(self, gains: np.ndarray) -> Estimates:
+        est = with_judgments(self.mean, self.var, gains)
+        if self.sigma == 0 and self.tau == 0:
+            return est
+        quality = pair_statistics(self.col, est, self.scale).mean
+        cov = system_error_covariance(self.sigma, self.tau, quality)
+        return Estimates(est.mean, est.var, est.judged, cov)
+
+
+def cross_fitted_estimator(
+    col: Collection,
+    x: np.ndarray,
+    gains: np.ndarray,
+    scale: Scale,
+    folds: int = 5,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+    effects: bool = True,
+) -> TrainedEstimator:
+    """A :class:`TrainedEstimator` cross-fitted by query folds (:func:`query_folds`): the
+    pairs of fold f are predicted by a model trained on the judgments of the other folds
+    only, so no query is predicted by a model that saw its judgments."""
+    fold = query_folds(col, folds, seed, groups)
+    models = [train_gain_model(col, x, gains, scale, fold != f) for f in range(folds)]
+    return TrainedEstimator(col, x, models, fold, effects)
 
 
 # --------------------------------------------------------------------------- AG@k and confidence
@@ -992,7 +1252,7 @@ def simulate(
 
 # --------------------------------------------------------------------------- front end
 
-ESTIMATORS = ("uniform", "output", "judge", "fitted")
+ESTIMATORS = ("uniform", "output", "judge", "fitted", "trained")
 SELECTIONS = ("reference", "adaptive")
 
 
@@ -1019,13 +1279,21 @@ def make_estimator(
     meta: PairMetadata | None = None,
     effects: bool = True,
     seed: int = 0,
+    model: GainModel | None = None,
 ) -> GainEstimator:
     """The estimator ``name`` (one of :data:`ESTIMATORS`), wrapped in :class:`SystemEffects`
-    when ``effects`` (per-system error covariance from the judgments so far)."""
+    when ``effects`` (per-system error covariance from the judgments so far); ``trained``
+    applies ``model`` (with its own per-system error covariance when ``effects``)."""
     if name not in ESTIMATORS:
         raise InputError(f"unknown estimator {name!r}; choose one of {', '.join(ESTIMATORS)}")
-    if name in ("output", "judge") and meta is None:
+    if name in ("output", "judge", "trained") and meta is None:
         raise InputError(f"estimator {name!r} needs --metadata (document artist genre)")
+    if name == "trained":
+        if model is None:
+            raise InputError("estimator 'trained' needs --model (a file of `mtc train`)")
+        if model.scale != scale:
+            raise InputError(f"the model is for the {model.scale} scale, not {scale}")
+        return TrainedEstimator(col, trained_features(col, meta), [model], effects=effects)
     if name == "uniform":
         base: GainEstimator = UniformEstimator(col, scale)
     elif name == "output":

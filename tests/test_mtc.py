@@ -277,10 +277,102 @@ def test_system_error_covariance_sees_errors_shared_by_a_system(small):
     variance = np.full(col.n_pairs, 25.0)
     quality = rng.normal(size=col.n_systems)
     planted = np.r_[10.0, np.zeros(col.n_systems - 1)]
-    shared = mtc.system_error_covariance(z, z @ planted + noise, variance, quality, "fine")
+    sigma, tau = mtc.fit_system_errors(z, z @ planted + noise, variance, quality, "fine")
+    shared = mtc.system_error_covariance(sigma, tau, quality)
     assert 8 < np.diag(shared).mean() < 35
-    independent = mtc.system_error_covariance(z, noise, variance, quality, "fine")
-    assert np.allclose(independent, 0.0)
+    assert mtc.fit_system_errors(z, noise, variance, quality, "fine") == (0.0, 0.0)
+
+
+# --------------------------------------------------------------------------- trained model
+
+
+def test_trained_features_average_the_retrieving_systems_profiles(small):
+    _, col, _ = small
+    meta = mtc.pair_metadata(col, make_metadata(col, 3))
+    popularity, genre_rate = mtc.system_profiles(col, meta)
+    same_genre = (meta.genre == meta.query_genre) & (meta.genre >= 0)
+    x = mtc.trained_features(col, meta)
+    assert x.shape == (col.n_pairs, len(mtc.TRAINED_FEATURES))
+    for s in range(col.n_systems):
+        mine = col.incidence[s] > 0
+        assert popularity[s] == pytest.approx(np.mean(col.retrieved_by[mine] / col.n_systems))
+        assert genre_rate[s] == pytest.approx(np.mean(same_genre[mine]))
+    for d in (0, 7, col.n_pairs - 1):
+        systems = np.flatnonzero(col.incidence[:, d])
+        assert x[d, 5] == pytest.approx(popularity[systems].mean())
+        assert x[d, 6] == pytest.approx(genre_rate[systems].mean())
+        assert x[d, 0] == col.retrieved_by[d] / col.n_systems and x[d, 2] == same_genre[d]
+
+
+@pytest.fixture(scope="module")
+def trained(small):
+    _, col, truth = small
+    meta = mtc.pair_metadata(col, make_metadata(col, 3))
+    x = mtc.trained_features(col, meta)
+    return col, meta, x, mtc.train_gain_model(col, x, truth, "fine")
+
+
+def test_gain_model_round_trips_through_json(trained):
+    col, _, x, model = trained
+    again = mtc.GainModel.from_json(model.to_json())
+    for got, want in zip(again.moments(x), model.moments(x), strict=True):
+        assert np.array_equal(got, want)
+    assert (again.sigma, again.tau, again.judgments) == (model.sigma, model.tau, col.n_pairs)
+    mean, var = model.moments(x)
+    assert np.all((mean >= 0) & (mean <= 100)) and np.all(var > 0)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(format="other"), "format is not"),
+        (lambda d: d.update(features=["fSYS"]), "features"),
+        (lambda d: d.update(beta=d["beta"][:-1]), "beta has 6 values, expected 7"),
+        (lambda d: d.update(theta=d["theta"] + [0.0]), "theta has"),
+        (lambda d: d.update(spread=[0.0] * 7), "zero spread"),
+        (lambda d: d.update(tau=-1), "negative"),
+        (lambda d: d.pop("values"), "values"),
+    ],
+)
+def test_a_damaged_gain_model_is_an_input_error(trained, change, message):
+    data = json.loads(trained[3].to_json())
+    change(data)
+    with pytest.raises(InputError, match=message):
+        mtc.GainModel.from_json(json.dumps(data), "m.json")
+    with pytest.raises(InputError, match="m.json: not a crowdprefs MTC gain model"):
+        mtc.GainModel.from_json("{not json", "m.json")
+
+
+def test_cross_fitted_model_never_sees_the_queries_it_predicts(trained, small):
+    col, _, x, _ = trained
+    truth = small[2]
+    first = mtc.cross_fitted_estimator(col, x, truth, "fine", folds=3)
+    fold = mtc.query_folds(col, 3)
+    flipped = np.where(fold == 0, 100 - truth, truth)
+    second = mtc.cross_fitted_estimator(col, x, flipped, "fine", folds=3)
+    assert np.allclose(first.mean[fold == 0], second.mean[fold == 0])
+    assert not np.allclose(first.mean[fold != 0], second.mean[fold != 0])
+    # copies of a query (same group) share a fold
+    groups = np.array([f"g{i % 4}" for i in range(col.n_queries)])
+    grouped = mtc.query_folds(col, 3, groups=groups)
+    for label in np.unique(groups):
+        assert np.unique(grouped[np.isin(col.query_of, np.flatnonzero(groups == label))]).size == 1
+
+
+def test_trained_estimator_adds_the_models_system_errors(trained):
+    col, meta, x, model = trained
+    nothing = np.full(col.n_pairs, np.nan)
+    with_errors = mtc.make_estimator("trained", col, "fine", meta, True, model=model)(nothing)
+    without = mtc.make_estimator("trained", col, "fine", meta, False, model=model)(nothing)
+    assert np.array_equal(with_errors.mean, without.mean) and without.system_cov is None
+    if model.sigma or model.tau:
+        assert np.trace(with_errors.system_cov) > 0
+    with pytest.raises(InputError, match="needs --model"):
+        mtc.make_estimator("trained", col, "fine", meta)
+    with pytest.raises(InputError, match="for the fine scale, not broad"):
+        mtc.make_estimator("trained", col, "broad", meta, model=model)
+    with pytest.raises(InputError, match="20 judged pairs"):
+        mtc.train_gain_model(col, x, np.where(np.arange(col.n_pairs) < 5, 50.0, np.nan), "fine")
 
 
 # --------------------------------------------------------------------------- selection
@@ -437,6 +529,43 @@ def test_cli_next_refuses_bad_hit_options_before_writing(files, cli, option, val
     assert not out.exists() and not hits.exists()
 
 
+def test_cli_train_then_estimate_with_the_model(files, cli):
+    model = files / "model.json"
+    code, out, err = cli(
+        "mtc", "train", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
+        "--metadata", files / "meta.txt", "--out", model, "--folds", "3",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "sysGEN" in out and "held-out queries (3 folds)" in " ".join(out.split())
+    judged = len(pd.read_csv(files / "all.txt", sep="\t", header=None))
+    assert mtc.GainModel.from_json(model.read_text()).judgments == judged
+    code, out, err = cli(
+        "mtc", "estimate", "--runs", files / "runs.txt", "--metadata", files / "meta.txt",
+        "--judgments", files / "some.txt", "--estimator", "trained", "--model", model, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["judgments"] == len(pd.read_csv(files / "some.txt", sep="\t", header=None))
+    model.write_text('{"format": "crowdprefs-mtc-gain-model", "version": 1}')
+    code, _, err = cli(
+        "mtc", "estimate", "--runs", files / "runs.txt", "--metadata", files / "meta.txt",
+        "--estimator", "trained", "--model", model,
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error:") and "not a crowdprefs MTC gain model" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_simulate_trained_is_cross_fitted_without_a_model(files, cli):
+    code, out, err = cli(
+        "mtc", "simulate", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
+        "--metadata", files / "meta.txt", "--estimator", "trained", "--batches", "6", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "cross-fitted by query folds" in " ".join(err.split())
+    payload = json.loads(out)
+    assert payload["cross_fitted"] is True and payload["log"][0]["judgments"] == 0
+
+
 def test_cli_estimate_table_and_errors(files):
     runner = CliRunner()
     ok = runner.invoke(
@@ -499,6 +628,26 @@ def test_mirex_compat_mode_reproduces_the_reference_tool(
     assert sim.stopped
     assert sim.log["judgments"].iloc[-1] == judgments
     assert round(sim.log["accuracy"].iloc[-1], 4) == accuracy
+
+
+def test_mirex_trained_model_beats_the_reference_on_held_out_queries(mirex):
+    """The trained model, cross-fitted by query folds (no query predicted by a model that saw
+    its judgments), with adaptive selection of 20 per iteration: MTC.md's targets."""
+    col, meta, truth = mirex
+    est = mtc.cross_fitted_estimator(col, mtc.trained_features(col, meta), truth, "fine")
+    select = mtc.make_selector("adaptive", col, 20, 1)
+    sim = mtc.simulate(col, truth, est, select, "fine", stop_at_target=False, max_judgments=200)
+    assert round(sim.log["accuracy"].iloc[0], 4) == 0.9477  # reference: 0.9020
+    assert sim.at(120)["accuracy"] >= 0.94  # reference: 0.9216
+    stop = sim.log.iloc[sim.first_reaching(0.95)]
+    assert stop.judgments == 180 and abs(stop.accuracy - stop.confidence) <= 0.03
+    reference = mtc.simulate(
+        col, truth, mtc.make_estimator("judge", col, "fine", meta, effects=False),
+        mtc.make_selector("reference", col, 1, 1), "fine", stop_at_target=False,
+        max_judgments=200,
+    )  # fmt: skip
+    for done in range(0, 201, 10):
+        assert sim.at(done)["accuracy"] >= reference.at(done)["accuracy"]
 
 
 @pytest.mark.slow

@@ -35,7 +35,14 @@ Metadata = Annotated[
 ]
 ScaleOpt = Annotated[str, typer.Option("--scale", help="Gain scale: fine (0-100) or broad (0-2).")]
 EstimatorOpt = Annotated[
-    str, typer.Option("--estimator", help="Gain estimator: uniform, output, judge or fitted.")
+    str,
+    typer.Option(
+        "--estimator", help="Gain estimator: uniform, output, judge, fitted or trained (--model)."
+    ),
+]
+ModelOpt = Annotated[
+    Path | None,
+    typer.Option("--model", help="Gain model of `mtc train` (for --estimator trained)."),
 ]
 EffectsOpt = Annotated[
     bool,
@@ -74,6 +81,14 @@ def _load(
     return col, gains, meta
 
 
+def _model(path: Path | None) -> mtc.GainModel | None:
+    if path is None:
+        return None
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    return mtc.GainModel.from_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
+
+
 def _records(frame: pd.DataFrame) -> list[dict]:
     """Rows as JSON-ready dicts (NaN as null, numpy scalars as Python numbers)."""
     return json.loads(frame.to_json(orient="records"))
@@ -103,6 +118,7 @@ def next_(
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
     estimator: EstimatorOpt = "judge",
+    model: ModelOpt = None,
     effects: EffectsOpt = True,
     selection: Annotated[
         str, typer.Option("--selection", help="adaptive, or reference (static c·(S−c)).")
@@ -134,7 +150,7 @@ def next_(
             f"--audio-url {audio_url!r} is not a pattern with {{id}} as its only field ({error})"
         ) from None
     col, gains, meta = _load(runs, judgments, metadata, sc)
-    est = mtc.make_estimator(estimator, col, sc, meta, effects)(gains)
+    est = mtc.make_estimator(estimator, col, sc, meta, effects, model=_model(model))(gains)
     stats = mtc.pair_statistics(col, est, sc)
     select = mtc.make_selector(selection, col, max(batch // batch_size, 1), batch_size, target)
     chosen = select(est, stats)[:batch]
@@ -165,6 +181,7 @@ def estimate(
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
     estimator: EstimatorOpt = "judge",
+    model: ModelOpt = None,
     effects: EffectsOpt = True,
     delta: DeltaOpt = 0.0,
     rule: RuleOpt = "mean",
@@ -174,7 +191,7 @@ def estimate(
     """Rank systems by estimated AG@k with intervals and per-pair confidences (seed §3, §5.2)."""
     sc = _scale(scale)
     col, gains, meta = _load(runs, judgments, metadata, sc)
-    est = mtc.make_estimator(estimator, col, sc, meta, effects)(gains)
+    est = mtc.make_estimator(estimator, col, sc, meta, effects, model=_model(model))(gains)
     stats = mtc.pair_statistics(col, est, sc)
     systems = mtc.system_table(col, stats, level)
     pairs = mtc.pair_table(col, stats, delta)
@@ -227,6 +244,7 @@ def simulate(
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
     estimator: EstimatorOpt = "judge",
+    model: ModelOpt = None,
     effects: EffectsOpt = True,
     selection: Annotated[
         str, typer.Option("--selection", help="adaptive, or reference (static c·(S−c)).")
@@ -262,7 +280,18 @@ def simulate(
     col, truth, meta = _load(runs, judgments, metadata, sc)
     if compat:
         selection, effects = "reference", False
-    est = mtc.make_estimator(estimator, col, sc, meta, effects)
+    gain_model = _model(model)
+    cross_fitted = estimator == "trained" and gain_model is None and meta is not None
+    if cross_fitted:
+        est: mtc.GainEstimator = mtc.cross_fitted_estimator(
+            col, mtc.trained_features(col, meta), truth, sc, effects=effects
+        )
+        err_console.print(
+            "trained model cross-fitted by query folds on the oracle's judgments: each query's "
+            "gains come from a model trained on the other folds' queries only"
+        )
+    else:
+        est = mtc.make_estimator(estimator, col, sc, meta, effects, model=gain_model)
     select = mtc.make_selector(selection, col, batches, batch_size, target)
     limit = col.n_pairs if max_judgments is None else max_judgments
     with make_progress() as progress:
@@ -290,6 +319,7 @@ def simulate(
     if as_json:
         payload = {
             "estimator": estimator,
+            "cross_fitted": cross_fitted,
             "selection": selection,
             "effects": effects,
             "batches": batches,
@@ -319,3 +349,47 @@ def simulate(
         f"({end['judgments'] / col.n_pairs:.1%}), confidence {end['confidence']:.4f}, "
         f"accuracy {end['accuracy']:.4f}, tau {end['tau']:.4f}"
     )
+
+
+@mtc_app.command()
+def train(
+    runs: Runs,
+    judgments: Annotated[
+        Path, typer.Option("--judgments", help="Level judgments to train on (query doc gain).")
+    ],
+    metadata: Annotated[Path, typer.Option("--metadata", help="'document artist genre' lines.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the model (JSON).")],
+    scale: ScaleOpt = "fine",
+    folds: Annotated[
+        int, typer.Option("--folds", help="Query folds of the cross-validated check.")
+    ] = 5,
+) -> None:
+    """Train a gain model on a judged collection, for `--estimator trained --model` elsewhere.
+
+    A cumulative logit on output-based features of documents and of the systems retrieving
+    them (mtc.TRAINED_FEATURES), with the per-system error spread of its residuals. Prints a
+    query-fold cross-validated check: RMSE and mean (gain − E)²/Var on held-out queries.
+    """
+    sc = _scale(scale)
+    if folds < 2:
+        raise InputError(f"--folds must be at least 2 (got {folds})")
+    col, gains, meta = _load(runs, judgments, metadata, sc)
+    x = mtc.trained_features(col, meta)
+    model = mtc.train_gain_model(col, x, gains, sc)
+    held_out = mtc.cross_fitted_estimator(col, x, gains, sc, folds=folds)
+    judged = ~np.isnan(gains)
+    error = gains[judged] - held_out.mean[judged]
+    write_atomic(out, model.to_json() + "\n")
+    console.print(f"gain model on the {sc} scale, trained on {model.judgments} judgments")
+    table = Table()
+    table.add_column("feature")
+    table.add_column("coefficient (per sd)", justify="right")
+    for name, beta in zip(mtc.TRAINED_FEATURES, model.params, strict=False):
+        table.add_row(name, f"{beta:+.3f}")
+    console.print(table)
+    console.print(
+        f"per-system error sd: sigma {model.sigma:.3f}, tau {model.tau:.3f} (gain points); "
+        f"held-out queries ({folds} folds): RMSE {np.sqrt(np.mean(error**2)):.3f}, "
+        f"mean (gain - E)^2/Var {np.mean(error**2 / held_out.var[judged]):.3f} (1 = calibrated)"
+    )
+    err_console.print(f"model written to {out}")
