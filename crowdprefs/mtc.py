@@ -15,7 +15,9 @@ V = 0).
 * Gain estimators (§4): uniform, the ordinal logistic models L_output and L_judge of the seed
   (coefficients of MTC.md), and a cumulative-logit model refitted from the judgments at hand,
   cross-fitted by query folds, with a per-system random effect for the correlated error of the
-  documents a system retrieves.
+  documents a system retrieves; and a model trained on a judged collection (as the seed
+  trains L_output on other editions) on document features and system profiles that need no
+  judgment, used on another collection or cross-fitted by query folds.
 * Selection (§3.4): the reference tool's static weight c·(S − c) and an adaptive weight.
 
 Everything is vectorised over one S×P incidence matrix (P = distinct pairs), so a simulation
