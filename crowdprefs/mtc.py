@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -790,7 +790,8 @@ class GainModel:
     """A cumulative logit of the gain on :data:`TRAINED_FEATURES` (standardised by the
     training rows' ``center`` and ``spread``), with each level valued at its training mean
     gain (``values``, within-level variance ``value_spreads``), and the per-system error
-    spread (σ, τ of :func:`system_error_covariance`) of its training residuals.
+    spread (σ, τ of :func:`system_error_covariance`) of its training residuals; all its
+    variances are multiplied by ``variance_scale`` λ (:func:`pair_variance_scale`).
 
     Trained on a judged collection (seed §4.2.3 trains L_output on other MIREX editions) and
     used on another as a static prior, saved as JSON by :meth:`to_json`.
@@ -804,6 +805,7 @@ class GainModel:
     value_spreads: np.ndarray
     sigma: float
     tau: float
+    variance_scale: float
     judgments: int
 
     def moments(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -827,6 +829,7 @@ class GainModel:
                 "value_spreads": self.value_spreads.tolist(),
                 "sigma": self.sigma,
                 "tau": self.tau,
+                "variance_scale": self.variance_scale,
                 "judgments": self.judgments,
             },
             indent=1,
@@ -854,11 +857,12 @@ class GainModel:
                 if arrays[key].shape != (size,):
                     raise ValueError(f"{key} has {arrays[key].size} values, expected {size}")
             sigma, tau = float(data["sigma"]), float(data["tau"])
-            numbers = np.r_[np.concatenate(list(arrays.values())), sigma, tau]
+            variance_scale = float(data["variance_scale"])
+            numbers = np.r_[np.concatenate(list(arrays.values())), sigma, tau, variance_scale]
             if levels < 2 or not np.isfinite(numbers).all() or (arrays["spread"] <= 0).any():
                 raise ValueError("non-finite numbers, fewer than two levels or a zero spread")
-            if sigma < 0 or tau < 0:
-                raise ValueError("negative sigma or tau")
+            if sigma < 0 or tau < 0 or variance_scale <= 0:
+                raise ValueError("negative sigma or tau, or a variance scale not above 0")
             return cls(
                 data["scale"],
                 arrays["center"],
@@ -868,27 +872,17 @@ class GainModel:
                 arrays["value_spreads"],
                 sigma,
                 tau,
+                variance_scale,
                 int(data["judgments"]),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise InputError(f"{source}: not a crowdprefs MTC gain model ({error})") from None
 
 
-def train_gain_model(
-    col: Collection,
-    x: np.ndarray,
-    gains: np.ndarray,
-    scale: Scale,
-    rows: np.ndarray | None = None,
-    l2: float = 1.0,
+def _fit_gain_model(
+    col: Collection, x: np.ndarray, gains: np.ndarray, scale: Scale, train: np.ndarray, l2: float
 ) -> GainModel:
-    """Fit a :class:`GainModel` on the judged pairs (of ``rows``, if given).
-
-    The cumulative logit is a ridge fit (precision ``l2`` on the standardised coefficients,
-    :func:`fit_level_model`); σ and τ come from its residuals on the training pairs by
-    :func:`fit_system_errors`, the direction m from the systems' predicted AG@k.
-    """
-    train = ~np.isnan(gains) if rows is None else rows & ~np.isnan(gains)
+    """The cumulative logit and σ, τ of :func:`train_gain_model`, with variance scale 1."""
     if train.sum() < 20:
         raise InputError(f"training a gain model needs 20 judged pairs or more, not {train.sum()}")
     center = x[train].mean(axis=0)
@@ -902,13 +896,75 @@ def train_gain_model(
     sigma, tau = fit_system_errors(
         z, gains[train] - mean[train], var[train], col.per_system(mean), scale
     )
-    return GainModel(scale, center, spread, *fitted, sigma, tau, int(train.sum()))
+    return GainModel(scale, center, spread, *fitted, sigma, tau, 1.0, int(train.sum()))
+
+
+def pair_variance_scale(
+    col: Collection,
+    x: np.ndarray,
+    gains: np.ndarray,
+    scale: Scale,
+    train: np.ndarray,
+    l2: float = 1.0,
+    folds: int = 5,
+    groups: np.ndarray | None = None,
+) -> float:
+    """λ = max(1, mean over system pairs of z²_AB) on the training queries, where
+    z_AB = (Δ_AB − E[Δ_AB]) / √Var[Δ_AB] and every training query is predicted by a model
+    fitted on the other inner query folds (with its σ, τ): how much the variances of
+    differences fall short out of sample (the model's own coefficients err per system)."""
+    inner = query_folds(col, folds, seed=1, groups=groups)
+    mean, var = np.zeros(col.n_pairs), np.zeros(col.n_pairs)
+    errors = []
+    for f in range(folds):
+        held_out = train & (inner == f)
+        if held_out.any():
+            model = _fit_gain_model(col, x, gains, scale, train & (inner != f), l2)
+            mean[held_out], var[held_out] = model.moments(x[held_out])
+            errors.append((model.sigma**2, model.tau**2))
+    sigma2, tau2 = np.mean(errors, axis=0)
+    est = Estimates(mean, var, ~train)  # pairs outside the training rows count as known
+    quality = pair_statistics(col, est, scale).mean
+    cov = system_error_covariance(float(np.sqrt(sigma2)), float(np.sqrt(tau2)), quality)
+    stats = pair_statistics(col, Estimates(mean, var, ~train, cov), scale)
+    observed = col.per_system(np.where(train, gains, 0.0)) / (
+        col.n_queries * col.k * MAX_GAIN[scale]
+    )
+    a, b = upper_pairs(col.n_systems)
+    spread = stats.diff_var[a, b]
+    error = observed[a] - observed[b] - stats.diff[a, b]
+    z2 = error[spread > 0] ** 2 / spread[spread > 0]
+    return max(float(z2.mean()), 1.0) if z2.size else 1.0
+
+
+def train_gain_model(
+    col: Collection,
+    x: np.ndarray,
+    gains: np.ndarray,
+    scale: Scale,
+    rows: np.ndarray | None = None,
+    l2: float = 1.0,
+    groups: np.ndarray | None = None,
+) -> GainModel:
+    """Fit a :class:`GainModel` on the judged pairs (of ``rows``, if given).
+
+    The cumulative logit is a ridge fit (precision ``l2`` on the standardised coefficients,
+    :func:`fit_level_model`); σ and τ come from its residuals on the training pairs by
+    :func:`fit_system_errors`, the direction m from the systems' predicted AG@k; the variance
+    scale λ from inner query folds (:func:`pair_variance_scale`; ``groups`` as in
+    :func:`query_folds`).
+    """
+    train = ~np.isnan(gains) if rows is None else rows & ~np.isnan(gains)
+    model = _fit_gain_model(col, x, gains, scale, train, l2)
+    variance_scale = pair_variance_scale(col, x, gains, scale, train, l2, groups=groups)
+    return replace(model, variance_scale=variance_scale)
 
 
 class TrainedEstimator(GainEstimator):
     """Static gains from trained :class:`GainModel` s (pairs of fold f from ``models[f]``),
     with the models' per-system error covariance entering the variances (mean σ², τ² over the
-    models; none when ``effects`` is false). Judgments replace the gains they judge."""
+    models) and the variances scaled by their λ (none of this when ``effects`` is false).
+    Judgments replace the gains they judge."""
 
     def __init__(
         self,
@@ -924,8 +980,10 @@ class TrainedEstimator(GainEstimator):
         for f, model in enumerate(models):
             rows = fold == f
             self.mean[rows], self.var[rows] = model.moments(x[rows])
-        self.sigma = float(np.sqrt(np.mean([m.sigma**2 for m in models]))) if effects else 0.0
-        self.tau = float(np.sqrt(np.mean([m.tau**2 for m in models]))) if effects else 0.0
+            self.var[rows] *= model.variance_scale if effects else 1.0
+        scaled = [(m.variance_scale * m.sigma**2, m.variance_scale * m.tau**2) for m in models]
+        sigma2, tau2 = np.mean(scaled, axis=0) if effects else (0.0, 0.0)
+        self.sigma, self.tau = float(np.sqrt(sigma2)), float(np.sqrt(tau2))
 
     def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.mean, self.var
@@ -953,7 +1011,9 @@ def cross_fitted_estimator(
     pairs of fold f are predicted by a model trained on the judgments of the other folds
     only, so no query is predicted by a model that saw its judgments."""
     fold = query_folds(col, folds, seed, groups)
-    models = [train_gain_model(col, x, gains, scale, fold != f) for f in range(folds)]
+    models = [
+        train_gain_model(col, x, gains, scale, fold != f, groups=groups) for f in range(folds)
+    ]
     return TrainedEstimator(col, x, models, fold, effects)
 
 

@@ -389,6 +389,7 @@ def train(
     console.print(table)
     console.print(
         f"per-system error sd: sigma {model.sigma:.3f}, tau {model.tau:.3f} (gain points); "
+        f"variance scale {model.variance_scale:.3f}; "
         f"held-out queries ({folds} folds): RMSE {np.sqrt(np.mean(error**2)):.3f}, "
         f"mean (gain - E)^2/Var {np.mean(error**2 / held_out.var[judged]):.3f} (1 = calibrated)"
     )
