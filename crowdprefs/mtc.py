@@ -98,6 +98,12 @@ class Collection:
         return self.incidence.sum(axis=0)
 
     @cached_property
+    def mean_over_systems(self) -> np.ndarray:
+        """S×P: X_{sd}/c_d, whose column d averages a per-system quantity over the systems
+        that retrieved d."""
+        return self.incidence / self.retrieved_by
+
+    @cached_property
     def retrievals(self) -> tuple[np.ndarray, np.ndarray]:
         """(system, pair) of every nonzero of the incidence matrix."""
         return np.nonzero(self.incidence)
@@ -724,7 +730,7 @@ class SystemEffects(GainEstimator):
         self, base: GainEstimator, col: Collection, scale: Scale, min_judged: int = 20
     ) -> None:
         self.base, self.col, self.scale, self.min_judged = base, col, scale, min_judged
-        self.z = (col.incidence / col.retrieved_by).T
+        self.z = col.mean_over_systems.T
 
     def predict(self, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.base.predict(gains)
@@ -739,8 +745,17 @@ class SystemEffects(GainEstimator):
         sigma, tau = fit_system_errors(
             self.z[judged], gains[judged] - mean[judged], var[judged], quality, self.scale
         )
-        cov = system_error_covariance(sigma, tau, quality)
-        return Estimates(est.mean, est.var, judged, cov)
+        return with_system_errors(self.col, est, sigma, tau, self.scale)
+
+
+def with_system_errors(
+    col: Collection, est: Estimates, sigma: float, tau: float, scale: Scale
+) -> Estimates:
+    """``est`` with the per-system error covariance Σ(σ, τ) of :func:`system_error_covariance`,
+    its direction m from the systems' AG@k under ``est``."""
+    quality = pair_statistics(col, est, scale).mean
+    cov = system_error_covariance(sigma, tau, quality)
+    return Estimates(est.mean, est.var, est.judged, cov)
 
 
 # --------------------------------------------------------------------------- trained model
@@ -778,10 +793,9 @@ def trained_features(
     """
     output = output_features(col, meta)
     popularity, genre_rate = system_profiles(col, meta) if profiles is None else profiles
-    mean_over_systems = col.incidence / col.retrieved_by  # S × P, columns sum to 1
     return np.column_stack(
-        [np.delete(output, [1, 2], axis=1), popularity @ mean_over_systems,
-         genre_rate @ mean_over_systems]
+        [np.delete(output, [1, 2], axis=1), popularity @ col.mean_over_systems,
+         genre_rate @ col.mean_over_systems]
     )  # fmt: skip
 
 
@@ -892,7 +906,7 @@ def _fit_gain_model(
     if fitted is None:
         raise InputError("training a gain model needs judgments on two gain levels or more")
     mean, var = level_moments((x - center) / spread, *fitted)
-    z = (col.incidence[:, train] / col.retrieved_by[train]).T
+    z = col.mean_over_systems[:, train].T
     sigma, tau = fit_system_errors(
         z, gains[train] - mean[train], var[train], col.per_system(mean), scale
     )
@@ -914,19 +928,18 @@ def pair_variance_scale(
     fitted on the other inner query folds (with its σ, τ): how much the variances of
     differences fall short out of sample (the model's own coefficients err per system)."""
     inner = query_folds(col, folds, seed=1, groups=groups)
-    mean, var = np.zeros(col.n_pairs), np.zeros(col.n_pairs)
-    errors = []
-    for f in range(folds):
-        held_out = train & (inner == f)
-        if held_out.any():
-            model = _fit_gain_model(col, x, gains, scale, train & (inner != f), l2)
-            mean[held_out], var[held_out] = model.moments(x[held_out])
-            errors.append((model.sigma**2, model.tau**2))
-    sigma2, tau2 = np.mean(errors, axis=0)
-    est = Estimates(mean, var, ~train)  # pairs outside the training rows count as known
-    quality = pair_statistics(col, est, scale).mean
-    cov = system_error_covariance(float(np.sqrt(sigma2)), float(np.sqrt(tau2)), quality)
-    stats = pair_statistics(col, Estimates(mean, var, ~train, cov), scale)
+    used = np.unique(inner[train])  # inner folds holding training queries
+    smallest = min(int((train & (inner != f)).sum()) for f in used)
+    if used.size < 2 or smallest < 20:
+        raise InputError(
+            f"training a gain model needs judgments in several queries, so that 20 or more lie "
+            f"outside each of its {folds} inner query folds (found {smallest} outside one)"
+        )
+    models = [_fit_gain_model(col, x, gains, scale, train & (inner != f), l2) for f in used]
+    fold = np.where(train, np.searchsorted(used, inner), 0)
+    # pairs outside the training rows count as known, with gain 0 on both sides
+    est = TrainedEstimator(col, x, models, fold)(np.where(train, np.nan, 0.0))
+    stats = pair_statistics(col, est, scale)
     observed = col.per_system(np.where(train, gains, 0.0)) / (
         col.n_queries * col.k * MAX_GAIN[scale]
     )
@@ -992,9 +1005,7 @@ class TrainedEstimator(GainEstimator):
         est = with_judgments(self.mean, self.var, gains)
         if self.sigma == 0 and self.tau == 0:
             return est
-        quality = pair_statistics(self.col, est, self.scale).mean
-        cov = system_error_covariance(self.sigma, self.tau, quality)
-        return Estimates(est.mean, est.var, est.judged, cov)
+        return with_system_errors(self.col, est, self.sigma, self.tau, self.scale)
 
 
 def cross_fitted_estimator(

@@ -369,14 +369,19 @@ def test_trained_estimator_adds_the_models_system_errors(trained):
     assert np.array_equal(with_errors.mean, without.mean) and without.system_cov is None
     assert model.variance_scale >= 1.0
     assert np.allclose(with_errors.var, without.var * model.variance_scale)
-    if model.sigma or model.tau:
-        assert np.trace(with_errors.system_cov) > 0
+    quality = mtc.pair_statistics(col, without, "fine").mean
+    expected = model.variance_scale * mtc.system_error_covariance(model.sigma, model.tau, quality)
+    assert model.sigma > 0 and np.allclose(with_errors.system_cov, expected)
     with pytest.raises(InputError, match="needs --model"):
         mtc.make_estimator("trained", col, "fine", meta)
     with pytest.raises(InputError, match="for the fine scale, not broad"):
         mtc.make_estimator("trained", col, "broad", meta, model=model)
     with pytest.raises(InputError, match="20 judged pairs"):
         mtc.train_gain_model(col, x, np.where(np.arange(col.n_pairs) < 5, 50.0, np.nan), "fine")
+    three_queries = np.where(col.query_of < 3, 50.0 + 10 * (np.arange(col.n_pairs) % 3), np.nan)
+    assert np.count_nonzero(~np.isnan(three_queries)) >= 20  # enough for one fit, not for λ
+    with pytest.raises(InputError, match="judgments in several queries"):
+        mtc.train_gain_model(col, x, three_queries, "fine")
 
 
 # --------------------------------------------------------------------------- selection
