@@ -5,10 +5,10 @@ ffmpeg is the binary of the ``imageio-ffmpeg`` wheel, handed to pydub: no system
 Seed ``002_b9503f18ee81843c.txt`` §4.1 motivates every step.
 """
 
-from .codec import FORMATS, Audio, ClipError, decode, encode
-from .loudness import integrated_loudness, k_weighting, peak_dbfs
-from .midi import render_midi, renderer
-from .prepare import (
+from audio_prep.codec import FORMATS, Audio, ClipError, decode, encode
+from audio_prep.loudness import integrated_loudness, k_weighting, peak_dbfs
+from audio_prep.midi import render_midi, renderer
+from audio_prep.prepare import (
     AUDIO_SUFFIXES,
     MANIFEST_NAME,
     PrepareOptions,
@@ -18,7 +18,7 @@ from .prepare import (
     process,
     read_manifest,
 )
-from .trim import audible_bounds, trim_silence
+from audio_prep.trim import audible_bounds, trim_silence
 
 __all__ = [
     "AUDIO_SUFFIXES",

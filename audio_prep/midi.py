@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pretty_midi
 
-from .codec import Audio, ClipError
+from audio_prep.codec import Audio, ClipError
 
 MIDI_SUFFIXES = frozenset({".mid", ".midi", ".kar"})
 DEFAULT_RATE = 44100

@@ -27,13 +27,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowdprefs.console import make_progress
+from audio_prep.codec import FORMATS, Audio, ClipError, decode, encode
+from audio_prep.loudness import integrated_loudness, normalisation_gain, peak_dbfs
+from audio_prep.midi import DEFAULT_RATE, MIDI_SUFFIXES, midi_seconds, render_midi, renderer
+from audio_prep.trim import trim_silence
 from crowdprefs.errors import InputError
-
-from .codec import FORMATS, Audio, ClipError, decode, encode
-from .loudness import integrated_loudness, normalisation_gain, peak_dbfs
-from .midi import DEFAULT_RATE, MIDI_SUFFIXES, midi_seconds, render_midi, renderer
-from .trim import trim_silence
+from crowdprefs.progress import make_progress
 
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = [

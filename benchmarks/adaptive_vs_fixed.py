@@ -19,10 +19,10 @@ import time
 import numpy as np
 import pandas as pd
 
-from crowdprefs.adaptive import StoppingRule, decide, nominal_level, operating
+from crowdprefs.campaign.adaptive import StoppingRule, decide, nominal_level, operating
 from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import make_collection
-from crowdprefs.planning import Design, simulate, summarize
+from crowdprefs.quality.planning import Design, simulate, summarize
 
 
 def false_different(rule: StoppingRule, pairs: int, seed: int) -> float:

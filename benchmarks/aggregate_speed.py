@@ -16,7 +16,7 @@ import tracemalloc
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from crowdprefs.aggregate import verdicts
+from crowdprefs.campaign.aggregate import verdicts
 
 
 def main() -> None:

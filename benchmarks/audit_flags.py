@@ -2,8 +2,8 @@
 
 1. Flags: runs ``--campaigns`` whole demo campaigns (11 queries, 118 candidates, 10 answers per
    pair) with the default simulated crowd, each with its own seed, and prints the precision and
-   recall of :func:`crowdprefs.audit.flag_workers` against the planted careless workers and bots
-   (:class:`crowdprefs.crowds.simulated.WorkerPool`), overall and for workers with at least 5
+   recall of :func:`crowdprefs.quality.audit.flag_workers` against the planted careless workers and
+   bots (:class:`crowdprefs.crowds.simulated.WorkerPool`), overall and for workers with at least 5
    answers, and per rule.
 2. Speed: the vectorised Krippendorff's α (ordinal) against the ``krippendorff`` package, and
    Fleiss' κ against statsmodels, on ``--units`` pairs of 10 answers; and the whole audit of a
@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
-from crowdprefs import audit as A
-from crowdprefs import driver
-from crowdprefs.crowds.csv import FRAME_COLUMNS
+from crowdprefs.campaign import driver
+from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
+from crowdprefs.quality import audit as A
 
 
 def flag_study(campaigns: int) -> None:

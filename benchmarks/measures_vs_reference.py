@@ -57,7 +57,7 @@ def synthetic(systems: int, queries: int, depth: int, seed: int = 0):
 
 
 def ours(runs: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
-    from crowdprefs.measures import score
+    from crowdprefs.evaluation.measures import score
 
     table = score(runs, truth, OURS)
     table["measure"] = table["measure"].map(dict(zip(OURS, THEIRS, strict=True)))

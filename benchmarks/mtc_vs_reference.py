@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowdprefs import mtc
+from crowdprefs.evaluation import mtc
 from crowdprefs.io import read_levels, read_runs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"

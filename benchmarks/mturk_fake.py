@@ -17,13 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from crowdprefs import driver
-from crowdprefs.crowds.mturk import MTurkCrowd
-from crowdprefs.crowds.mturk_fake import FakeMTurk, SimulatedResponder
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.crowds.mturk.fake import FakeMTurk, SimulatedResponder
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import make_collection
 from crowdprefs.io import write_lists
-from crowdprefs.project import Project, Settings, init_project
 
 SIZES = (8, 7, 6, 5, 4)
 

@@ -4,7 +4,7 @@ Target (issue 10): under a minute. CPU time is printed with the wall time: on th
 2-core machine the wall time depends on everyone else's load (the load average is printed too).
 Baseline in the same run: one campaign of the Eval05-sized
 demo collection through the real driver (SQLite state, the simulated crowd backend), against the
-in-memory simulation of :mod:`crowdprefs.planning` on the same collection; the ratio is the
+in-memory simulation of :mod:`crowdprefs.quality.planning` on the same collection; the ratio is the
 speed-up per campaign. Peak memory of the large run is reported too.
 
 Run: ``python benchmarks/plan_speed.py [--campaigns 100]``
@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowdprefs import driver
-from crowdprefs.adaptive import StoppingRule
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.crowds import get_crowd
 from crowdprefs.demo import create_demo_project, make_collection
-from crowdprefs.planning import Design, simulate
+from crowdprefs.quality.planning import Design, simulate
 
 
 def large_truth(queries: int, candidates: int, seed: int = 1) -> pd.DataFrame:

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crowdprefs.power import (
+from crowdprefs.evaluation.power import (
     PROCEDURES,
     default_sizes,
     power_study,
@@ -35,7 +35,7 @@ from crowdprefs.power import (
     stability_study,
     stratified_subsets,
 )
-from crowdprefs.stats import tukey_critical_value
+from crowdprefs.evaluation.stats import tukey_critical_value
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"
 K = 5

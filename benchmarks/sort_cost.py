@@ -14,9 +14,9 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from crowdprefs.aggregate import count_answers, verdicts
+from crowdprefs.campaign.aggregate import count_answers, verdicts
+from crowdprefs.campaign.sorting import initial_order, replay
 from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, latent_similarity, simulate_answers
-from crowdprefs.sorting import initial_order, replay
 
 
 def sort_query(query: str, truth: pd.DataFrame, pool, model, seed: int) -> tuple[int, int]:

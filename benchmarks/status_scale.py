@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from crowdprefs import driver
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.crowds.simulated import CrowdModel, SimulatedCrowd, random_truth
-from crowdprefs.project import Project, Settings, init_project
 
 
 def build(root: Path, queries: int, candidates: int, iterations: int) -> Project:

@@ -23,11 +23,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from crowdprefs import driver
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.demo import make_collection
 from crowdprefs.io import write_lists
-from crowdprefs.project import Project, Settings, init_project
 from crowdprefs.web import assign
 from crowdprefs.web.judges import JudgeReport, ServerProcess, run_judges, simulated_oracle
 from crowdprefs.web.security import new_token

@@ -19,11 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.crowds.simulated import CrowdModel
+from crowdprefs.io import write_lists
 from examples.melodies import QUERY_SIZES, make_example
-
-from .crowds.simulated import CrowdModel
-from .io import write_lists
-from .project import Project, Settings, init_project
 
 
 def make_collection(

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import InputError
-from .files import write_atomic
+from crowdprefs.errors import InputError
+from crowdprefs.files import write_atomic
 
 RUN_COLUMNS = ["system", "query", "document", "rank"]
 LEVEL_COLUMNS = ["query", "document", "gain"]

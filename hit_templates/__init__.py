@@ -1,4 +1,4 @@
 """Jinja2 templates of the HITs, shared by the MTurk and in-house web crowds.
 
-Rendered by :func:`crowdprefs.hits.render_preference_hit`.
+Rendered by :func:`crowdprefs.hits.render.render_preference_hit`.
 """

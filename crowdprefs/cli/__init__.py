@@ -10,22 +10,22 @@ import sys
 import typer
 from rich.markup import escape
 
-from ..console import err_console
-from ..errors import CrowdprefsError
-from .app import app
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import err_console
+from crowdprefs.errors import CrowdprefsError
 
 # Command modules, imported in the order their commands appear in --help.
 # isort: off
-from . import core  # noqa: F401,E402  init, status, next, publish, collect, aggregate, run, export
-from . import demo  # noqa: F401,E402  demo
-from . import audio  # noqa: F401,E402  audio prepare, prepare
-from . import mturk  # noqa: F401,E402  preview, mturk ...
-from . import web  # noqa: F401,E402  serve, invite
-from . import audit  # noqa: F401,E402  audit, import-answers, replay
-from . import plan  # noqa: F401,E402  plan, crowd-model fit
-from . import evaluate  # noqa: F401,E402  evaluate, compare-lists
-from . import stats  # noqa: F401,E402  stats test, power, stability, gawm
-from . import mtc  # noqa: F401,E402  mtc next, estimate, simulate
+from crowdprefs.cli import core  # noqa: F401,E402  init, status, next, publish, collect, aggregate, run, export
+from crowdprefs.cli import demo  # noqa: F401,E402  demo
+from crowdprefs.cli import audio  # noqa: F401,E402  audio prepare, prepare
+from crowdprefs.cli import mturk  # noqa: F401,E402  preview, mturk ...
+from crowdprefs.cli import web  # noqa: F401,E402  serve, invite
+from crowdprefs.cli import audit  # noqa: F401,E402  audit, import-answers, replay
+from crowdprefs.cli import plan  # noqa: F401,E402  plan, crowd-model fit
+from crowdprefs.cli import evaluate  # noqa: F401,E402  evaluate, compare-lists
+from crowdprefs.cli import stats  # noqa: F401,E402  stats test, power, stability, gawm
+from crowdprefs.cli import mtc  # noqa: F401,E402  mtc next, estimate, simulate
 # isort: on
 
 

@@ -11,9 +11,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..console import console, err_console
-from ..errors import InputError
-from .app import app
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,9 +173,8 @@ def prepare_project(
     audio given as URLs is left alone.
     """
     options = _options(**locals())
-    from audio_prep.project import CLIPS_FOLDER, listening_seconds, prepare_project
-
-    from ..project import Project
+    from crowdprefs.campaign.clips import CLIPS_FOLDER, listening_seconds, prepare_project
+    from crowdprefs.campaign.project import Project
 
     with Project(directory) as project:
         clips = prepare_project(project, options, jobs, dst=dst)

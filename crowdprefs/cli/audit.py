@@ -11,17 +11,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import audit as auditing
-from ..aggregate import AggregationRule
-from ..budget import FeeModel
-from ..console import console, err_console
-from ..crowds.csv import Columns, import_answers, read_results
-from ..errors import InputError
-from ..files import write_atomic
-from ..io import read_lists, write_lists
-from ..project import Project
-from ..replay import replay_campaign
-from .app import app
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.budget import FeeModel
+from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.replay import replay_campaign
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.crowds.results import Columns, import_answers, read_results
+from crowdprefs.errors import InputError
+from crowdprefs.files import write_atomic
+from crowdprefs.io import read_lists, write_lists
+from crowdprefs.quality import audit as auditing
 
 _DEFAULT = Columns()
 
@@ -210,7 +210,7 @@ def audit_command(
             write_atomic(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
         err_console.print(f"wrote {len(tables)} tables to {csv_dir}")
     if html is not None:
-        from ..report import render
+        from crowdprefs.quality.report import render
 
         write_atomic(html, render(result, title))
         err_console.print(f"wrote the report to {html}")

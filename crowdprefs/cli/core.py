@@ -10,14 +10,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .. import driver
-from ..aggregate import AggregationRule
-from ..console import console, make_progress
-from ..crowds import CROWDS, get_crowd
-from ..errors import BudgetError, InputError
-from ..io import write_lists
-from ..project import DEFAULT_SEED, Project, Settings, init_project
-from .app import app
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.project import DEFAULT_SEED, Project, Settings, init_project
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console
+from crowdprefs.crowds import CROWDS, get_crowd
+from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.io import write_lists
+from crowdprefs.progress import make_progress
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")

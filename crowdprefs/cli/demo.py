@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..console import console, err_console
-from ..errors import InputError
-from ..project import DEFAULT_SEED
-from .app import app
+from crowdprefs.campaign.project import DEFAULT_SEED
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.errors import InputError
 
 DEMO_CROWDS = ("simulated", "mturk-fake", "web")
 DEMO_MEASURES = ("ADR@5", "nDCG@5", "AG@5")
@@ -57,16 +57,16 @@ def demo(
     """
     if crowd not in DEMO_CROWDS:
         raise InputError(f"the demo runs with --crowd {', '.join(DEMO_CROWDS)}, not {crowd!r}")
-    from .. import audit as auditing
-    from .. import driver
-    from ..crowd_model import load_crowd_model
-    from ..demo import create_demo_project, example_runs
-    from ..evaluate import compare_lists, evaluate
-    from ..hits import write_preview
-    from ..io import read_lists, write_lists, write_runs
-    from ..project import Project
-    from ..report import render
-    from .core import run_with_progress
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.cli.core import run_with_progress
+    from crowdprefs.demo import create_demo_project, example_runs
+    from crowdprefs.evaluation.evaluate import compare_lists, evaluate
+    from crowdprefs.hits.render import write_preview
+    from crowdprefs.io import read_lists, write_lists, write_runs
+    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.crowd_model import load_crowd_model
+    from crowdprefs.quality.report import render
 
     started = time.perf_counter()
     project_dir = directory / "project"
@@ -93,7 +93,7 @@ def demo(
         )
 
         if audio:
-            from audio_prep.project import prepare_project
+            from crowdprefs.campaign.clips import prepare_project
 
             _stage("2. audio clips")
             clips = prepare_project(project, jobs=jobs)
@@ -110,7 +110,7 @@ def demo(
 
         _stage(f"3. campaign ({crowd} crowd)")
         if crowd == "web":
-            from ..web import run_web_demo
+            from crowdprefs.web import run_web_demo
 
             run_web_demo(project)
         else:
@@ -154,8 +154,8 @@ def _adr(comparison) -> float:
 
 
 def _print_audit(result, project) -> None:
-    from .. import audit as auditing
-    from ..crowds import get_crowd
+    from crowdprefs.crowds import get_crowd
+    from crowdprefs.quality import audit as auditing
 
     table = result.iterations
     total = table.iloc[-1]

@@ -14,10 +14,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import evaluate as E
-from ..console import console, err_console, make_progress
-from ..io import read_lists, read_runs, read_truth
-from .app import app
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.evaluation import evaluate as E
+from crowdprefs.io import read_lists, read_runs, read_truth
+from crowdprefs.progress import make_progress
 
 DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
 MATRIX_MAX_SYSTEMS = 30

@@ -12,13 +12,14 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from .. import mtc
-from ..console import console, err_console, make_progress
-from ..errors import InputError
-from ..files import atomic_path, write_atomic
-from ..hits import LEVEL_SCALES, render_level_hit
-from ..io import read_levels, read_runs
-from .app import app
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.errors import InputError
+from crowdprefs.evaluation import mtc
+from crowdprefs.files import atomic_path, write_atomic
+from crowdprefs.hits.render import LEVEL_SCALES, render_level_hit
+from crowdprefs.io import read_levels, read_runs
+from crowdprefs.progress import make_progress
 
 mtc_app = typer.Typer(
     help="Minimal Test Collections: rank systems by AG@k with few level judgments (seed 000).",

@@ -20,16 +20,16 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from .. import driver
-from ..budget import batch_cost
-from ..console import console, err_console
-from ..crowds.mturk import MTurkCrowd
-from ..errors import InputError, StateError
-from ..hits import write_preview
-from ..hosting import clip_paths, host_for_project
-from ..project import Project
-from .app import app
-from .core import ProjectDir
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.budget import batch_cost
+from crowdprefs.campaign.project import Project
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.core import ProjectDir
+from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.errors import InputError, StateError
+from crowdprefs.hits.hosting import clip_paths, host_for_project
+from crowdprefs.hits.render import write_preview
 
 mturk_app = typer.Typer(
     help="Publish to Amazon Mechanical Turk (sandbox unless --live), collect, review, repair.",
@@ -53,9 +53,7 @@ Flags = Annotated[
 
 Audited = Annotated[
     bool,
-    typer.Option(
-        "--audit", help="Also block the workers the audit flags (crowdprefs.audit.flag_workers)."
-    ),
+    typer.Option("--audit", help="Also block the workers the audit flags."),
 ]
 
 
@@ -74,7 +72,7 @@ def _crowd(
         crowd = MTurkCrowd(project, target="live" if live else "sandbox")
     parts = [_read_flags(flags)] if flags else []
     if audited:
-        from .. import audit
+        from crowdprefs.quality import audit
 
         answers = audit.project_answers(project)
         if len(answers):
@@ -230,7 +228,7 @@ def review_(
     audited: Audited = False,
 ) -> None:
     """Apply the review rules to the collected answers (e.g. after adding --flags)."""
-    from ..review import review
+    from crowdprefs.quality.review import review
 
     with Project(directory) as project:
         crowd = _crowd(project, live, fake, flags, audited)

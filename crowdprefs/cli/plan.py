@@ -9,15 +9,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..adaptive import StoppingRule, nominal_level
-from ..aggregate import AggregationRule
-from ..console import console, make_progress
-from ..crowds.csv import read_results
-from ..crowds.simulated import CrowdModel, random_truth
-from ..errors import InputError
-from ..io import read_lists
-from ..project import read_candidates
-from .app import app
+from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.project import read_candidates
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console
+from crowdprefs.crowds.results import read_results
+from crowdprefs.crowds.simulated import CrowdModel, random_truth
+from crowdprefs.errors import InputError
+from crowdprefs.io import read_lists
+from crowdprefs.progress import make_progress
 
 crowd_model_app = typer.Typer(
     help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
@@ -80,8 +81,10 @@ def plan(
 ) -> None:
     """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
     simulating it many times with the simulated crowd, before any money is spent."""
-    from ..crowd_model import load_crowd_model  # scipy.optimize: imported only when planning
-    from ..planning import Design, simulate, summarize
+    from crowdprefs.quality.crowd_model import (
+        load_crowd_model,  # scipy.optimize: imported only when planning
+    )
+    from crowdprefs.quality.planning import Design, simulate, summarize
 
     frame = read_candidates(candidates)
     hidden = read_lists(truth) if truth else random_truth(frame, seed)
@@ -159,7 +162,7 @@ def fit(
 ) -> None:
     """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
     bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
-    from ..crowd_model import fit_crowd_model, save_fit
+    from crowdprefs.quality.crowd_model import fit_crowd_model, save_fit
 
     answers = read_results(results)
     fitted = fit_crowd_model(answers)

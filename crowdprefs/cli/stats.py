@@ -12,13 +12,19 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .. import gawm as G
-from .. import power as P
-from ..console import console
-from ..errors import InputError
-from ..files import write_atomic
-from ..stats import PAIRWISE_TESTS, friedman, friedman_tukey, pairwise_tests, read_scores
-from .app import app
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console
+from crowdprefs.errors import InputError
+from crowdprefs.evaluation import gawm as G
+from crowdprefs.evaluation import power as P
+from crowdprefs.evaluation.stats import (
+    PAIRWISE_TESTS,
+    friedman,
+    friedman_tukey,
+    pairwise_tests,
+    read_scores,
+)
+from crowdprefs.files import write_atomic
 
 stats_app = typer.Typer(
     help="Significance tests, power and stability studies, GAWM and HITS over a scores file "

@@ -12,17 +12,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..aggregate import count_answers, inter_agreement
-from ..console import console, err_console, make_progress
-from ..errors import InputError, StateError
-from ..files import write_atomic
-from ..project import Project
-from ..web import assign
-from ..web.security import new_token
-from .app import app
+from crowdprefs.campaign.aggregate import count_answers, inter_agreement
+from crowdprefs.campaign.project import Project
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console, err_console
+from crowdprefs.errors import InputError, StateError
+from crowdprefs.files import write_atomic
+from crowdprefs.progress import make_progress
+from crowdprefs.web import assign
+from crowdprefs.web.security import new_token
 
 if TYPE_CHECKING:
-    from ..web.judges import JudgeReport
+    from crowdprefs.web.judges import JudgeReport
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -59,7 +60,7 @@ def serve(
     """Serve the HITs to invited judges; answers are stored the moment they are posted."""
     import uvicorn
 
-    from ..web.app import create_app
+    from crowdprefs.web.app import create_app
 
     with Project(directory) as project:
         settings = assign.WebSettings.from_project(project)
@@ -146,8 +147,8 @@ def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0)
     over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next.
     Raises :class:`StateError` when ``max_seconds`` pass first (rerunning resumes).
     """
-    from .. import driver
-    from ..web.judges import run_web_campaign
+    from crowdprefs.campaign import driver
+    from crowdprefs.web.judges import run_web_campaign
 
     total = project.store.candidates()["query"].nunique()
     with make_progress(transient=True) as progress:

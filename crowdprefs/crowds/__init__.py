@@ -5,7 +5,7 @@
 ``mturk-sandbox``  Amazon Mechanical Turk's sandbox (live MTurk only via ``mturk ... --live``).
 ``mturk-fake``     the MTurk code path against a local fake answered by the simulated workers.
 
-Every backend implements :class:`crowdprefs.crowds.base.Crowd`; :func:`get_crowd` builds one
+Every backend implements :class:`crowdprefs.campaign.crowd.Crowd`; :func:`get_crowd` builds one
 by name for a project.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from .base import Crowd
+from crowdprefs.campaign.crowd import Crowd
+from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from crowdprefs.campaign.project import Project
 
 CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake")
 
@@ -25,17 +25,17 @@ CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake")
 def get_crowd(name: str, project: Project) -> Crowd:
     """The crowd backend called ``name``, configured from the project's settings."""
     if name == "simulated":
-        from .simulated import SimulatedCrowd
+        from crowdprefs.crowds.simulated import SimulatedCrowd
 
         return SimulatedCrowd.for_project(project)
     if name in ("mturk-sandbox", "mturk-fake"):
-        from .mturk import MTurkCrowd
+        from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 
         return MTurkCrowd.for_crowd_name(name, project)
     if name == "mturk":
         raise InputError("live MTurk is reached only with 'crowdprefs mturk publish --live'")
     if name == "web":
-        from .web import WebCrowd
+        from crowdprefs.crowds.web import WebCrowd
 
         return WebCrowd()
     raise InputError(f"unknown crowd {name!r}: choose one of {', '.join(CROWDS)}")

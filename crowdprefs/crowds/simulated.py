@@ -28,14 +28,14 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from ..errors import InputError
-from ..io import read_lists
-from ..rng import counter_uniform
-from ..store import CLIP_JOINS, LISTEN_SECONDS, now
-from .base import score_of
+from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.store import CLIP_JOINS, LISTEN_SECONDS, now
+from crowdprefs.errors import InputError
+from crowdprefs.io import read_lists
+from crowdprefs.rng import counter_uniform
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from crowdprefs.campaign.project import Project
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def simulate_answers(
 
     ``pairs`` needs ``pair_id, query, x, y, a_is_x, answers_wanted``. An ``x`` equal to its
     query (an attention check) is identical to the query, so more similar than any candidate.
-    Returns rows ready for :meth:`crowdprefs.store.Store.insert_answers`.
+    Returns rows ready for :meth:`crowdprefs.campaign.store.Store.insert_answers`.
     """
     wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
     first = (
@@ -260,7 +260,7 @@ def listening_seconds(project: Project, pairs: pd.DataFrame) -> np.ndarray:
 
 
 class SimulatedCrowd:
-    """The simulated crowd as a :class:`~crowdprefs.crowds.base.Crowd` backend."""
+    """The simulated crowd as a :class:`~crowdprefs.campaign.crowd.Crowd` backend."""
 
     name = "simulated"
     extension_barrier = None

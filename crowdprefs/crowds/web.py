@@ -1,4 +1,4 @@
-"""The in-house web crowd as a :class:`~crowdprefs.crowds.base.Crowd` backend.
+"""The in-house web crowd as a :class:`~crowdprefs.campaign.crowd.Crowd` backend.
 
 Publishing a pair makes it available to the judges of ``crowdprefs serve`` (one ``hits`` row per
 pair, crowd ``web``); the server stores each answer in ``answers`` the moment it is posted, so
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .. import driver
+from crowdprefs.campaign import driver
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from crowdprefs.campaign.project import Project
 
 
 class WebCrowd:
@@ -31,7 +31,7 @@ class WebCrowd:
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
         """Release abandoned assignments; return how many web answers the pairs hold."""
-        from ..web.assign import release_expired
+        from crowdprefs.web.assign import release_expired
 
         with project.store.transaction() as conn:
             release_expired(conn)

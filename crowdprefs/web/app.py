@@ -40,14 +40,15 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.routing import Route
 
-from .. import audit, driver
-from ..crowds.web import advance
-from ..errors import BudgetError
-from ..hits import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
-from ..project import Project
-from . import assign
-from .assign import Forbidden, Judge, WebError, WebSettings
-from .security import SECURITY_HEADERS, same, servable_clip, token_hash
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.project import Project
+from crowdprefs.crowds.web import advance
+from crowdprefs.errors import BudgetError
+from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
+from crowdprefs.quality import audit
+from crowdprefs.web import assign
+from crowdprefs.web.assign import Forbidden, Judge, WebError, WebSettings
+from crowdprefs.web.security import SECURITY_HEADERS, same, servable_clip, token_hash
 
 log = logging.getLogger("crowdprefs.web")
 
@@ -272,7 +273,7 @@ AUDIT_EVERY = 10.0
 
 
 def audit_figures(project: Project) -> dict[str, Any]:
-    """The live audit (:mod:`crowdprefs.audit`): seed 002 Table 2 per iteration so far, with
+    """The live audit (:mod:`crowdprefs.quality.audit`): seed 002 Table 2 per iteration so far, with
     chance-corrected agreement, and the workers its rules flag, with their evidence."""
     answers = audit.project_answers(project)
     if answers.empty:

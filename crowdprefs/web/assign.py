@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..crowds.base import score_of
-from ..crowds.simulated import counter_uniform
-from ..errors import CrowdError, InputError
-from ..store import ANSWER_COLUMNS
-from .security import completion_code, judge_key, new_token, same, token_hash
+from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.store import ANSWER_COLUMNS
+from crowdprefs.crowds.simulated import counter_uniform
+from crowdprefs.errors import CrowdError, InputError
+from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:
-    from ..project import Project
+    from crowdprefs.campaign.project import Project
 
 CHOICES = ("A", "B", "equal")
 SCORES = dict(
@@ -51,7 +51,7 @@ SCORES = dict(
         strict=True,
     )
 )
-"""``(choice, a_is_x) → score`` from :func:`~crowdprefs.crowds.base.score_of`."""
+"""``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 

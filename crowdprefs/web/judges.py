@@ -33,12 +33,12 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from ..crowds.simulated import SimulatedCrowd, simulate_answers
-from ..errors import CrowdError
-from ..project import Project
-from . import assign
-from .app import create_app
-from .security import new_token
+from crowdprefs.campaign.project import Project
+from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
+from crowdprefs.errors import CrowdError
+from crowdprefs.web import assign
+from crowdprefs.web.app import create_app
+from crowdprefs.web.security import new_token
 
 Oracle = Callable[[str, int], str]
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')

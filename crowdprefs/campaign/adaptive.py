@@ -1,0 +1,361 @@
+"""Adaptive answers per pair: stop buying answers once a pair's verdict is settled.
+
+The 2010 campaign of seed ``002_b9503f18ee81843c.txt`` (§4.2, §5.1) bought a fixed 10 answers
+for each of its 281 pairs, although many pairs were settled long before the tenth answer (10 of
+10 "equal", or 8 to 0) and others were still ambiguous after it. Here a pair first gets
+``initial`` answers; after each round of answers (a *look*) it is *decided* or gets ``step``
+more, up to ``maximum``. Everything works on a pair's three answer counts (``more``: x preferred,
+``equal``, ``less``: y preferred; seed 002 §3.2) and is vectorised over pairs through a decision
+table built once per rule over every state ``(more, equal, less)`` with at most ``maximum``
+answers.
+
+Two stopping rules:
+
+``curtail`` (curtailment of the project's rule)
+    The verdict the project's :class:`~crowdprefs.campaign.aggregate.AggregationRule` gives after
+    ``maximum`` answers is computed for every final state; walking back one answer at a time,
+    each state keeps the set of final verdicts still reachable from it. A pair is decided as soon
+    as that set has one verdict: whatever the remaining answers say, the fixed design would give
+    the same verdict. A curtailed campaign thus gives exactly the verdicts (and lists) of the
+    fixed design with ``maximum`` answers for the same answers, with fewer of them.
+
+``sequential`` (a group-sequential Mann-Whitney test with a stated error rate ``alpha``)
+    At every look the pair's Mann-Whitney p-value (seed 002 §3.2; the project's sidedness,
+    method and continuity correction) is compared with one nominal level α′ (a Pocock design):
+    ``p <= α′`` declares the pair different (the side with more votes). α′ is the largest level
+    for which the probability of a false "different" verdict on a truly equal pair stays at most
+    ``alpha`` over the whole schedule of looks (``initial``, ``initial + step``, …, ``maximum``),
+    computed exactly by propagating the answer counts (:func:`nominal_level`). A truly equal
+    pair is one where a worker prefers x as often as y (p_more = p_less); how often workers
+    answer "equal" on such pairs matters to a test on ternary answers, so the bound is taken
+    over every p_equal from ``equal_share`` to 1 (default 0.5: half the answers of the 2010
+    campaign were "equal" overall, seed 002 §5.3, and truly equal pairs draw more of them;
+    ``equal_share = 0`` makes the bound hold whatever p_equal is, at a cost in power). A pair
+    not declared different is declared equal at ``maximum`` answers, or earlier when the
+    predictive probability of still crossing the boundary by ``maximum`` is at most ``futility``
+    (stochastic curtailment; predictive law: the Dirichlet-multinomial of a Dirichlet(``prior``,
+    ``prior``, ``prior``) posterior on the answer shares, i.e. a Pólya urn). Stopping for
+    futility only removes chances to cross, so the error bound still holds; its price is power
+    (truly different pairs called equal), given exactly by :func:`operating` and measured on whole
+    campaigns by ``benchmarks/adaptive_vs_fixed.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from typing import Any, Literal
+
+import numpy as np
+
+from crowdprefs.campaign.aggregate import AggregationRule, verdicts
+from crowdprefs.errors import InputError
+
+Method = Literal["curtail", "sequential"]
+UNDECIDED = 2
+"""Value of a decision table for a state where the pair needs more answers."""
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """When a pair stops getting answers, and which verdict it then gets.
+
+    ``initial`` answers are asked first, then ``step`` more per round while the pair is
+    undecided, never more than ``maximum`` in all. ``aggregation`` is the project's rule (the
+    verdict ``curtail`` preserves; its test settings are those of ``sequential``); ``alpha``,
+    ``equal_share``, ``futility`` and ``prior`` belong to ``sequential`` (see the module doc).
+
+    The defaults (4 + 2 + 2 + 2 answers up to 10, ``alpha = 0.3``, ``futility = 0.2``) are those
+    with which ``benchmarks/adaptive_vs_fixed.py`` finds lists as good as the fixed 10 answers'
+    (by ADR and order relations recovered) for 35% fewer answers (1,642 against 2,544), at the
+    price of splitting more truly equal pairs. ``alpha = 0.3`` bounds the worst case (p_equal =
+    0.5); the fixed design's own Mann-Whitney at nominal 0.05 falsely separates 13.5% of truly
+    equal pairs at p_equal = 0.5 (exact, :func:`operating`), because its tie correction makes a
+    lead of three votes significant among many "equal" answers.
+    """
+
+    method: Method = "sequential"
+    initial: int = 4
+    step: int = 2
+    maximum: int = 10
+    alpha: float = 0.3
+    equal_share: float = 0.5
+    futility: float = 0.2
+    prior: float = 1.0
+    aggregation: AggregationRule = field(default_factory=AggregationRule)
+
+    def __post_init__(self) -> None:
+        if self.method not in ("curtail", "sequential"):
+            raise InputError(f"unknown adaptive method {self.method!r}: use curtail or sequential")
+        if not 1 <= self.initial <= self.maximum:
+            raise InputError(
+                f"adaptive answers need 1 <= initial ({self.initial}) <= maximum ({self.maximum})"
+            )
+        if self.step < 1:
+            raise InputError(f"the adaptive step must be at least 1 answer, got {self.step}")
+        if self.maximum > 40:
+            raise InputError(f"at most 40 answers per pair are supported, got {self.maximum}")
+        if not 0 < self.alpha < 1:
+            raise InputError(f"alpha must lie between 0 and 1, got {self.alpha}")
+        if not 0 <= self.equal_share < 1:
+            raise InputError(f"equal_share must lie in [0, 1), got {self.equal_share}")
+        if not 0 <= self.futility < 1:
+            raise InputError(f"futility must lie in [0, 1), got {self.futility}")
+        if self.prior <= 0:
+            raise InputError(f"the Dirichlet prior must be positive, got {self.prior}")
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        """The answer counts at which a pair is looked at: initial, initial + step, …, maximum."""
+        return (*range(self.initial, self.maximum, self.step), self.maximum)
+
+    @classmethod
+    def from_section(
+        cls, section: dict[str, Any], answers_per_pair: int, aggregation: AggregationRule
+    ) -> StoppingRule | None:
+        """The rule of a project's ``[adaptive]`` TOML section; ``None`` when it is off.
+
+        ``method = "off"`` (the default) keeps the fixed design of ``answers_per_pair`` answers;
+        ``maximum`` defaults to ``answers_per_pair``.
+        """
+        data = dict(section)
+        method = data.pop("method", "off")
+        if method == "off":
+            return None
+        names = {f.name for f in fields(cls)} - {"method", "aggregation"}
+        unknown = set(data) - names
+        if unknown:
+            raise InputError(f"unknown [adaptive] setting(s): {', '.join(sorted(unknown))}")
+        data.setdefault("maximum", answers_per_pair)
+        data.setdefault("initial", min(cls.initial, data["maximum"]))
+        try:
+            return cls(method=method, aggregation=aggregation, **data)
+        except (TypeError, ValueError) as error:
+            raise InputError(f"invalid [adaptive] setting: {error}") from None
+
+
+def _cube(top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every ``(more, equal, less)`` of a cube of side ``top + 1``, and their sums."""
+    m, e, q = np.indices((top + 1,) * 3)
+    return m, e, q, m + e + q
+
+
+def _test(aggregation: AggregationRule) -> AggregationRule:
+    """The Mann-Whitney settings of the sequential test (the project's, when it uses one)."""
+    if aggregation.rule == "mann-whitney":
+        return aggregation
+    return AggregationRule()
+
+
+def _p_values(more, equal, less, rule: StoppingRule) -> np.ndarray:
+    """Mann-Whitney p-value of every state (1 for a state without answers)."""
+    more, equal, less = (np.asarray(a) for a in (more, equal, less))
+    p = np.ones(more.shape)
+    some = (more + equal + less) > 0
+    p[some] = verdicts(more[some], equal[some], less[some], _test(rule.aggregation))[1]
+    return p
+
+
+def _crossed(more, equal, less, rule: StoppingRule, level: float) -> np.ndarray:
+    """Where the sequential boundary is crossed: ``p <= level`` and one side leads."""
+    return (_p_values(more, equal, less, rule) <= level) & (np.asarray(more) != np.asarray(less))
+
+
+def _propagate(
+    table: np.ndarray, looks: tuple[int, ...], shares: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Verdict probabilities (G, 3: more, equal, less), expected answers and rounds (G,) of a
+    decision table, for G answer-share vectors, looking at the pairs after ``looks`` answers."""
+    size = table.shape[0]
+    state = np.zeros((len(shares), size, size, size))
+    state[:, 0, 0, 0] = 1.0
+    p_more, p_equal, p_less = (shares[:, i, None, None, None] for i in range(3))
+    out = np.zeros((len(shares), 3))
+    answers = np.zeros(len(shares))
+    rounds = np.zeros(len(shares))
+    n = 0
+    for look in looks:
+        rounds += state.sum(axis=(1, 2, 3))
+        while n < look:
+            grown = np.zeros_like(state)
+            grown[:, 1:] += p_more * state[:, :-1]
+            grown[:, :, 1:] += p_equal * state[:, :, :-1]
+            grown[:, :, :, 1:] += p_less * state[:, :, :, :-1]
+            state, n = grown, n + 1
+        for slot, verdict in enumerate((1, 0, -1)):
+            out[:, slot] += state[:, table == verdict].sum(axis=1)
+        decided = table != UNDECIDED
+        answers += n * state[:, decided].sum(axis=1)
+        state[:, decided] = 0.0
+    return out, answers, rounds
+
+
+def _null_shares(rule: StoppingRule) -> np.ndarray:
+    """Answer shares of truly equal pairs: p_more = p_less, p_equal from equal_share to 1."""
+    p_equal = np.linspace(rule.equal_share, 0.995, 41)
+    side = (1 - p_equal) / 2
+    return np.stack([side, p_equal, side], axis=1)
+
+
+@lru_cache(maxsize=32)
+def nominal_level(rule: StoppingRule) -> tuple[float, float]:
+    """The per-look level α′ of the sequential rule and its exact worst false-different rate.
+
+    α′ is the largest Mann-Whitney p-value of a state such that declaring "different" at every
+    look where ``p <= α′`` gives a false-different probability of at most ``alpha`` for every
+    p_equal in [equal_share, 1) (a grid of 41 values; the rate falls as p_equal grows). The
+    rate is non-decreasing in α′, so α′ is bisected over the p-values of the states.
+    """
+    m, e, q, n = _cube(rule.maximum)
+    inside = (n >= 1) & (n <= rule.maximum)
+    p = np.full(m.shape, np.inf)
+    p[inside] = _p_values(m[inside], e[inside], q[inside], rule)
+    p[m == q] = np.inf
+    candidates = np.unique(p[np.isfinite(p)])
+    shares = _null_shares(rule)
+
+    def error(level: float) -> float:
+        table = np.full(m.shape, UNDECIDED, dtype=np.int8)
+        table[n == rule.maximum] = 0
+        cross = p <= level
+        table[cross & inside] = np.sign(m - q)[cross & inside]
+        out, _, _ = _propagate(table, rule.looks, shares)
+        return float((out[:, 0] + out[:, 2]).max())
+
+    low, high = -1, len(candidates) - 1  # invariant: error(candidates[low]) <= alpha (low=-1: none)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if error(float(candidates[middle])) <= rule.alpha:
+            low = middle
+        else:
+            high = middle - 1
+    if low < 0:
+        return 0.0, 0.0
+    level = float(candidates[low])
+    return level, error(level)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The decision table of a rule: ``table[more, equal, less]`` is −1, 0, +1 or UNDECIDED;
+    ``level`` is the sequential rule's per-look level α′ (None for curtailment)."""
+
+    rule: StoppingRule
+    table: np.ndarray
+    level: float | None
+
+
+def _terminal(more, equal, less, rule: StoppingRule, level: float | None) -> np.ndarray:
+    """The verdict once no more answers will come (at ``maximum`` answers or beyond)."""
+    if rule.method == "curtail":
+        return verdicts(more, equal, less, rule.aggregation)[0]
+    assert level is not None
+    crossed = _crossed(more, equal, less, rule, level)
+    return np.where(crossed, np.sign(np.asarray(more) - np.asarray(less)), 0).astype(np.int8)
+
+
+@lru_cache(maxsize=32)
+def policy(rule: StoppingRule) -> Policy:
+    """Build (once per rule) the decision table of every state with at most ``maximum`` answers."""
+    top = rule.maximum
+    m, e, q, n = _cube(top)
+    inside = n <= top
+    table = np.full(m.shape, UNDECIDED, dtype=np.int8)
+    final = n == top
+    level = nominal_level(rule)[0] if rule.method == "sequential" else None
+    table[final] = _terminal(m[final], e[final], q[final], rule, level)
+    size = top + 2
+
+    if rule.method == "curtail":
+        # reach[s]: bit (v + 1) set while final verdict v can still be reached from s
+        reach = np.zeros((size,) * 3, dtype=np.int8)
+        reach[final.nonzero()] = np.left_shift(1, table[final] + 1)
+        for layer in range(top - 1, -1, -1):
+            a, b, c = m[n == layer], e[n == layer], q[n == layer]
+            reach[a, b, c] = reach[a + 1, b, c] | reach[a, b + 1, c] | reach[a, b, c + 1]
+        bits = reach[: top + 1, : top + 1, : top + 1]
+        single = inside & ~final & (bits != 0) & ((bits & (bits - 1)) == 0)
+        table[single] = np.log2(bits[single]).astype(np.int8) - 1
+        return Policy(rule, table, None)
+
+    assert level is not None
+    crossed = np.zeros(m.shape, dtype=bool)
+    crossed[inside] = _crossed(m[inside], e[inside], q[inside], rule, level)
+    now = inside & ~final & crossed
+    table[now] = np.sign(m - q)[now]
+    # reach[s]: predictive probability (Pólya urn) of crossing by ``maximum`` answers from s
+    reach = np.zeros((size,) * 3)
+    reach[: top + 1, : top + 1, : top + 1][crossed] = 1.0
+    a0 = rule.prior
+    for layer in range(top - 1, -1, -1):
+        sel = (n == layer) & ~crossed
+        a, b, c = m[sel], e[sel], q[sel]
+        reach[a, b, c] = (
+            (a + a0) * reach[a + 1, b, c]
+            + (b + a0) * reach[a, b + 1, c]
+            + (c + a0) * reach[a, b, c + 1]
+        ) / (layer + 3 * a0)
+    chance = reach[: top + 1, : top + 1, : top + 1]
+    hopeless = inside & ~final & ~crossed & (chance <= rule.futility)
+    table[hopeless] = 0
+    return Policy(rule, table, level)
+
+
+def decide(more, equal, less, rule: StoppingRule) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair: ``(decided, verdict)``; the verdict (+1, 0, −1) is 0 where undecided.
+
+    Pairs with ``maximum`` answers or more are always decided (by the rule's final verdict).
+    """
+    more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
+    if (more < 0).any() or (equal < 0).any() or (less < 0).any():
+        raise InputError("answer counts must be non-negative")
+    plan = policy(rule)
+    n = more + equal + less
+    inside = n <= rule.maximum
+    value = np.full(n.shape, UNDECIDED, dtype=np.int8)
+    value[inside] = plan.table[more[inside], equal[inside], less[inside]]
+    over = ~inside
+    if over.any():
+        value[over] = _terminal(more[over], equal[over], less[over], rule, plan.level)
+    decided = value != UNDECIDED
+    return decided, np.where(decided, value, 0).astype(np.int8)
+
+
+def answers_wanted(more, equal, less, rule: StoppingRule) -> np.ndarray:
+    """How many answers each pair should have next: ``initial`` while it has fewer, its count
+    once decided, else ``step`` more (capped at ``maximum``)."""
+    more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
+    n = more + equal + less
+    decided, _ = decide(more, equal, less, rule)
+    grown = np.minimum(n + rule.step, rule.maximum)
+    return np.where(n < rule.initial, rule.initial, np.where(decided, n, grown))
+
+
+@dataclass(frozen=True)
+class Operating:
+    """Exact behaviour of a rule on pairs whose answers have fixed shares (p_more, p_equal, p_less).
+
+    ``more``, ``equal``, ``less``: probability of each verdict; ``answers``: expected answers;
+    ``rounds``: expected rounds of answers (the first one included).
+    """
+
+    more: float
+    equal: float
+    less: float
+    answers: float
+    rounds: float
+
+
+def operating(rule: StoppingRule, p_more: float, p_equal: float, p_less: float) -> Operating:
+    """The exact verdict probabilities and expected answers of ``rule`` (forward recursion).
+
+    The distribution of the counts is propagated one answer at a time; at each look decided
+    states leave with their verdict. For a truly equal pair (``p_more = p_less``) ``more + less``
+    is the false "different" rate. The fixed design is ``StoppingRule("curtail", initial=n,
+    maximum=n)``.
+    """
+    shares = np.array([[p_more, p_equal, p_less]], dtype=float)
+    if (shares < 0).any() or abs(shares.sum() - 1) > 1e-6:
+        raise InputError(f"answer shares must be >= 0 and sum to 1, got {shares[0].tolist()}")
+    out, answers, rounds = _propagate(policy(rule).table, rule.looks, shares / shares.sum())
+    return Operating(*map(float, out[0]), float(answers[0]), float(rounds[0]))

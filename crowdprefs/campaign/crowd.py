@@ -1,0 +1,48 @@
+"""What every crowd backend provides: publish a batch's pairs, collect their answers.
+
+Both calls are idempotent and resumable: ``publish`` skips pairs the crowd already holds and
+records each one as it is created; ``collect`` stores answers with their crowd assignment ids,
+so answers already stored are never stored twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign.project import Project
+
+
+class Crowd(Protocol):
+    """A source of answers for the pairs of a batch."""
+
+    name: str
+    #: A pair offered for fewer answers than this can never be offered this many or more
+    #: (MTurk never extends a HIT created with fewer than 10 assignments to 10); None: no limit.
+    extension_barrier: int | None
+
+    def publish(self, project: Project, pairs: pd.DataFrame) -> int:
+        """Offer ``pairs`` (rows of the ``pairs`` table not yet published here); return how many."""
+        ...
+
+    def collect(self, project: Project, pairs: pd.DataFrame) -> int:
+        """Store the answers available for ``pairs``; return how many were new."""
+        ...
+
+
+def reachable_size(have, wanted, barrier: int | None) -> np.ndarray:
+    """How far HITs of ``have`` assignments can grow toward ``wanted`` (vectorised): to
+    ``barrier − 1`` at most when they have fewer than ``barrier``."""
+    have, wanted = np.asarray(have), np.asarray(wanted)
+    if barrier is None:
+        return wanted
+    return np.where(have < barrier, np.minimum(wanted, barrier - 1), wanted)
+
+
+def score_of(choice: pd.Series, a_is_x: pd.Series) -> pd.Series:
+    """An answer's score from x's point of view: +1 x preferred, 0 equal, −1 y preferred."""
+    side = choice.map({"A": 1, "B": -1, "equal": 0})
+    return (side * a_is_x.map({1: 1, 0: -1})).astype(int)

@@ -1,0 +1,434 @@
+"""The campaign driver: next → publish → collect → aggregate, one iteration (batch) at a time.
+
+Each step is one transaction on the project's state and may be repeated or resumed after a
+crash: ``next_batch`` returns the open batch until it is aggregated; ``publish`` and ``collect``
+skip what the crowd already holds; ``aggregate`` runs once every pair has its answers. The
+sort's segments are never stored: they are replayed from the candidates' initial order and the
+aggregated verdicts (:func:`crowdprefs.campaign.sorting.replay`), so state and lists cannot
+disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
+from crowdprefs.campaign.aggregate import count_answers, inter_agreement, verdicts
+from crowdprefs.campaign.budget import batch_cost, check_budget
+from crowdprefs.campaign.checks import add_checks
+from crowdprefs.campaign.crowd import Crowd, reachable_size
+from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.sorting import SortState, contradictions, initial_orders, replay
+from crowdprefs.campaign.store import now
+from crowdprefs.errors import BudgetError, InputError, StateError
+
+
+def sort_states(project: Project) -> dict[str, SortState]:
+    """Every query's current segments and needed pairs, replayed from the aggregated verdicts.
+
+    The replay is the truth; the ``sort_cache`` table only saves redoing it: a cached state is
+    used while the fingerprint of its query's verdicts is unchanged, and the other queries are
+    replayed (loading only their verdicts) and cached again.
+    """
+    store = project.store
+    fingerprints = store.verdict_fingerprints()
+    cached = store.cached_states()
+    states: dict[str, SortState | None] = {}
+    stale: dict[str, str] = {}
+    for query in store.query_names():
+        fingerprint = fingerprints.get(query, "0:0")
+        hit = cached.get(query)
+        if hit is not None and hit[0] == fingerprint:
+            states[query] = SortState.from_json(hit[1])
+        else:
+            states[query] = None
+            stale[query] = fingerprint
+    if stale:
+        documents = store.candidate_orders()
+        orders = initial_orders({q: documents[q] for q in stale}, project.seed)
+        few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
+        verdicts = store.verdict_maps(list(stale) if few else None)
+        fresh = {q: replay(orders[q], verdicts.get(q, {})) for q in stale}
+        store.cache_states([(q, stale[q], state.to_json()) for q, state in fresh.items()])
+        states.update(fresh)
+    return states
+
+
+def next_batch(project: Project) -> int | None:
+    """The iteration whose batch is open, building it when the last one is aggregated.
+
+    Returns ``None`` when every query's list is closed. The pairs of a new batch come in a
+    random order and with a random side shown as variation A (seed 002 §4.2), both fixed by the
+    project seed and the iteration number.
+    """
+    store = project.store
+    last = store.last_batch()
+    if last is not None and last["status"] != "aggregated":
+        return last["iteration"]
+    needed = [
+        (query, x, y) for query, state in sort_states(project).items() for x, y in state.needed
+    ]
+    if not needed:
+        return None
+    iteration = 1 if last is None else last["iteration"] + 1
+    rng = np.random.default_rng([project.seed, iteration, 0xBA7C])
+    position = rng.permutation(len(needed))
+    a_is_x = rng.integers(0, 2, len(needed))
+    rule = stopping_rule(project)
+    wanted = project.settings.answers_per_pair if rule is None else rule.initial
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO batches (iteration, status, created_at) VALUES (?, 'built', ?)",
+            (iteration, now()),
+        )
+        conn.executemany(
+            "INSERT INTO pairs (iteration, query, x, y, a_is_x, position, answers_wanted)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (iteration, q, x, y, int(a), int(p), wanted)
+                for (q, x, y), a, p in zip(needed, a_is_x, position, strict=True)
+            ],
+        )
+        add_checks(conn, project, iteration, wanted)  # attention checks ([checks]; off by default)
+    return iteration
+
+
+def committed_cost(project: Project) -> float:
+    """What every published HIT of the project costs, at the configured reward and fees."""
+    sizes = project.store.frame(
+        "SELECT max_assignments AS n, COUNT(*) AS hits FROM hits GROUP BY n"
+    )
+    return batch_cost(
+        project.settings.reward, sizes["n"].repeat(sizes["hits"]).to_numpy(), project.settings.fees
+    )
+
+
+_UNPUBLISHED = "pair_id NOT IN (SELECT pair_id FROM hits WHERE crowd = ?)"
+
+
+def _open_batch(project: Project, allowed: tuple[str, ...]) -> int:
+    last = project.store.last_batch()
+    if last is None or last["status"] not in allowed:
+        state = "no batch yet" if last is None else f"batch {last['iteration']} is {last['status']}"
+        raise StateError(
+            f"nothing to do ({state}); expected a batch that is {' or '.join(allowed)}"
+        )
+    return last["iteration"]
+
+
+def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
+    """Publish the open batch's pairs not yet published, after checking the budget.
+
+    With ``partial``, a batch that would cross the budget is published up to what fits (in the
+    batch's order); otherwise nothing is published and :class:`BudgetError` is raised.
+    """
+    iteration = _open_batch(project, ("built", "published"))
+    rule, barrier = stopping_rule(project), crowd.extension_barrier
+    if rule is not None and barrier is not None and rule.initial < barrier <= rule.maximum:
+        raise InputError(
+            f"[adaptive] maximum = {rule.maximum} cannot be reached on MTurk ({crowd.name}): a "
+            f"HIT created with fewer than {barrier} assignments (initial = {rule.initial}) is "
+            f"never extended to {barrier} or more; set maximum = {barrier - 1} or initial >= "
+            f"{barrier}"
+        )
+    store = project.store
+    pairs = store.frame(
+        f"SELECT * FROM pairs WHERE iteration = ? AND {_UNPUBLISHED} ORDER BY position",
+        (iteration, crowd.name),
+    )
+    settings = project.settings
+    if len(pairs):
+        committed = committed_cost(project)
+        sizes = pairs["answers_wanted"].to_numpy()
+        try:
+            check_budget(
+                batch_cost(settings.reward, sizes, settings.fees), committed, settings.budget
+            )
+        except BudgetError:
+            if not partial:
+                raise
+            unit = settings.fees.per_assignment(settings.reward, sizes) * sizes
+            fits = int(
+                np.searchsorted(np.cumsum(unit), settings.budget - committed + 1e-9, side="right")
+            )
+            if fits == 0:
+                raise
+            pairs = pairs.iloc[:fits]
+        crowd.publish(project, pairs)
+    with store.transaction() as conn:
+        remaining = conn.execute(
+            f"SELECT COUNT(*) FROM pairs WHERE iteration = ? AND {_UNPUBLISHED}",
+            (iteration, crowd.name),
+        ).fetchone()[0]
+        if remaining == 0:
+            store.set_status(conn, iteration, "published")
+            conn.execute(
+                "UPDATE batches SET crowd = ? WHERE iteration = ?", (crowd.name, iteration)
+            )
+    return len(pairs)
+
+
+def missing_answers(project: Project, iteration: int) -> pd.DataFrame:
+    """Pairs of the batch with fewer accepted answers than wanted: ``pair_id, have, wanted``."""
+    return project.store.frame(
+        """
+        SELECT p.pair_id, COUNT(a.answer_id) AS have, p.answers_wanted AS wanted
+        FROM pairs p LEFT JOIN answers a ON a.pair_id = p.pair_id AND a.status != 'rejected'
+        WHERE p.iteration = ?
+        GROUP BY p.pair_id HAVING COUNT(a.answer_id) < p.answers_wanted
+        """,
+        (iteration,),
+    )
+
+
+def stopping_rule(project: Project) -> StoppingRule | None:
+    """The project's adaptive rule (``[adaptive]`` section), ``None`` for the fixed design."""
+    settings = project.settings
+    return StoppingRule.from_section(
+        project.section("adaptive"), settings.answers_per_pair, settings.aggregation
+    )
+
+
+def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crowd: Crowd) -> int:
+    """Adaptive answers: raise ``answers_wanted`` (and the HITs' assignments) of the batch's
+    undecided sorting pairs by the rule's step, after checking the budget; returns how many.
+
+    A pair never wants more than its HIT can reach on ``crowd`` (its extension barrier) less
+    its rejected answers, so a batch never waits for answers that cannot come."""
+    store = project.store
+    pairs = store.pairs(iteration).set_index("pair_id")
+    pairs = pairs[pairs["kind"] == "sort"]
+    counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    hits = store.batch_hits(crowd.name, iteration)[["size", "rejected"]]
+    hits = hits.reindex(pairs.index, fill_value=0)
+    rejected = hits["rejected"].to_numpy()
+    wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
+    reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)
+    wanted = np.minimum(wanted, reachable - rejected)
+    grow = wanted > pairs["answers_wanted"].to_numpy()
+    if not grow.any():
+        return 0
+    settings = project.settings
+    old, new = pairs["answers_wanted"].to_numpy()[grow], wanted[grow]
+    extra = batch_cost(settings.reward, new, settings.fees) - batch_cost(
+        settings.reward, old, settings.fees
+    )
+    check_budget(extra, committed_cost(project), settings.budget)
+    grown = pairs.index[grow]
+    with store.transaction() as conn:
+        conn.executemany(
+            "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
+            [(int(n), int(p)) for n, p in zip(new, grown, strict=True)],
+        )
+        conn.executemany(
+            "UPDATE hits SET max_assignments = ? WHERE crowd = ? AND pair_id = ?",
+            [
+                (int(n + r), crowd.name, int(p))
+                for n, r, p in zip(new, rejected[grow], grown, strict=True)
+            ],
+        )
+    return int(grow.sum())
+
+
+def collect(project: Project, crowd: Crowd) -> int:
+    """Collect the published batch's answers; marks it collected once every pair has them.
+
+    With adaptive answers, pairs still undecided once they have their answers get more wanted
+    (:func:`_extend_undecided`) and are collected again, until every pair is decided.
+    """
+    iteration = _open_batch(project, ("published", "collected"))
+    store = project.store
+    query = (
+        "SELECT p.* FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?"
+        " WHERE p.iteration = ? ORDER BY p.position"
+    )
+    new = crowd.collect(project, store.frame(query, (crowd.name, iteration)))
+    rule = stopping_rule(project)
+    while (
+        rule is not None
+        and missing_answers(project, iteration).empty
+        and _extend_undecided(project, iteration, rule, crowd)
+    ):
+        new += crowd.collect(project, store.frame(query, (crowd.name, iteration)))
+    if missing_answers(project, iteration).empty:
+        with store.transaction() as conn:
+            if store.last_batch()["status"] == "published":
+                store.set_status(conn, iteration, "collected")
+    return new
+
+
+def aggregate(project: Project) -> pd.DataFrame:
+    """Decide every pair of the collected batch with the project's rule and store the verdicts.
+
+    Returns the batch's pairs with ``more, equal, less, verdict, p_value, agreement``.
+    """
+    iteration = _open_batch(project, ("collected",))
+    store = project.store
+    pairs = store.pairs(iteration).set_index("pair_id")
+    counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    verdict, p = verdicts(
+        counts["more"], counts["equal"], counts["less"], project.settings.aggregation
+    )
+    rule = stopping_rule(project)
+    if rule is not None:  # adaptive answers: sorting pairs get the stopping rule's verdict
+        adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
+        verdict = np.where((pairs["kind"] == "sort").to_numpy(), adaptive, verdict)
+    result = pairs.drop(columns=["verdict", "p_value"]).join(counts)
+    result["verdict"], result["p_value"] = verdict, p
+    result["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
+    with store.transaction() as conn:
+        conn.executemany(
+            "UPDATE pairs SET verdict = ?, p_value = ? WHERE pair_id = ?",
+            [
+                (int(v), None if np.isnan(pv) else float(pv), int(pid))
+                for pid, v, pv in zip(result.index, verdict, p, strict=True)
+            ],
+        )
+        store.set_status(conn, iteration, "aggregated")
+    sort_states(project)  # replay the batch's queries once, here, so status and next find them
+    return result.reset_index()
+
+
+def lists(project: Project, *, partial: bool = False) -> pd.DataFrame:
+    """The partially ordered lists ``query, document, group`` (group 1 = most similar).
+
+    Only closed queries are listed unless ``partial``, which lists open segments as groups too.
+    """
+    rows = []
+    for query, state in sort_states(project).items():
+        if state.closed or partial:
+            for group, members in enumerate(state.groups(), start=1):
+                rows.extend((query, document, group) for document in members)
+    return pd.DataFrame(rows, columns=["query", "document", "group"])
+
+
+def query_contradictions(project: Project) -> pd.DataFrame:
+    """Non-transitive verdict triples met by the driver, per query: ``query, a, b, c``."""
+    orders = project.store.candidate_orders()
+    rows = [
+        (query, *triple)
+        for query, verdicts in project.store.verdict_maps().items()
+        for triple in contradictions(orders[query], verdicts)
+    ]
+    return pd.DataFrame(rows, columns=["query", "a", "b", "c"])
+
+
+def status(project: Project) -> dict:
+    """Per query: iterations, open segments, pairs judged, closed; and campaign totals."""
+    store = project.store
+    states = sort_states(project)
+    per_query = store.frame(
+        """
+        SELECT query, COUNT(DISTINCT iteration) AS iterations,
+               SUM(verdict IS NOT NULL) AS pairs_judged, COUNT(*) AS pairs_asked
+        FROM pairs WHERE kind = 'sort' GROUP BY query
+        """
+    ).set_index("query")
+    queries = [
+        {
+            "query": query,
+            "candidates": state.size,
+            "iterations": int(per_query["iterations"].get(query, 0)),
+            "open_segments": state.open_segments,
+            "pairs_judged": int(per_query["pairs_judged"].get(query, 0)),
+            "pairs_needed": len(state.needed),
+            "closed": state.closed,
+        }
+        for query, state in states.items()
+    ]
+    answers = store.conn.execute(  # two indexed counts: far faster than a scan with "!="
+        "SELECT (SELECT COUNT(*) FROM answers)"
+        " - (SELECT COUNT(*) FROM answers WHERE status = 'rejected')"
+    ).fetchone()[0]
+    last = store.last_batch()
+    return {
+        "queries": queries,
+        "totals": {
+            "queries": len(queries),
+            "closed": sum(q["closed"] for q in queries),
+            "iteration": 0 if last is None else last["iteration"],
+            "batch_status": None if last is None else last["status"],
+            "pairs_judged": sum(q["pairs_judged"] for q in queries),
+            "answers": answers,
+            "cost": committed_cost(project),
+            "budget": project.settings.budget,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class IterationSummary:
+    """One row of the per-iteration table printed by ``run`` and ``demo``."""
+
+    iteration: int
+    pairs: int
+    answers: int
+    cost: float
+    agreement: float
+    median_seconds: float
+    seconds: float
+    open_queries: int
+
+
+def run_iteration(
+    project: Project, crowd: Crowd, *, partial: bool = False
+) -> IterationSummary | None:
+    """Take the campaign through one whole iteration (resuming wherever it stands)."""
+    started = time.perf_counter()
+    iteration = next_batch(project)
+    if iteration is None:
+        return None
+    status_now = project.store.last_batch()["status"]
+    if status_now == "built":
+        publish(project, crowd, partial=partial)
+        status_now = project.store.last_batch()["status"]
+        if status_now == "built":
+            raise BudgetError(f"batch {iteration} was published only in part: the budget is spent")
+    if status_now == "published":
+        collect(project, crowd)
+        if project.store.last_batch()["status"] != "collected":
+            missing = missing_answers(project, iteration)
+            raise StateError(
+                f"batch {iteration} still waits for answers to {len(missing)} pair(s); "
+                "collect again later"
+            )
+    result = aggregate(project)
+    answers = project.store.answers(iteration)
+    open_queries = sum(not s.closed for s in sort_states(project).values())
+    return IterationSummary(
+        iteration=iteration,
+        pairs=len(result),
+        answers=len(answers),
+        cost=batch_cost(
+            project.settings.reward, result["answers_wanted"].to_numpy(), project.settings.fees
+        ),
+        agreement=float(np.nanmean(result["agreement"])) if len(result) else float("nan"),
+        median_seconds=float(answers["seconds"].median()) if len(answers) else float("nan"),
+        seconds=time.perf_counter() - started,
+        open_queries=open_queries,
+    )
+
+
+def run(
+    project: Project,
+    crowd: Crowd,
+    *,
+    max_iterations: int | None = None,
+    on_iteration: Callable[[IterationSummary], None] | None = None,
+) -> list[IterationSummary]:
+    """Run iterations until every list is closed, ``max_iterations`` is reached or the budget
+    stops it (:class:`BudgetError` propagates after the finished iterations were reported)."""
+    done: list[IterationSummary] = []
+    while max_iterations is None or len(done) < max_iterations:
+        summary = run_iteration(project, crowd)
+        if summary is None:
+            break
+        done.append(summary)
+        if on_iteration:
+            on_iteration(summary)
+    return done

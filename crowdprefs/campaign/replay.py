@@ -1,0 +1,202 @@
+"""Replay a recorded QuickSort campaign without its project (seed 002 §3.2, §4.2, Table 1).
+
+A recorded campaign is an answers frame (:func:`crowdprefs.crowds.results.read_results`) whose
+iterations were inferred from the HITs' creation times
+(:func:`crowdprefs.quality.audit.infer_iterations`). Its lists are rebuilt by re-aggregating every
+pair with a chosen rule and replaying the modified QuickSort of :mod:`crowdprefs.campaign.sorting`,
+iteration by iteration:
+
+* each query starts as one segment holding every document its HITs mention;
+* in iteration *t* an open segment's pivot is the member that the recorded pairs of *t* compare
+  with every other ``todo`` member of the segment (the centre of the star the batch asked); the
+  recorded pivot (``Input.pivot``) wins when the file has one. A segment of two ``todo`` members
+  has no centre: its pivot is the side named by ``pivot_side`` (``a`` or ``b``). This matters only
+  when the segment also holds former pivots (which join the pivot's group); such choices are
+  reported as ``ambiguous-pivot``;
+* the segment splits on the re-aggregated verdicts (:func:`crowdprefs.campaign.sorting.split`).
+
+Where the recording and the replay part ways, the replay says so (:attr:`Replay.issues`):
+``unneeded`` recorded pairs the replayed segments did not need in that iteration, ``missing``
+comparisons a replayed segment needs that were never recorded (its query stays open),
+``ambiguous-pivot`` as above, ``reused`` a segment split after the last batch on verdicts asked
+in other iterations, ``open`` a query whose list could not be completed. With the rule the
+campaign used, a complete recording replays without issues and gives back the campaign's lists;
+with another rule the issues show where the ground truth moves and which questions would have had
+to be asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.sorting import Segment, lookup, split
+from crowdprefs.errors import InputError
+from crowdprefs.quality.audit import pair_verdicts
+
+ISSUE_COLUMNS = ["iteration", "query", "issue", "detail"]
+
+
+@dataclass
+class Replay:
+    """The replayed lists (``query, document, group``; only closed queries unless partial),
+    the verdicts used per pair, the issues met, and which queries closed."""
+
+    lists: pd.DataFrame
+    pairs: pd.DataFrame
+    issues: pd.DataFrame
+    closed: dict[str, bool]
+
+
+def _choose_pivot(
+    todo: tuple[Hashable, ...], asked: pd.DataFrame, upto: pd.DataFrame, pivot_side: str
+) -> tuple[Hashable | None, bool]:
+    """``(pivot, ambiguous)`` of an open segment in a batch, or ``(None, False)``.
+
+    The segment takes part in the batch when the batch asked a pair inside it; its pivot is the
+    recorded one, else the member compared with every other member by the pairs asked so far
+    (a batch published in parts completes its stars later), else for two members the side
+    ``pivot_side`` of the pair as shown.
+    """
+    members = set(todo)
+    now = asked[asked["x"].isin(members) & asked["y"].isin(members)]
+    if now.empty:
+        return None, False
+    recorded = set(now.loc[now["pivot_known"], "y"])
+    if len(recorded) == 1:
+        return recorded.pop(), False
+    if len(todo) == 2:
+        row = now.iloc[-1]
+        shown_a, shown_b = (row["x"], row["y"]) if row["a_is_x"] else (row["y"], row["x"])
+        return (shown_a if pivot_side == "a" else shown_b), True
+    inside = upto[upto["x"].isin(members) & upto["y"].isin(members)]
+    pairs = {frozenset(p) for p in zip(inside["x"], inside["y"], strict=True)}
+    degree = pd.Series([d for pair in pairs for d in pair]).value_counts()
+    centres = [d for d in todo if degree.get(d, 0) == len(todo) - 1]
+    return (centres[-1], False) if centres else (None, False)
+
+
+def _settle(
+    segments: list[Segment], recorded: pd.DataFrame, query: str, issues: list, last: int
+) -> list[Segment]:
+    """After the recorded batches, split what every recorded verdict allows.
+
+    An open segment splits on the last ``todo`` member whose comparisons with all the others are
+    known from any batch (a re-aggregation can form segments whose pairs the campaign asked in
+    other iterations); each such split is reported as ``reused``.
+    """
+    ordered = recorded.sort_values("iteration", kind="stable")
+    known = {(x, y): int(v) for x, y, v in ordered[["x", "y", "verdict"]].itertuples(False)}
+    progressed = True
+    while progressed:
+        progressed = False
+        next_segments: list[Segment] = []
+        for segment in segments:
+            parts = None
+            for pivot in () if segment.closed else reversed(segment.todo):
+                others = tuple(d for d in segment.todo if d != pivot)
+                parts = split(Segment(segment.done, (*others, pivot)), known)
+                if parts is not None:
+                    issues.append(
+                        (
+                            last,
+                            query,
+                            "reused",
+                            f"{list(segment.todo)} split on {pivot} after "
+                            "the recorded batches, with verdicts asked elsewhere",
+                        )
+                    )
+                    break
+            next_segments.extend(parts if parts is not None else [segment])
+            progressed |= parts is not None
+        segments = next_segments
+    return segments
+
+
+def replay_campaign(
+    answers: pd.DataFrame,
+    rule: AggregationRule = AggregationRule(),
+    pivot_side: Literal["a", "b"] = "b",
+    *,
+    partial: bool = False,
+) -> Replay:
+    """Rebuild the lists of a recorded campaign (see the module docstring)."""
+    if pivot_side not in ("a", "b"):
+        raise InputError(f"the pivot side must be a or b, got {pivot_side!r}")
+    pairs = pair_verdicts(answers, rule)
+    sort = pairs[pairs["kind"] == "sort"].copy()
+    sides = answers.groupby("pair_id")["a_is_x"].first()
+    sort["a_is_x"] = sort.index.map(sides)
+    iterations = sorted(int(i) for i in sort["iteration"].unique())
+    issues: list[tuple] = []
+    rows: list[tuple] = []
+    closed: dict[str, bool] = {}
+    for query, recorded in sort.groupby("query", sort=True):
+        documents = tuple(sorted(set(recorded["x"]) | set(recorded["y"])))
+        segments = [Segment((), documents)]
+        for iteration in iterations:
+            upto = recorded[recorded["iteration"] <= iteration].sort_values(
+                "iteration", kind="stable"
+            )
+            known = {(x, y): int(v) for x, y, v in upto[["x", "y", "verdict"]].itertuples(False)}
+            asked = recorded[recorded["iteration"] == iteration]
+            needed: set[frozenset] = set()
+            next_segments: list[Segment] = []
+            for segment in segments:
+                if segment.closed:
+                    next_segments.append(segment)
+                    continue
+                pivot, ambiguous = _choose_pivot(segment.todo, asked, upto, pivot_side)
+                if pivot is None:
+                    next_segments.append(segment)
+                    inside = asked["x"].isin(segment.todo) & asked["y"].isin(segment.todo)
+                    needed.update(map(frozenset, asked.loc[inside, ["x", "y"]].to_numpy()))
+                    if inside.any():
+                        detail = f"no member of {list(segment.todo)} compared with all others yet"
+                        issues.append((iteration, query, "missing", detail))
+                    continue
+                if ambiguous and segment.done:
+                    issues.append(
+                        (
+                            iteration,
+                            query,
+                            "ambiguous-pivot",
+                            f"{pivot} taken as pivot of {list(segment.todo)} "
+                            f"(side {pivot_side}); former pivots {list(segment.done)}",
+                        )
+                    )
+                ordered = Segment(
+                    segment.done, tuple(d for d in segment.todo if d != pivot) + (pivot,)
+                )
+                comparisons = ordered.comparisons()
+                needed.update(frozenset(c) for c in comparisons)
+                parts = split(ordered, known)
+                if parts is None:
+                    unknown = [c for c in comparisons if lookup(known, *c) is None]
+                    issues.append((iteration, query, "missing", f"never asked: {unknown}"))
+                    next_segments.append(segment)
+                else:
+                    next_segments.extend(parts)
+            segments = next_segments
+            for x, y in asked[["x", "y"]].itertuples(index=False):
+                if frozenset((x, y)) not in needed:
+                    issues.append((iteration, query, "unneeded", f"{x} vs {y}"))
+        segments = _settle(segments, recorded, query, issues, iterations[-1])
+        is_closed = all(s.closed for s in segments)
+        closed[query] = is_closed
+        if not is_closed:
+            todo = [list(s.todo) for s in segments if not s.closed]
+            issues.append((iterations[-1], query, "open", f"segments still open: {todo}"))
+        if is_closed or partial:
+            for group, segment in enumerate(segments, start=1):
+                rows.extend((query, document, group) for document in segment.members)
+    return Replay(
+        lists=pd.DataFrame(rows, columns=["query", "document", "group"]),
+        pairs=pairs,
+        issues=pd.DataFrame(issues, columns=ISSUE_COLUMNS),
+        closed=closed,
+    )

@@ -1,0 +1,224 @@
+"""The modified QuickSort of seed 002 (§3.2, Table 1) as a pure function of the verdicts so far.
+
+A query's candidates start in one segment, in a random order fixed by the project seed. A
+segment holds ``todo`` members (still to place) and ``done`` members (former pivots). The pivot
+of an open segment is its last ``todo`` member; every other ``todo`` member is compared with it.
+On the verdicts, the segment splits (keeping relative order) into
+
+* the *more* segment (members more similar to the query than the pivot; ranks earlier),
+* the *equal* segment: ``done`` = (pivot, former pivots...), ``todo`` = members judged equal,
+* the *less* segment.
+
+A segment is closed when it has fewer than two ``todo`` members; an equal segment with two or
+more ``todo`` members is refined later with a new pivot, and the former pivots stay with it.
+When every segment of a query is closed, its list is the left-to-right sequence of segments,
+each one a group (group 1 = most similar).
+
+Nothing here keeps state: :func:`replay` rebuilds the segments from the initial order and the
+verdicts known so far, splitting every segment whose comparisons are all known, until each open
+segment waits for at least one unknown pair. Verdicts already known are reused, so a pair is
+never asked twice, and every split moves its pivot from ``todo`` to ``done``: the number of
+``todo`` members strictly decreases, so the sort terminates whatever the answers are.
+
+Verdicts are oriented: ``verdicts[(x, y)]`` is ``+1`` when *x* is more similar to the query than
+*y*, ``0`` when they are equally similar, ``-1`` when *x* is less similar. The reverse
+orientation is inferred (``(y, x)`` is the negation).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from crowdprefs.rng import counter_uniform
+
+Verdicts = Mapping[tuple[Hashable, Hashable], int]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of candidates that the sort has not separated yet."""
+
+    done: tuple[Hashable, ...]
+    todo: tuple[Hashable, ...]
+
+    @property
+    def closed(self) -> bool:
+        """Closed when fewer than two members are still to be placed (seed 002 §4.1)."""
+        return len(self.todo) < 2
+
+    @property
+    def pivot(self) -> Hashable:
+        """The last ``todo`` member (seed 002 §4.2)."""
+        return self.todo[-1]
+
+    @property
+    def members(self) -> tuple[Hashable, ...]:
+        return self.done + self.todo
+
+    def comparisons(self) -> list[tuple[Hashable, Hashable]]:
+        """The (member, pivot) pairs that split this segment; none once it is closed."""
+        if self.closed:
+            return []
+        pivot = self.pivot
+        return [(member, pivot) for member in self.todo[:-1]]
+
+
+@dataclass(frozen=True)
+class SortState:
+    """Where one query's sort stands: its segments and the pairs it needs next."""
+
+    segments: tuple[Segment, ...]
+    needed: tuple[tuple[Hashable, Hashable], ...]
+    rounds: int
+
+    @property
+    def closed(self) -> bool:
+        return not self.needed
+
+    @property
+    def size(self) -> int:
+        """How many candidates the query has."""
+        return sum(len(s.done) + len(s.todo) for s in self.segments)
+
+    @property
+    def open_segments(self) -> int:
+        return sum(not s.closed for s in self.segments)
+
+    def groups(self) -> list[tuple[Hashable, ...]]:
+        """The partially ordered list: one group per segment, most similar first."""
+        return [s.members for s in self.segments]
+
+    def to_json(self) -> str:
+        """The state as JSON (documents must be JSON scalars, e.g. strings)."""
+        segments = [[list(s.done), list(s.todo)] for s in self.segments]
+        return json.dumps({"segments": segments, "needed": self.needed, "rounds": self.rounds})
+
+    @classmethod
+    def from_json(cls, text: str) -> SortState:
+        data = json.loads(text)
+        return cls(
+            tuple(Segment(tuple(done), tuple(todo)) for done, todo in data["segments"]),
+            tuple(tuple(pair) for pair in data["needed"]),
+            data["rounds"],
+        )
+
+
+def lookup(verdicts: Verdicts, x: Hashable, y: Hashable) -> int | None:
+    """The verdict of *x* against *y*, using the reverse orientation when needed."""
+    verdict = verdicts.get((x, y))
+    if verdict is not None:
+        return verdict
+    verdict = verdicts.get((y, x))
+    return None if verdict is None else -verdict
+
+
+def split(segment: Segment, verdicts: Verdicts) -> list[Segment] | None:
+    """Split an open segment on its pivot, or ``None`` while a comparison is unknown."""
+    pivot = segment.pivot
+    more: list[Hashable] = []
+    equal: list[Hashable] = []
+    less: list[Hashable] = []
+    get = verdicts.get
+    for member in segment.todo[:-1]:
+        verdict = get((member, pivot))
+        if verdict is None:
+            verdict = get((pivot, member))
+            if verdict is None:
+                return None
+            verdict = -verdict
+        (more if verdict > 0 else less if verdict < 0 else equal).append(member)
+    parts = [Segment((), tuple(more))] if more else []
+    parts.append(Segment((pivot, *segment.done), tuple(equal)))
+    if less:
+        parts.append(Segment((), tuple(less)))
+    return parts
+
+
+def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
+    """Rebuild a query's segments from its initial order and the verdicts known so far.
+
+    Splits every segment whose comparisons are all known, repeatedly, until each open segment
+    needs at least one unknown pair; ``rounds`` counts the passes that split something.
+    """
+    segments = [Segment((), tuple(initial_order))]
+    rounds = 0
+    while True:
+        progressed = False
+        needed: list[tuple[Hashable, Hashable]] = []
+        next_segments: list[Segment] = []
+        for segment in segments:
+            parts = None if segment.closed else split(segment, verdicts)
+            if parts is None:
+                next_segments.append(segment)
+                needed.extend(p for p in segment.comparisons() if lookup(verdicts, *p) is None)
+            else:
+                next_segments.extend(parts)
+                progressed = True
+        segments = next_segments
+        if not progressed:
+            return SortState(tuple(segments), tuple(needed), rounds)
+        rounds += 1
+
+
+def initial_orders(documents: Mapping[str, Sequence[Hashable]], seed: int) -> dict[str, list]:
+    """The random initial order of every query's candidates (seed 002 §4.2), fixed by the seed.
+
+    Candidates are sorted by counter-based random keys of (seed, CRC of the query name, position
+    in the query), so adding or removing another query never changes this one's order; all
+    queries are keyed and sorted in one vectorised pass.
+    """
+    queries = list(documents)
+    sizes = np.array([len(documents[q]) for q in queries], dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    crc = np.repeat([zlib.crc32(q.encode()) for q in queries], sizes)
+    position = np.arange(sizes.sum()) - np.repeat(starts, sizes)
+    order = np.lexsort(
+        (counter_uniform(seed, crc, position), np.repeat(np.arange(len(queries)), sizes))
+    )
+    flat = [d for q in queries for d in documents[q]]
+    return {
+        q: [flat[i] for i in order[start : start + n]]
+        for q, start, n in zip(queries, starts.tolist(), sizes.tolist(), strict=True)
+    }
+
+
+def initial_order(documents: Sequence[Hashable], seed: int, query: str) -> list[Hashable]:
+    """One query's initial order (see :func:`initial_orders`)."""
+    return initial_orders({query: documents}, seed)[query]
+
+
+def contradictions(documents: Sequence[Hashable], verdicts: Verdicts) -> list[tuple]:
+    """Triples of known verdicts that no weak order satisfies (non-transitive answers).
+
+    With ``V[a, b]`` the verdict of *a* against *b*, the triple (a, b, c) contradicts when
+    ``V[a,b]``, ``V[b,c]`` and ``V[a,c]`` are all known and: a>b, b>c but a≤c; a>b, b=c but
+    a≤c; a=b, b>c but a≤c; or a=b, b=c but a≠c. Every triple of the query is checked at once
+    with broadcast boolean arrays. Each contradictory set of three documents is reported once,
+    as the first (a, b, c) found for it.
+    """
+    index = {d: i for i, d in enumerate(documents)}
+    n = len(documents)
+    value = np.full((n, n), 2, dtype=np.int8)  # 2 = unknown
+    for (x, y), verdict in verdicts.items():
+        if x in index and y in index and x != y:
+            value[index[x], index[y]], value[index[y], index[x]] = verdict, -verdict
+    greater, equal = value == 1, value == 0
+    at_most = (value == 0) | (value == -1)
+    differ = np.abs(value) == 1
+    ab_gt, ab_eq = greater[:, :, None], equal[:, :, None]
+    bc_gt, bc_eq = greater[None, :, :], equal[None, :, :]
+    ac_le, ac_ne = at_most[:, None, :], differ[:, None, :]
+    bad = ((ab_gt & (bc_gt | bc_eq)) | (ab_eq & bc_gt)) & ac_le | (ab_eq & bc_eq & ac_ne)
+    seen: set[frozenset] = set()
+    found = []
+    for a, b, c in zip(*np.nonzero(bad), strict=True):
+        key = frozenset((a, b, c))
+        if len(key) == 3 and key not in seen:
+            seen.add(key)
+            found.append((documents[a], documents[b], documents[c]))
+    return found

@@ -1,0 +1,1 @@
+"""Amazon Mechanical Turk: the crowd adapter and a local fake of its API."""

@@ -1,0 +1,1 @@
+"""HITs: rendering the jinja2 templates, hosting the clips, previews."""

@@ -1,0 +1,206 @@
+"""The audit as one self-contained HTML page (no external files, no scripts).
+
+Tables come from :class:`crowdprefs.quality.audit.Audit`; plots (agreement per iteration, each
+worker's median work time against their agreement with the verdicts, option shares per iteration)
+are drawn with matplotlib and embedded as base64 PNG. The template is rendered by jinja2 with
+autoescaping on, so worker text (background, comments, ids) is always escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from jinja2 import Environment  # noqa: E402
+
+from crowdprefs.quality.audit import (  # noqa: E402
+    CHOICES,
+    TABLE_2_HEADS,
+    Audit,
+    agreement_summary,
+    table_2_cells,
+    usable,
+)
+
+TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>crowdprefs audit: {{ title }}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f0f0f0; } td.text { text-align: left; max-width: 30em; }
+tr.total td { font-weight: bold; border-top: 2px solid #888; }
+.flag { color: #a00; } figure { display: inline-block; margin: 0.5em; }
+</style></head><body>
+<h1>Audit of {{ title }}</h1>
+<p>{{ facts.answers }} answers ({{ facts.empty_answers }} empty, {{ facts.rejected_answers }}
+rejected) by {{ facts.workers }} workers; {{ flagged }} workers flagged;
+{{ contradictions|length }} non-transitive verdict triples.</p>
+
+<h2>Iterations (seed 002, Table 2)</h2>
+<p>The total row sums pairs, answers, completion times and costs, counts unique workers, and
+averages the iterations' previous-worker shares, median times and agreements, as seed 002 does.
+α: Krippendorff (ordinal, A &lt; equal &lt; B as shown); κ: Fleiss.</p>
+<table><tr>{% for h in iteration_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in iterations %}<tr{% if row[0] == 'total' %} class="total"{% endif %}>
+{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% for name, png in plots %}<figure><img alt="{{ name }}" src="data:image/png;base64,{{ png }}">
+<figcaption>{{ name }}</figcaption></figure>{% endfor %}
+
+<h2>Flagged workers</h2>
+{% if flags %}<table><tr><th>worker</th><th>flag</th><th>evidence</th></tr>
+{% for w, f, e in flags %}<tr><td class="text">{{ w }}</td><td class="text flag">{{ f }}</td>
+<td class="text">{{ e }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
+
+{% if reference %}<h2>Agreement with the reference lists (seed 002, Tables 3–6)</h2>
+{% for name, rows, columns, summary in reference %}<h3>{{ name }}</h3>
+<table><tr><th>reference \\ workers</th>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}
+</table><p>complete {{ summary.complete }}, partial {{ summary.partial }}, none
+{{ summary.none }}: agreement {{ '%.3f'|format(summary.score) }}</p>{% endfor %}{% endif %}
+
+<h2>Workers</h2>
+<table><tr>{% for h in worker_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in workers %}<tr>{% for cell in row[:-1] %}<td>{{ cell }}</td>{% endfor %}
+<td class="text">{{ row[-1] }}</td></tr>{% endfor %}</table>
+
+{% if comments %}<h2>Worker comments</h2><table><tr><th>worker</th><th>comment</th></tr>
+{% for w, c in comments %}<tr><td class="text">{{ w }}</td><td class="text">{{ c }}</td></tr>
+{% endfor %}</table>{% endif %}
+
+{% if contradictions %}<h2>Non-transitive verdicts</h2>
+<table><tr><th>query</th><th>a</th><th>b</th><th>c</th></tr>
+{% for row in contradictions %}<tr>{% for cell in row %}<td class="text">{{ cell }}</td>
+{% endfor %}</tr>{% endfor %}</table>{% endif %}
+</body></html>
+"""
+
+
+def _png(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _fmt(value) -> str:
+    if value is None or (isinstance(value, float | np.floating) and np.isnan(value)):
+        return "–"
+    if isinstance(value, float | np.floating):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:g}"
+    return str(value)
+
+
+def plots(result: Audit) -> list[tuple[str, str]]:
+    """``(caption, base64 PNG)`` of the report's figures."""
+    answers = result.answers
+    rows = result.iterations[result.iterations["iteration"] != "total"]
+    figures = []
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot(rows["iteration"].astype(int), rows["agreement"].astype(float), "o-", label="§5.3")
+    ax.plot(rows["iteration"].astype(int), rows["alpha"].astype(float), "s--", label="α")
+    ax.plot(rows["iteration"].astype(int), rows["kappa"].astype(float), "^:", label="κ")
+    ax.set(xlabel="iteration", ylabel="agreement", ylim=(min(0, ax.get_ylim()[0]), 1))
+    ax.legend()
+    figures.append(("agreement per iteration", _png(fig)))
+
+    workers = result.workers
+    flagged = workers.index.isin(result.flags["worker_id"])
+    fig, ax = plt.subplots(figsize=(5, 3))
+    size = 10 + 40 * np.sqrt(workers["answers"] / max(1, workers["answers"].max()))
+    ax.scatter(
+        workers.loc[~flagged, "median_seconds"],
+        workers.loc[~flagged, "verdict_agreement"],
+        s=size[~flagged],
+        alpha=0.6,
+        label="not flagged",
+    )
+    ax.scatter(
+        workers.loc[flagged, "median_seconds"],
+        workers.loc[flagged, "verdict_agreement"],
+        s=size[flagged],
+        c="red",
+        marker="x",
+        label="flagged",
+    )
+    ax.set(xlabel="median work time (s)", ylabel="agreement with verdicts")
+    ax.legend()
+    figures.append(("worker time vs agreement (size: answers)", _png(fig)))
+
+    if answers is not None:
+        good = usable(answers)
+        shares = pd.crosstab(good["iteration"], good["choice"], normalize="index").reindex(
+            columns=CHOICES, fill_value=0.0
+        )
+        fig, ax = plt.subplots(figsize=(5, 3))
+        bottom = np.zeros(len(shares))
+        for choice in CHOICES:
+            ax.bar(shares.index.astype(int), shares[choice], bottom=bottom, label=choice)
+            bottom += shares[choice].to_numpy()
+        ax.set(xlabel="iteration", ylabel="share of answers")
+        ax.legend()
+        figures.append(("option shares per iteration", _png(fig)))
+    return figures
+
+
+def render(result: Audit, title: str) -> str:
+    """The HTML report of an audit."""
+    answers = result.answers
+    environment = Environment(autoescape=True)
+    worker_columns = [
+        "answers",
+        "empty",
+        "rejected",
+        "share_A",
+        "share_equal",
+        "share_B",
+        "position_bias",
+        "median_seconds",
+        "min_seconds",
+        "listen_ratio",
+        "verdict_agreement",
+        "checks",
+        "check_failures",
+        "iterations",
+        "background_class",
+        "background",
+    ]
+    workers = result.workers[worker_columns]
+    reference = []
+    for name, table in result.reference.items():
+        totals = table.sum(axis=1)
+        rows = [
+            [f"{label} ({int(totals[label])})"]
+            + [f"{int(v)} ({v / totals[label]:.0%})" if totals[label] else "0" for v in values]
+            for label, values in table.iterrows()
+        ]
+        columns = [f"{c} ({int(table[c].sum())})" for c in table.columns]
+        reference.append((name, rows, columns, agreement_summary(table)))
+    comments = []
+    if answers is not None:
+        given = answers[answers["comment"].fillna("") != ""]
+        comments = list(given[["worker_id", "comment"]].itertuples(index=False, name=None))
+    return environment.from_string(TEMPLATE).render(
+        title=title,
+        facts=result.facts,
+        flagged=result.flags["worker_id"].nunique(),
+        iteration_heads=TABLE_2_HEADS,
+        iterations=[table_2_cells(row) for row in result.iterations.to_dict(orient="records")],
+        plots=plots(result),
+        flags=list(result.flags.itertuples(index=False, name=None)),
+        reference=reference,
+        worker_heads=["worker", *worker_columns],
+        workers=[
+            [worker, *(_fmt(v) for v in row)]
+            for worker, row in zip(workers.index, workers.itertuples(index=False), strict=True)
+        ],
+        comments=comments,
+        contradictions=list(result.contradictions.itertuples(index=False, name=None)),
+    )

@@ -1,0 +1,282 @@
+"""The campaign driver with the simulated crowd: idempotent steps, budget, resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.sorting import initial_orders, replay
+from crowdprefs.crowds import get_crowd
+from crowdprefs.crowds.simulated import CrowdModel, SimulatedCrowd
+from crowdprefs.demo import create_demo_project, make_collection
+from crowdprefs.errors import BudgetError, InputError, StateError
+from crowdprefs.io import read_lists
+
+
+@pytest.fixture
+def demo(tmp_path) -> Project:
+    project = create_demo_project(tmp_path / "demo")
+    yield project
+    project.close()
+
+
+def test_demo_collection_is_shaped_like_eval05():
+    candidates, truth = make_collection()
+    sizes = candidates.groupby("query").size()
+    assert len(sizes) == 11 and sizes.sum() == 118
+    assert sizes.min() == 4 and sizes.max() == 23
+    assert set(truth["document"]) == set(candidates["document"])
+
+
+def test_full_campaign_closes_every_list(demo):
+    crowd = get_crowd("simulated", demo)
+    summaries = driver.run(demo, crowd)
+    assert summaries[0].pairs == 118 - 11  # iteration 1: every member against its pivot
+    assert summaries[-1].open_queries == 0
+    assert [s.iteration for s in summaries] == list(range(1, len(summaries) + 1))
+    lists = driver.lists(demo)
+    assert len(lists) == 118 and lists.groupby("query").size().sum() == 118
+    pairs = demo.store.pairs()
+    assert len(pairs) == sum(s.pairs for s in summaries) < 740  # far fewer than all pairs
+    keys = pairs[["query", "x", "y"]].apply(lambda r: (r["query"], frozenset((r.x, r.y))), axis=1)
+    assert keys.is_unique, "a pair was asked twice"
+    answers = demo.store.answers()
+    assert len(answers) == 10 * len(pairs)
+    assert answers.groupby("pair_id")["worker_id"].nunique().eq(10).all()
+    assert driver.next_batch(demo) is None
+    # The lists agree with the hidden truth far better than chance.
+    truth = read_lists(demo.root.parent / "truth.qrel")
+    merged = truth.merge(lists, on=["query", "document"], suffixes=("_true", "_found"))
+    tau = merged.groupby("query")[["group_true", "group_found"]].corr(method="kendall")
+    assert tau.xs("group_true", level=1)["group_found"].mean() > 0.8
+
+
+def full_replay(project: Project) -> dict:
+    orders = initial_orders(project.store.candidate_orders(), project.seed)
+    verdicts = project.store.verdict_maps()
+    return {q: replay(order, verdicts.get(q, {})) for q, order in orders.items()}
+
+
+def test_sort_cache_always_equals_a_full_replay(demo):
+    crowd = get_crowd("simulated", demo)
+    for _ in range(2):
+        driver.run(demo, crowd, max_iterations=1)
+        assert driver.sort_states(demo) == full_replay(demo)
+    cached = demo.store.cached_states()
+    assert set(cached) == set(demo.store.query_names())
+    # Any change of a verdict changes its query's fingerprint, so the cache is not trusted.
+    before = demo.store.verdict_fingerprints()
+    with demo.store.transaction() as conn:
+        conn.execute(
+            "UPDATE pairs SET verdict = -verdict"
+            " WHERE pair_id = (SELECT MIN(pair_id) FROM pairs WHERE verdict != 0)"
+        )
+    after = demo.store.verdict_fingerprints()
+    assert [q for q in before if before[q] != after[q]] != []
+    assert driver.sort_states(demo) == full_replay(demo)
+    # A lost cache is rebuilt.
+    with demo.store.transaction() as conn:
+        conn.execute("DELETE FROM sort_cache")
+    assert driver.sort_states(demo) == full_replay(demo)
+
+
+def test_next_is_idempotent_until_aggregated(demo):
+    first = driver.next_batch(demo)
+    pairs = demo.store.pairs(first)
+    assert driver.next_batch(demo) == first
+    assert demo.store.pairs(first).equals(pairs)
+    # Random order and random A side within the batch (seed 002 §4.2).
+    assert 0.3 < pairs["a_is_x"].mean() < 0.7
+    assert not pairs.sort_values("position")["query"].is_monotonic_increasing
+    with pytest.raises(StateError, match="expected a batch that is collected"):
+        driver.aggregate(demo)
+
+
+def test_steps_are_resumable_and_store_nothing_twice(demo):
+    crowd = get_crowd("simulated", demo)
+    driver.next_batch(demo)
+    driver.publish(demo, crowd)
+    assert driver.publish(demo, crowd) == 0  # nothing left to publish
+    driver.collect(demo, crowd)
+    count = len(demo.store.answers())
+    assert driver.collect(demo, crowd) == 0
+    assert len(demo.store.answers()) == count
+    result = driver.aggregate(demo)
+    assert set(result["verdict"]) <= {-1, 0, 1}
+    assert result[["more", "equal", "less"]].sum(axis=1).eq(10).all()
+
+
+def test_budget_stops_publishing_and_partial_publishes_what_fits(demo):
+    demo.save_settings(demo.settings.__class__(**{**demo.settings.__dict__, "budget": 10.0}))
+    crowd = get_crowd("simulated", demo)
+    driver.next_batch(demo)
+    with pytest.raises(BudgetError, match="cross the budget of \\$10.00"):
+        driver.publish(demo, crowd)
+    assert demo.store.frame("SELECT COUNT(*) AS n FROM hits")["n"][0] == 0
+    published = driver.publish(demo, crowd, partial=True)
+    assert published == 33  # 33 pairs × 10 answers × $0.03 = $9.90
+    assert driver.committed_cost(demo) <= 10.0
+    assert demo.store.last_batch()["status"] == "built"
+
+
+def test_simulated_answers_do_not_depend_on_collection_order(demo):
+    crowd = get_crowd("simulated", demo)
+    iteration = driver.next_batch(demo)
+    pairs = demo.store.pairs(iteration)
+    model, seed = crowd.model, crowd.seed
+    whole = crowd_answers(crowd, pairs)
+    halves = pd.concat(
+        [crowd_answers(crowd, pairs.iloc[::2]), crowd_answers(crowd, pairs.iloc[1::2])]
+    )
+    key = ["assignment_id"]
+    cols = ["assignment_id", "worker_id", "choice", "score", "seconds"]
+    assert (
+        whole[cols]
+        .sort_values(key)
+        .reset_index(drop=True)
+        .equals(halves[cols].sort_values(key).reset_index(drop=True))
+    )
+    assert model == crowd.model and seed == crowd.seed
+
+
+def crowd_answers(crowd: SimulatedCrowd, pairs: pd.DataFrame) -> pd.DataFrame:
+    from crowdprefs.crowds.simulated import simulate_answers
+
+    return simulate_answers(pairs, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
+
+
+def test_simulated_crowd_is_calibrated_to_the_2010_campaign(demo):
+    driver.run(demo, get_crowd("simulated", demo))
+    answers = demo.store.answers()
+    shares = answers["choice"].value_counts(normalize=True)
+    assert shares["equal"] == pytest.approx(0.50, abs=0.05)
+    assert shares["A"] == pytest.approx(0.21, abs=0.04)
+    assert shares["B"] == pytest.approx(0.29, abs=0.04)
+    assert answers["seconds"].median() == pytest.approx(21, abs=3)
+    bots = answers.groupby("worker_id").filter(lambda f: (f["seconds"] == 8.0).all())
+    assert len(bots) and (bots["choice"] == "equal").all()
+
+
+def test_honest_answers_take_at_least_the_clips_listening_time(demo):
+    with demo.store.transaction() as conn:  # every clip lasts 5 s: a HIT needs 15 s of listening
+        conn.execute("UPDATE queries SET seconds = 5.0")
+        conn.execute("UPDATE candidates SET seconds = 5.0")
+    crowd = get_crowd("simulated", demo)
+    driver.run(demo, crowd, max_iterations=1)
+    answers = demo.store.answers()
+    kinds = dict(zip(crowd.pool.ids, crowd.pool.kind, strict=True))
+    honest = answers["worker_id"].map(kinds) == "honest"
+    assert honest.sum() > 500
+    assert (answers.loc[honest, "seconds"] >= 15.0).all()
+    assert (answers.loc[~honest, "seconds"] < 15.0).any()  # bots and careless workers do not listen
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ({"noise": "x"}, "noise must be a number"),
+        ({"workers": 2.5}, "workers must be a whole number"),
+        ({"nosie": 1.0}, "unknown simulated-crowd setting"),
+    ],
+)
+def test_bad_crowd_settings_are_one_clear_error(setting, message):
+    with pytest.raises(InputError, match=message):
+        CrowdModel.from_dict(setting)
+    assert CrowdModel.from_dict({"noise": 1, "workers": 40.0}).workers == 40
+
+
+def test_bots_and_careless_workers_are_planted():
+    pool = SimulatedCrowd(make_collection()[1], CrowdModel(), seed=5).pool
+    assert (pool.kind == "bot").sum() == 2
+    assert 0 < (pool.kind == "careless").sum() < 15
+
+
+def test_contradictions_are_recorded(demo):
+    driver.run(demo, get_crowd("simulated", demo))
+    found = driver.query_contradictions(demo)
+    assert list(found.columns) == ["query", "a", "b", "c"]
+    assert set(found["query"]) <= set(demo.store.candidates()["query"])
+
+
+def run_cli(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", "from crowdprefs.cli import main; main()", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+@pytest.mark.slow
+def test_killed_runs_resume_to_the_same_lists(tmp_path):
+    """kill -9 `crowdprefs run` at random moments; every rerun resumes to identical lists."""
+    reference = create_demo_project(tmp_path / "reference")
+    driver.run(reference, get_crowd("simulated", reference))
+    expected = driver.lists(reference)
+    expected_answers = len(reference.store.answers())
+    reference.close()
+
+    create_demo_project(tmp_path / "killed").close()
+    project_dir = tmp_path / "killed" / "project"
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(8):
+        process = run_cli("run", str(project_dir), cwd=tmp_path)
+        time.sleep(rng.uniform(0.3, 2.5))
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            kills += 1
+        process.wait()
+    final = run_cli("run", str(project_dir), cwd=tmp_path)
+    assert final.wait(timeout=300) == 0, final.stderr.read()
+    assert kills > 0
+    with Project(project_dir) as project:
+        assert driver.lists(project).equals(expected)
+        answers = project.store.answers()
+        assert len(answers) == expected_answers
+        assert answers["assignment_id"].is_unique
+
+
+def test_cli_round_trip(tmp_path):
+    demo_dir = tmp_path / "d"
+    result = subprocess.run(
+        [sys.executable, "-c", "from crowdprefs.cli import main; main()", "demo", str(demo_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "iter." in result.stdout and "total" in result.stdout
+    lists = read_lists(demo_dir / "lists.qrel")
+    assert len(lists) == 118
+    status = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from crowdprefs.cli import main; main()",
+            "status",
+            str(demo_dir / "project"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(status.stdout)
+    assert report["totals"]["closed"] == 11
+    assert report["totals"]["answers"] == 10 * report["totals"]["pairs_judged"]
+    assert np.isclose(report["totals"]["cost"], 0.03 * report["totals"]["answers"])

@@ -1,0 +1,213 @@
+"""Replaying recorded campaigns: seed 002 Table 1, the round trip through an MTurk CSV, rules."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.replay import replay_campaign
+from crowdprefs.cli import main
+from crowdprefs.crowds.results import Columns, read_results, write_results
+from crowdprefs.crowds.simulated import SimulatedCrowd
+from crowdprefs.demo import create_demo_project
+from crowdprefs.io import read_lists
+from crowdprefs.quality import audit as A
+
+T0 = pd.Timestamp("2010-04-14 10:00", tz="UTC")
+
+
+def campaign_frame(batches: list[list[tuple]], query: str = "q") -> pd.DataFrame:
+    """An answers frame from batches of ``(member, pivot, answers)``, answers a string over
+    x/e/y (member preferred, equal, pivot preferred); batches are 4 hours apart."""
+    rows = []
+    pair = 0
+    for iteration, batch in enumerate(batches, start=1):
+        created = T0 + pd.Timedelta(hours=4 * iteration)
+        for x, y, answers in batch:
+            pair += 1
+            a_is_x = pair % 2
+            for k, answer in enumerate(answers):
+                score = {"x": 1, "e": 0, "y": -1}[answer]
+                side = score if a_is_x else -score
+                rows.append(
+                    {
+                        "iteration": pd.NA,
+                        "pair_id": pair,
+                        "hit_id": f"H{pair}",
+                        "created_at": created,
+                        "max_assignments": len(answers),
+                        "reward": 0.02,
+                        "query": query,
+                        "x": x,
+                        "y": y,
+                        "a_is_x": a_is_x,
+                        "kind": "sort",
+                        "expected": np.nan,
+                        "pivot_known": True,
+                        "worker_id": f"W{k}",
+                        "assignment_id": f"A{pair}-{k}",
+                        "status": "approved",
+                        "choice": {1: "A", 0: "equal", -1: "B"}[side],
+                        "score": score,
+                        "seconds": 20.0 + k,
+                        "listen_seconds": np.nan,
+                        "accepted_at": created + pd.Timedelta(minutes=k),
+                        "submitted_at": created + pd.Timedelta(minutes=k, seconds=20 + k),
+                        "background": "",
+                        "comment": "",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+MORE, SAME, LESS = "x" * 10, "e" * 10, "y" * 10
+
+TABLE_1 = [
+    # iteration 1: pivot F; every document more similar except G (equal)
+    [
+        ("C", "F", MORE),
+        ("D", "F", MORE),
+        ("E", "F", MORE),
+        ("A", "F", MORE),
+        ("G", "F", SAME),
+        ("B", "F", MORE),
+    ],
+    # iteration 2: pivot B of <C, D, E, A, B>
+    [("C", "B", SAME), ("D", "B", LESS), ("E", "B", LESS), ("A", "B", SAME)],
+    # iteration 3: <B | C, A> with pivot A, <D, E> with pivot E
+    [("C", "A", SAME), ("D", "E", SAME)],
+]
+
+
+def groups(lists: pd.DataFrame) -> list[set]:
+    return [set(g["document"]) for _, g in lists.sort_values("group").groupby("group")]
+
+
+def reread(frame: pd.DataFrame, path, columns: Columns = Columns(), gap: float = 600.0):
+    write_results(frame, path)
+    return A.infer_iterations(read_results(path, columns), gap)
+
+
+def test_table_1_of_seed_002(tmp_path):
+    answers = reread(campaign_frame(TABLE_1), tmp_path / "t1.csv")
+    assert sorted(answers["iteration"].unique()) == [1, 2, 3]
+    result = replay_campaign(answers)
+    assert groups(result.lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    assert result.issues.empty and result.closed == {"q": True}
+
+
+def test_table_1_without_recorded_pivots_reports_the_ambiguity(tmp_path):
+    answers = reread(campaign_frame(TABLE_1), tmp_path / "t1.csv", Columns(pivot="absent"))
+    result = replay_campaign(answers)
+    assert groups(result.lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    # <B | C, A>: two members to place and a former pivot; <D, E> has no former pivot
+    assert result.issues["issue"].tolist() == ["ambiguous-pivot"]
+    assert result.issues["iteration"].tolist() == [3]
+
+
+def test_pivot_side_decides_two_member_segments_with_former_pivots(tmp_path):
+    # P splits nothing off (M and N equal to it); then M is preferred to N
+    batches = [[("M", "P", SAME), ("N", "P", SAME)], [("M", "N", MORE)]]
+    recorded = campaign_frame(batches)  # the true pivot of <P | M, N> is N
+    with_pivot = replay_campaign(reread(recorded, tmp_path / "a.csv"))
+    assert groups(with_pivot.lists) == [{"M"}, {"N", "P"}]
+    blind = reread(recorded, tmp_path / "b.csv", Columns(pivot="absent"))
+    shown_b = recorded.loc[recorded["pair_id"] == 3, "a_is_x"].iloc[0] == 1  # N shown as B
+    right, wrong = ("b", "a") if shown_b else ("a", "b")
+    assert groups(replay_campaign(blind, pivot_side=right).lists) == [{"M"}, {"N", "P"}]
+    assert groups(replay_campaign(blind, pivot_side=wrong).lists) == [{"M", "P"}, {"N"}]
+    assert "ambiguous-pivot" in set(replay_campaign(blind).issues["issue"])
+
+
+def test_another_rule_moves_the_ground_truth_and_says_where(tmp_path):
+    batches = [list(b) for b in TABLE_1]
+    batches[0][5] = ("B", "F", "xxx" + "e" * 7)  # 3-0 with 7 equal: p = 0.019 (Mann-Whitney)
+    answers = reread(campaign_frame(batches), tmp_path / "r.csv")
+    assert groups(replay_campaign(answers).lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    moved = replay_campaign(answers, AggregationRule(rule="margin", margin=4), partial=True)
+    issues = moved.issues
+    assert moved.closed == {"q": False}
+    assert {"unneeded", "missing", "open"} <= set(issues["issue"])
+    unneeded = issues[issues["issue"] == "unneeded"]
+    assert (unneeded["iteration"] == 2).sum() == 4  # B's star: B now sits in F's segment
+    assert set(moved.lists["document"]) == set("ABCDEFG")  # partial lists still cover all
+
+
+# ------------------------------------------------------------------ the round trip
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """A campaign run by the simulated crowd, exported as an MTurk results CSV."""
+    root = tmp_path_factory.mktemp("roundtrip")
+    project = create_demo_project(root / "demo", seed=2010)
+    driver.run(project, SimulatedCrowd.for_project(project))
+    answers = A.project_answers(project)
+    path = root / "results.csv"
+    write_results(answers, path)
+    pairs = A.project_verdicts(project, answers)
+    expected = {
+        "lists": driver.lists(project),
+        "audit": A.audit(answers, pairs=pairs, fees=project.settings.fees),
+        "pool": SimulatedCrowd.for_project(project).pool,
+    }
+    project.close()
+    return path, expected
+
+
+def sort_lists(lists: pd.DataFrame) -> pd.DataFrame:
+    return lists.sort_values(["query", "document"], ignore_index=True)
+
+
+def test_round_trip_gives_the_same_lists_table_2_and_flags(simulated):
+    path, expected = simulated
+    answers = A.infer_iterations(read_results(path), batch_gap=0)
+    replayed = replay_campaign(answers)
+    assert replayed.issues.empty
+    pd.testing.assert_frame_equal(sort_lists(replayed.lists), sort_lists(expected["lists"]))
+    result = A.audit(answers)
+    pd.testing.assert_frame_equal(result.iterations, expected["audit"].iterations)
+    pd.testing.assert_frame_equal(result.flags, expected["audit"].flags)
+    pd.testing.assert_frame_equal(result.workers, expected["audit"].workers)
+    pool = expected["pool"]
+    planted = set(pool.ids[pool.kind != "honest"]) & set(answers["worker_id"])
+    assert set(result.flags["worker_id"]) == planted
+
+
+def test_round_trip_through_the_cli(simulated, tmp_path, capsys, monkeypatch):
+    path, expected = simulated
+    output = tmp_path / "lists.qrel"
+    argv = ["crowdprefs", "replay", str(path), "--batch-gap", "0", "--output", str(output)]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 0
+    assert "11/11 lists closed" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(sort_lists(read_lists(output)), sort_lists(expected["lists"]))
+    argv = ["crowdprefs", "audit", "--answers", str(path), "--batch-gap", "0", "--json"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stop:
+        main()
+    data = json.loads(capsys.readouterr().out)
+    rows = expected["audit"].iterations
+    assert [r["pairs"] for r in data["iterations"]] == rows["pairs"].tolist()
+    assert data["iterations"][-1]["agreement"] == pytest.approx(rows["agreement"].iloc[-1])
+    assert {f["worker_id"] for f in data["flags"]} == set(expected["audit"].flags["worker_id"])
+
+
+def test_a_batch_published_in_two_parts_completes_its_stars_later(tmp_path):
+    batches = [TABLE_1[0], TABLE_1[1][:2], TABLE_1[1][2:], TABLE_1[2]]
+    answers = reread(campaign_frame(batches), tmp_path / "parts.csv", Columns(pivot="absent"))
+    assert sorted(answers["iteration"].unique()) == [1, 2, 3, 4]
+    result = replay_campaign(answers)
+    assert groups(result.lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    assert result.issues[["iteration", "issue"]].values.tolist() == [
+        [2, "missing"],  # B compared with C and D only so far
+        [4, "ambiguous-pivot"],
+    ]

@@ -1,0 +1,125 @@
+"""The modified QuickSort: seed 002's Table 1, recovery of consistent truths, termination."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crowdprefs.campaign.sorting import Segment, contradictions, initial_order, replay
+
+TABLE1_ORDER = list("CDEAGBF")
+TABLE1_TRUTH = {"A": 1, "B": 1, "C": 1, "D": 2, "E": 2, "F": 3, "G": 3}
+
+
+def truthful(truth: dict[str, int], x: str, y: str) -> int:
+    """+1 when x is in a more similar (smaller) group than y."""
+    return (truth[x] < truth[y]) - (truth[x] > truth[y])
+
+
+def run_to_end(order, answer, max_batches=1000):
+    """Drive ``replay`` batch by batch; returns (batches of pairs, final state, verdicts)."""
+    verdicts: dict[tuple[str, str], int] = {}
+    batches = []
+    state = replay(order, verdicts)
+    while not state.closed:
+        assert len(batches) < max_batches, "the sort did not terminate"
+        batches.append(state.needed)
+        for x, y in state.needed:
+            verdicts[(x, y)] = answer(x, y)
+        state = replay(order, verdicts)
+    return batches, state, verdicts
+
+
+def as_groups(state) -> list[set]:
+    return [set(g) for g in state.groups()]
+
+
+def test_table1_of_seed_002_batch_for_batch():
+    answer = lambda x, y: truthful(TABLE1_TRUTH, x, y)  # noqa: E731
+    batches, state, _ = run_to_end(TABLE1_ORDER, answer)
+    # Iteration 1: every member against the pivot F (C<F, D<F, E<F, A<F, G=F, B<F).
+    assert batches[0] == tuple((m, "F") for m in "CDEAGB")
+    # Iteration 2: the left segment's pivot is B (C=B, D>B, E>B, A=B); <F, G> is closed.
+    assert batches[1] == (("C", "B"), ("D", "B"), ("E", "B"), ("A", "B"))
+    # Iteration 3: <B | C, A> refined with pivot A, and <D, E> with pivot E.
+    assert batches[2] == (("C", "A"), ("D", "E"))
+    # Iteration 4 asks nothing: the lists are closed.
+    assert len(batches) == 3 and state.closed
+    assert state.groups() == [("A", "B", "C"), ("E", "D"), ("F", "G")]
+    assert sum(len(b) for b in batches) == 12  # not all 21 pairs were needed
+
+
+def test_table1_intermediate_segments():
+    verdicts = {(m, "F"): truthful(TABLE1_TRUTH, m, "F") for m in "CDEAGB"}
+    state = replay(TABLE1_ORDER, verdicts)
+    assert state.segments == (Segment((), tuple("CDEAB")), Segment(("F",), ("G",)))
+    verdicts |= {(m, "B"): truthful(TABLE1_TRUTH, m, "B") for m in "CDEA"}
+    state = replay(TABLE1_ORDER, verdicts)
+    # The former pivot B heads the equal segment; D and E leave to the right.
+    assert state.segments[0] == Segment(("B",), ("C", "A"))
+    assert state.segments[1] == Segment((), ("D", "E"))
+    assert state.open_segments == 2
+
+
+def test_known_verdicts_are_reused_in_either_orientation():
+    verdicts = {("F", m): -truthful(TABLE1_TRUTH, m, "F") for m in "CDEAGB"}
+    state = replay(TABLE1_ORDER, verdicts)
+    assert state.needed == (("C", "B"), ("D", "B"), ("E", "B"), ("A", "B"))
+
+
+truths = st.lists(st.integers(1, 5), min_size=2, max_size=14).map(
+    lambda groups: {f"d{i}": g for i, g in enumerate(groups)}
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(truth=truths, seed=st.integers(0, 10_000))
+def test_consistent_answers_recover_the_true_groups(truth, seed):
+    order = initial_order(list(truth), seed, "q")
+    batches, state, verdicts = run_to_end(order, lambda x, y: truthful(truth, x, y))
+    levels = sorted(set(truth.values()))
+    expected = [{d for d, g in truth.items() if g == level} for level in levels]
+    assert as_groups(state) == expected
+    asked = [p for b in batches for p in b]
+    n = len(truth)
+    assert len(asked) <= n * (n - 1) // 2
+    assert len({frozenset(p) for p in asked}) == len(asked), "a pair was asked twice"
+    assert contradictions(order, verdicts) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(2, 14),
+    answers=st.lists(st.sampled_from([-1, 0, 1]), min_size=200, max_size=200),
+    seed=st.integers(0, 1000),
+)
+def test_arbitrary_answers_terminate_with_every_candidate_placed_once(n, answers, seed):
+    documents = [f"d{i}" for i in range(n)]
+    order = initial_order(documents, seed, "q")
+    stream = itertools.cycle(answers)
+    batches, state, _ = run_to_end(order, lambda x, y: next(stream), max_batches=n)
+    placed = [d for g in state.groups() for d in g]
+    assert sorted(placed) == sorted(documents)
+    assert len(batches) <= n - 1
+
+
+def test_contradictions_are_found_once_per_triple():
+    order = list("ABC")
+    assert contradictions(order, {("A", "B"): 1, ("B", "C"): 1, ("A", "C"): 1}) == []
+    cycle = contradictions(order, {("A", "B"): 1, ("B", "C"): 1, ("C", "A"): 1})
+    assert len(cycle) == 1 and set(cycle[0]) == {"A", "B", "C"}
+    # "equal" is transitive in a weak order: A=B, B=C but A>C contradicts.
+    assert len(contradictions(order, {("A", "B"): 0, ("B", "C"): 0, ("A", "C"): 1})) == 1
+    # A>B, B=C but C>A contradicts; two of three known is no contradiction.
+    assert len(contradictions(order, {("A", "B"): 1, ("B", "C"): 0, ("C", "A"): 1})) == 1
+    assert contradictions(order, {("A", "B"): 1, ("B", "C"): 1}) == []
+
+
+def test_initial_order_is_seeded_per_query():
+    docs = [f"d{i}" for i in range(20)]
+    assert initial_order(docs, 1, "q1") == initial_order(docs, 1, "q1")
+    assert initial_order(docs, 1, "q1") != initial_order(docs, 2, "q1")
+    assert initial_order(docs, 1, "q1") != initial_order(docs, 1, "q2")
+    assert sorted(initial_order(docs, 1, "q1")) == sorted(docs)

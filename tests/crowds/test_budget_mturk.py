@@ -1,0 +1,83 @@
+"""Budget property: whatever the batch sizes, retries and replacements, MTurk is never asked to
+spend more than the budget (the cost of every HIT's MaxAssignments, counted on the fake)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pytest
+import tomli_w
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mturk_campaign import make_project, start_fake
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.budget import FeeModel, batch_cost
+from crowdprefs.campaign.project import CONFIG_NAME, Project
+from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.errors import BudgetError
+
+
+def _spent(fake, reward: float, fees: FeeModel) -> float:
+    sizes = np.array([h["MaxAssignments"] for h in fake.hits()], dtype=int)
+    return float(np.sum(fees.per_assignment(reward, sizes) * sizes)) if len(sizes) else 0.0
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    answers=st.integers(1, 6),
+    reward=st.sampled_from([0.01, 0.02, 0.05, 0.25]),
+    budget=st.floats(0.0, 4.0),
+    partial=st.booleans(),
+    retries=st.integers(1, 3),
+    careless=st.sampled_from([0.0, 0.6]),
+)
+def test_spending_never_crosses_the_budget(
+    tmp_path_factory, answers, reward, budget, partial, retries, careless
+):
+    root = tmp_path_factory.mktemp("budget")
+    project = make_project(
+        root,
+        answers=answers,
+        checks={"share": 0.5},
+        simulated={"truth": "../truth.qrel", "careless_share": careless},
+    )
+    config = project.root / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    data["crowd"].update({"reward": reward, "budget": budget})
+    config.write_text(tomli_w.dumps(data))
+    project.close()
+    project = Project(root / "project")
+    fake, url = start_fake(project)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    stopped = False
+    for _ in range(40):
+        if driver.next_batch(project) is None:
+            break
+        status = project.store.last_batch()["status"]
+        try:
+            for _ in range(retries):  # a retried step must not spend twice
+                if status == "built":
+                    driver.publish(project, crowd, partial=partial)
+                elif status == "published":
+                    driver.collect(project, crowd)
+            if status == "collected":
+                driver.aggregate(project)
+        except BudgetError:
+            stopped = True
+        if stopped or project.store.last_batch()["status"] == status:
+            break
+        assert _spent(fake, reward, project.settings.fees) <= budget + 1e-9
+    spent = _spent(fake, reward, project.settings.fees)
+    assert spent <= budget + 1e-9
+    assert abs(spent - driver.committed_cost(project)) < 0.006  # the state agrees with MTurk
+    if not fake.hits():
+        assert stopped and batch_cost(reward, [answers], project.settings.fees) > 0
+    fake.stop()
+    project.close()

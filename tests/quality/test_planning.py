@@ -1,0 +1,236 @@
+"""Planning: the vectorised sort equals replay, the fast crowd matches the simulated crowd,
+campaign totals, list-quality measures and the ``plan`` command."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.adaptive import StoppingRule
+from crowdprefs.campaign.sorting import replay
+from crowdprefs.cli.app import app
+from crowdprefs.crowds import get_crowd
+from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
+from crowdprefs.demo import create_demo_project, make_collection
+from crowdprefs.io import write_lists
+from crowdprefs.quality.planning import (
+    SUMMARY_COLUMNS,
+    Collection,
+    Design,
+    _campaign_adr,
+    _Crowd,
+    _relations,
+    list_adr,
+    simulate,
+    simulate_campaign,
+    sort_rounds,
+    summarize,
+)
+
+
+def _hashed_verdict(x: np.ndarray, y: np.ndarray, salt: int) -> np.ndarray:
+    """A fixed, arbitrary (even non-transitive) verdict for every ordered pair of items."""
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    value = (lo * 7919 + hi * 104729 + salt * 31) % 3 - 1
+    return np.where(x < y, value, -value)
+
+
+@pytest.mark.parametrize("salt", range(4))
+def test_vectorised_sort_equals_replay_batch_for_batch(salt):
+    rng = np.random.default_rng(salt)
+    sizes = rng.integers(2, 16, 12)
+    query = np.repeat(np.arange(len(sizes)), sizes)
+    position = rng.random(len(query))
+    group, iterations, asked = sort_rounds(
+        query, position, lambda x, y: _hashed_verdict(x, y, salt)
+    )
+    total = 0
+    for q in range(len(sizes)):
+        items = np.flatnonzero(query == q)
+        order = items[np.argsort(position[items])].tolist()
+        known: dict = {}
+        rounds = 0
+        while True:
+            state = replay(order, known)
+            if state.closed:
+                break
+            rounds += 1
+            for x, y in state.needed:
+                known[(x, y)] = int(_hashed_verdict(np.array([x]), np.array([y]), salt)[0])
+                total += 1
+        expected = {d: g for g, members in enumerate(state.groups(), 1) for d in members}
+        assert [expected[i] for i in items] == group[items].tolist()
+        assert iterations[q] == rounds
+    assert asked == total
+
+
+def test_seed_002_table_1_example():
+    """Table 1: C, D, E, A, G, B, F sorts into (A, B, C), (D, E), (F, G) in four iterations."""
+    names = list("CDEAGBF")
+    truth = {"A": 1, "B": 1, "C": 1, "D": 2, "E": 2, "F": 3, "G": 3}
+    level = np.array([truth[n] for n in names])
+    group, iterations, asked = sort_rounds(
+        np.zeros(7, dtype=np.int64),
+        np.arange(7.0),
+        lambda x, y: np.sign(level[y] - level[x]),
+    )
+    assert dict(zip(names, group.tolist(), strict=True)) == truth
+    assert iterations.tolist() == [3]  # the fourth row of Table 1 asks nothing
+    assert asked == 6 + 4 + 2
+
+
+def test_answer_shares_match_the_simulated_crowd():
+    """The plan's exact answer shares equal the core simulated crowd's empirical shares."""
+    model = CrowdModel()
+    pool = WorkerPool.draw(model, 4)
+    similarity = {("q", "a"): 0.0, ("q", "b"): -1.0, ("q", "c"): -2.0}
+    cases = [("a", "a"), ("a", "b"), ("b", "a"), ("a", "c")]  # gaps 0, +1, −1, +2
+    n = 2000
+    x = np.array([c[0] for c in cases] * n)
+    y = np.array([c[1] for c in cases] * n)
+    a_is_x = np.arange(len(x)) // len(cases) % 2 == 0
+    pairs = pd.DataFrame(
+        {
+            "pair_id": np.arange(len(x)),
+            "query": "q",
+            "x": x,
+            "y": y,
+            "a_is_x": a_is_x.astype(int),
+            "answers_wanted": 4,
+        }
+    )
+    core = simulate_answers(pairs, similarity, pool, model, seed=4)
+    score = core["score"].to_numpy().reshape(len(x), 4)
+    gap = np.array([similarity[("q", a)] - similarity[("q", b)] for a, b in zip(x, y, strict=True)])
+    shares = _Crowd(model, pool, np.random.default_rng(0)).shares(gap, a_is_x)
+    for case in range(len(cases)):
+        for side in (True, False):
+            rows = (np.arange(len(x)) % len(cases) == case) & (a_is_x == side)
+            for slot, value in enumerate((1, 0, -1)):
+                empirical = (score[rows] == value).mean()
+                assert abs(empirical - shares[rows, slot].mean()) < 0.03, (case, side, value)
+
+
+def test_campaign_totals_and_lists():
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    campaign = simulate_campaign(collection, Design(), seed=3)
+    s = campaign.summary
+    assert s["answers"] == 10 * s["pairs"]
+    assert s["cost"] == pytest.approx(s["answers"] * 0.03)  # $0.02 + max($0.01, 40% fee)
+    assert 3 <= s["iterations"] <= 10 and s["wall_hours"] > 0
+    lists = campaign.lists(collection)
+    assert len(lists) == 118
+    assert lists.groupby("query")["group"].min().eq(1).all()
+    adaptive = simulate_campaign(collection, Design(adaptive=StoppingRule()), seed=3).summary
+    assert adaptive["answers"] < 10 * adaptive["pairs"]
+
+
+def test_relations_and_adr_of_perfect_and_reversed_lists():
+    truth = pd.DataFrame({"query": "q", "document": list("ABCDE"), "group": [1, 1, 1, 2, 2]})
+    collection = Collection.from_truth(truth)
+    perfect = _relations(collection, collection.group)
+    assert perfect == {"order_recovered": 1.0, "ties_kept": 1.0}
+    reversed_ = _relations(collection, 3 - collection.group)
+    assert reversed_["order_recovered"] == 0.0
+    assert list_adr(truth, truth)[0, 0] == pytest.approx(1.0)
+
+
+def test_campaign_adr_equals_adr_through_judge():
+    """The fast ADR of a campaign equals measures.judge + ADR on the same (tie-free) lists."""
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    rng = np.random.default_rng(8)
+    produced = np.empty(len(collection.query), dtype=np.int64)
+    for q in range(len(collection.queries)):
+        rows = np.flatnonzero(collection.query == q)
+        produced[rows] = rng.permutation(len(rows)) + 1
+    fast = _campaign_adr(collection, produced, np.random.default_rng(0))
+    frame = pd.DataFrame(
+        {
+            "query": collection.queries[collection.query],
+            "document": collection.documents,
+            "group": produced,
+        }
+    )
+    np.testing.assert_allclose(fast, list_adr(frame, truth)[0], atol=1e-12)
+    perfect = _campaign_adr(collection, collection.group, np.random.default_rng(0))
+    np.testing.assert_allclose(perfect, 1.0)
+
+
+def test_list_adr_reproduces_seed_002_example():
+    """Seed 002 §5.4: truth ⟨(A,B,C),(D,E)⟩, results ⟨A,B,D,E,C⟩ give ADR 0.933."""
+    truth = pd.DataFrame({"query": "q", "document": list("ABCDE"), "group": [1, 1, 1, 2, 2]})
+    produced = pd.DataFrame({"query": "q", "document": list("ABDEC"), "group": [1, 2, 3, 4, 5]})
+    assert list_adr(produced, truth)[0, 0] == pytest.approx(0.9333, abs=1e-4)
+
+
+def test_simulate_and_summarize():
+    _, truth = make_collection(2010, sizes=(5, 8, 12))
+    frame = simulate(truth, Design(), campaigns=6, seed=2)
+    assert list(frame.columns) == SUMMARY_COLUMNS and len(frame) == 6
+    again = simulate(truth, Design(), campaigns=6, seed=2)
+    pd.testing.assert_frame_equal(frame, again)
+    summary = summarize(frame)
+    assert (summary["ci_low"] <= summary["mean"]).all()
+    assert (frame["adr"].between(0, 1)).all()
+
+
+def test_plan_command(tmp_path):
+    candidates, truth = make_collection(2010, sizes=(5, 8, 12))
+    candidates.to_csv(tmp_path / "c.csv", index=False)
+    write_lists(truth, tmp_path / "t.qrel")
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            "--candidates",
+            str(tmp_path / "c.csv"),
+            "--truth",
+            str(tmp_path / "t.qrel"),
+            "--campaigns",
+            "5",
+            "--adaptive",
+            "sequential",
+            "--csv",
+            str(tmp_path / "runs.csv"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "ADR vs truth" in result.output and "per-look" in result.output
+    assert len(pd.read_csv(tmp_path / "runs.csv")) == 5
+    without_truth = runner.invoke(
+        app, ["plan", "--candidates", str(tmp_path / "c.csv"), "--campaigns", "2"]
+    )
+    assert without_truth.exit_code == 0, without_truth.output
+
+
+@pytest.mark.slow
+def test_plan_agrees_with_campaigns_through_the_driver(tmp_path):
+    """The in-memory plan and real campaigns (SQLite, the simulated crowd backend, distinct
+    workers per pair) buy the same numbers of pairs and answers, fixed and adaptive."""
+    _, truth = make_collection(2010)
+    for adaptive in (None, {"method": "sequential"}):
+        measured = []
+        for seed in range(3):
+            project = create_demo_project(tmp_path / f"{adaptive is None}-{seed}")
+            sections = dict(project.settings.sections)
+            sections["simulated"] = {**sections["simulated"], "seed": 100 + seed}
+            if adaptive:
+                sections["adaptive"] = adaptive
+            project.save_settings(dataclasses.replace(project.settings, sections=sections))
+            with project:
+                driver.run(project, get_crowd("simulated", project))
+                totals = driver.status(project)["totals"]
+                measured.append((totals["pairs_judged"], totals["answers"]))
+        design = Design(adaptive=StoppingRule() if adaptive else None)
+        planned = simulate(truth, design, campaigns=30, seed=5)
+        pairs, answers = np.mean(measured, axis=0)
+        assert pairs == pytest.approx(planned["pairs"].mean(), rel=0.05)
+        assert answers == pytest.approx(planned["answers"].mean(), rel=0.06)

@@ -1,0 +1,450 @@
+"""The in-house web crowd: assignment rules, storage, security and the researcher page.
+
+Runs the real Starlette application in-process (``TestClient``) on a real project with tiny WAV
+clips; the browser and load tests are in ``test_web_browser.py`` and ``test_web_load.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import warnings
+import wave
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.exceptions import StarletteDeprecationWarning
+from typer.testing import CliRunner
+
+from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.cli.app import app as cli_app
+from crowdprefs.crowds.web import advance
+from crowdprefs.web import assign
+from crowdprefs.web.app import create_app
+from crowdprefs.web.security import token_hash
+
+with warnings.catch_warnings():  # starlette asks for httpx2, which is not a dependency
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
+
+RESEARCHER = "researcher-secret-token"
+
+
+def write_wav(path: Path, freq: float, seconds: float = 0.25, rate: int = 8000) -> None:
+    """A tiny mono 16-bit sine clip."""
+    t = np.arange(int(seconds * rate)) / rate
+    samples = (0.3 * np.sin(2 * np.pi * freq * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(rate)
+        handle.writeframes(samples.tobytes())
+
+
+def make_web_project(root: Path, *, queries: int = 2, size: int = 4, answers: int = 3, web=None):
+    """A project whose queries and candidates all have WAV clips; returns its folder."""
+    clips = root / "clips"
+    clips.mkdir(parents=True)
+    rows = []
+    for q in range(queries):
+        write_wav(clips / f"q{q}.wav", 220 + 40 * q)
+        for d in range(size):
+            write_wav(clips / f"q{q}-d{d}.wav", 330 + 20 * d)
+            rows.append((f"q{q}", f"q{q}-d{d}", f"clips/q{q}-d{d}.wav", f"clips/q{q}.wav"))
+    frame = pd.DataFrame(rows, columns=["query", "document", "audio", "query_audio"])
+    frame.to_csv(root / "candidates.csv", index=False)
+    settings = Settings(answers_per_pair=answers, reward=0.0, sections={"web": web or {}})
+    init_project(root / "project", root / "candidates.csv", settings=settings).close()
+    return root / "project"
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    return make_web_project(tmp_path)
+
+
+def invite(root: Path, n: int) -> list[str]:
+    with Project(root) as project:
+        return [token for _, token in assign.invite(project, n)]
+
+
+def judge_client(app, token: str) -> TestClient:
+    """A client sharing ``app`` that opened the invitation ``token`` (so holds its cookie)."""
+    client = TestClient(app)
+    response = client.get(f"/invite/{token}")
+    assert response.status_code == 200 and "Start" in response.text
+    return client
+
+
+def open_question(client: TestClient) -> tuple[str, str, str]:
+    """Follow ``/next`` to a question page: ``(assignment_id, csrf, html)``."""
+    response = client.get("/next")
+    assert response.status_code == 200
+    match = re.search(r"/hit/([A-Za-z0-9_-]+)$", str(response.url))
+    assert match, f"not a question page: {response.url}"
+    csrf = re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)
+    return match.group(1), csrf, response.text
+
+
+def answers_frame(root: Path) -> pd.DataFrame:
+    with Project(root) as project:
+        return project.store.answers(include_rejected=True)
+
+
+def test_judge_answers_and_the_answer_is_stored_at_once(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, html = open_question(client)
+        assert 'data-mode="web"' in html
+        clips = re.findall(r'src="(/clip/[^"]+)"', html)
+        assert sorted(c.rsplit("/", 1)[1] for c in clips) == ["a", "b", "query"]
+        audio = client.get(clips[0])
+        assert audio.status_code == 200 and audio.headers["content-type"].startswith("audio/")
+        assert audio.content[:4] == b"RIFF"
+        response = client.post(
+            f"/hit/{assignment}",
+            data={"csrf": csrf, "choice": "A", "comment": "nice", "plays_a": "1"},
+        )
+        assert response.status_code == 200
+        stored = answers_frame(project_dir)
+        assert len(stored) == 1
+        row = stored.iloc[0]
+        assert (row["crowd"], row["assignment_id"], row["choice"]) == ("web", assignment, "A")
+        assert row["score"] == (1 if row["a_is_x"] else -1)
+        assert row["comment"] == "nice" and '"plays_a": "1"' in row["raw"]
+        assert "csrf" not in row["raw"]
+        next_assignment, _, _ = open_question(client)
+        assert next_assignment != assignment
+
+
+def test_every_pair_gets_exactly_its_answers_from_distinct_judges(project_dir):
+    tokens = invite(project_dir, 5)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        clients = [judge_client(server.app, t) for t in tokens]
+        with Project(project_dir) as project:
+            batch1 = set(project.store.pairs(1)["pair_id"])
+        # Round-robin until batch 1 is complete (the server then publishes batch 2).
+        for _ in range(20):
+            for client in clients:
+                response = client.get("/next")
+                if "/hit/" not in str(response.url):
+                    continue
+                assignment = str(response.url).rsplit("/", 1)[1]
+                csrf = re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)
+                client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "equal"})
+            answers = answers_frame(project_dir)
+            if answers["pair_id"].isin(batch1).sum() == 3 * len(batch1):
+                break
+    answers = answers_frame(project_dir)
+    first = answers[answers["pair_id"].isin(batch1)]
+    assert (first.groupby("pair_id").size() == 3).all() and len(first) == 3 * len(batch1)
+    assert not first.duplicated(["pair_id", "worker_id"]).any()
+    assert answers["assignment_id"].is_unique
+    with Project(project_dir) as project:
+        batches = project.store.batches()
+    assert batches.loc[0, "status"] == "aggregated" and batches.loc[0, "crowd"] == "web"
+    assert len(batches) == 2, "the server publishes the next batch by itself"
+
+
+def test_concurrent_judges_never_overfill_a_pair(project_dir):
+    """Threads with their own connections race for questions: the transaction rules hold."""
+    tokens = invite(project_dir, 8)
+    with Project(project_dir) as project:
+        assign_settings = assign.WebSettings.from_project(project)
+        advance(project)
+        wanted = int(project.store.pairs(1)["answers_wanted"].sum())
+    errors: list[BaseException] = []
+
+    def work(token: str) -> None:
+        try:
+            with Project(project_dir) as project:
+                judge = assign.judge_for_token(project, token)
+                while (a := assign.next_assignment(project, judge, assign_settings)) is not None:
+                    form = {"choice": "B"}
+                    assert assign.submit(
+                        project, judge, a.assignment_id, a.csrf, form, assign_settings
+                    )
+        except BaseException as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    answers = answers_frame(project_dir)
+    assert len(answers) == wanted
+    assert (answers.groupby("pair_id").size() == 3).all()
+    assert not answers.duplicated(["pair_id", "worker_id"]).any()
+
+
+def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
+    j1, j2, j3, j4 = invite(project_dir, 4)
+    later = datetime.now(UTC) + timedelta(hours=1)
+    with Project(project_dir) as project:
+        advance(project)
+        project.store.conn.execute("UPDATE pairs SET answers_wanted = 1")
+        settings = assign.WebSettings(timeout_minutes=5)
+        judges = [assign.judge_for_token(project, t) for t in (j1, j2, j3, j4)]
+        pairs = len(project.store.pairs(1))
+        taken = [assign.next_assignment(project, judges[0], settings)]
+        # Every other pair goes to judge 2: nothing is left for judge 3 while judge 1 holds one.
+        while (a := assign.next_assignment(project, judges[1], settings)) is not None:
+            taken.append(a)
+            assign.submit(project, judges[1], a.assignment_id, a.csrf, {"choice": "A"}, settings)
+        assert len(taken) == pairs
+        assert assign.next_assignment(project, judges[2], settings) is None
+        # An hour later judge 1's question is released and goes to judge 3 ...
+        again = assign.next_assignment(project, judges[2], settings, at=later)
+        assert again.pair_id == taken[0].pair_id
+        # ... whose answer fills the pair, so judge 1's late answer is refused.
+        assign.submit(
+            project, judges[2], again.assignment_id, again.csrf, {"choice": "B"}, settings
+        )
+        with pytest.raises(assign.Gone):
+            assign.submit(
+                project, judges[0], taken[0].assignment_id, taken[0].csrf, {"choice": "A"}, settings
+            )
+        # Judge 1 is never offered that pair again, even with room.
+        project.store.conn.execute("UPDATE pairs SET answers_wanted = 3")
+        seen = set()
+        while (a := assign.next_assignment(project, judges[0], settings, at=later)) is not None:
+            seen.add(a.pair_id)
+            assign.submit(project, judges[0], a.assignment_id, a.csrf, {"choice": "A"}, settings)
+        assert taken[0].pair_id not in seen and len(seen) == pairs - 1
+        # A late answer to a released question is taken while the pair still has room.
+        a4 = assign.next_assignment(project, judges[3], settings, at=later)
+        assert assign.release_expired(project.store.conn, later + timedelta(hours=1)) == 1
+        assert assign.submit(
+            project, judges[3], a4.assignment_id, a4.csrf, {"choice": "equal"}, settings
+        )
+
+
+def test_a_judge_cannot_touch_another_judges_question(project_dir):
+    t1, t2 = invite(project_dir, 2)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        first, second = judge_client(server.app, t1), judge_client(server.app, t2)
+        assignment, csrf, _ = open_question(first)
+        assert second.get(f"/hit/{assignment}").status_code == 403
+        assert second.get(f"/clip/{assignment}/query").status_code == 403
+        response = second.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
+        assert response.status_code == 403
+        anonymous = TestClient(server.app)
+        assert anonymous.get(f"/hit/{assignment}").status_code == 403
+        assert anonymous.get("/next").status_code == 403
+        assert anonymous.get("/invite/not-a-token").status_code == 403
+    assert answers_frame(project_dir).empty
+
+
+def test_posts_are_csrf_checked_validated_and_idempotent(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        url = f"/hit/{assignment}"
+        assert client.post(url, data={"choice": "A"}).status_code == 403
+        assert client.post(url, data={"csrf": csrf[:-1] + "x", "choice": "A"}).status_code == 403
+        foreign = {"origin": "https://evil.example"}
+        assert (
+            client.post(url, data={"csrf": csrf, "choice": "A"}, headers=foreign).status_code == 403
+        )
+        assert client.post(url, data={"csrf": csrf, "choice": "C"}).status_code == 400
+        assert client.post(url, data={"csrf": csrf}).status_code == 400
+        long = {"csrf": csrf, "choice": "A", "comment": "x" * 2001}
+        assert client.post(url, data=long).status_code == 400
+        assert client.get(f"/clip/{assignment}/..%2F..%2Fstate.sqlite").status_code == 404
+        assert answers_frame(project_dir).empty
+        ok = {"csrf": csrf, "choice": "B"}
+        same_origin = {"origin": "http://testserver"}
+        assert (
+            client.post(url, data=ok, headers=same_origin, follow_redirects=False).status_code
+            == 303
+        )
+        assert client.post(url, data=ok, follow_redirects=False).status_code == 303
+    assert len(answers_frame(project_dir)) == 1
+
+
+def test_tokens_are_stored_only_as_hashes(project_dir):
+    tokens = invite(project_dir, 3)
+    data = (project_dir / "state.sqlite").read_bytes()
+    for token in tokens:
+        assert token.encode() not in data
+        assert len(token) >= 32
+    with Project(project_dir) as project:
+        hashes = set(project.store.frame("SELECT token_hash FROM web_judges")["token_hash"])
+    assert hashes == {token_hash(t) for t in tokens}
+
+
+def test_researcher_page_is_token_protected_and_escapes_worker_text(project_dir):
+    (token,) = invite(project_dir, 1)
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        client.post(
+            f"/hit/{assignment}",
+            data={"csrf": csrf, "choice": "equal", "comment": hostile, "background": hostile},
+        )
+        outsider = TestClient(server.app)
+        assert outsider.get("/researcher").status_code == 403
+        assert outsider.get("/researcher/wrong").status_code == 403
+        page = outsider.get(f"/researcher/{RESEARCHER}")
+        assert page.status_code == 200
+        assert "<script>alert" not in page.text and "&lt;script&gt;" in page.text
+        assert "<img src=x" not in page.text
+        assert "J0001" in page.text and 'id="progress"' in page.text and 'id="audit"' in page.text
+        assert "<form" not in page.text and "<button" not in page.text
+        assert page.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_study_participants_get_a_completion_code(tmp_path):
+    root = make_web_project(
+        tmp_path,
+        web={"questions_per_judge": 2, "completion_url": "https://study.example/done?cc={code}"},
+    )
+    with Project(root) as project:
+        key = assign.new_study_key(project)
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        client = TestClient(server.app)
+        assert client.get(f"/study/{key}?PROLIFIC_PID=p%3Cx%3E").status_code == 400
+        assert client.get("/study/wrong?PROLIFIC_PID=abc").status_code == 403
+        assert client.get(f"/study/{key}?PROLIFIC_PID=abc123").status_code == 200
+        for _ in range(2):
+            assignment, csrf, _ = open_question(client)
+            client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
+        done = client.get("/next")
+        assert str(done.url).endswith("/done")
+        code = re.search(r'id="completion-code">([A-Z0-9]+)<', done.text).group(1)
+        assert f"https://study.example/done?cc={code}" in done.text
+        # The same participant coming back keeps their judge and answers.
+        again = TestClient(server.app)
+        again.get(f"/study/{key}?PROLIFIC_PID=abc123")
+        assert code in again.get("/next").text
+    with Project(root) as project:
+        judges = project.store.frame("SELECT judge_id, participant, source FROM web_judges")
+    assert judges.to_dict("records") == [
+        {"judge_id": "P0001", "participant": "abc123", "source": "platform"}
+    ]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(1, 5)), min_size=1, max_size=30),
+    st.integers(0, 2**60),
+)
+def test_choose_pair_picks_a_least_filled_pair_with_room(rows, key):
+    filled = np.array([f for f, _ in rows])
+    wanted = np.array([w for _, w in rows])
+    index = assign.choose_pair(np.arange(len(rows)), filled, wanted, key)
+    room = filled < wanted
+    if not room.any():
+        assert index == -1
+    else:
+        assert room[index] and filled[index] == filled[room].min()
+
+
+def test_invite_command_prints_links_and_writes_csv(project_dir, tmp_path):
+    out = tmp_path / "links.csv"
+    result = CliRunner().invoke(
+        cli_app,
+        [
+            "invite",
+            str(project_dir),
+            "--judges",
+            "3",
+            "--study",
+            "--base-url",
+            "https://judge.lab.example/",
+            "-o",
+            str(out),
+        ],
+        env={"COLUMNS": "300"},
+    )
+    assert result.exit_code == 0, result.output
+    links = pd.read_csv(out)
+    assert list(links["judge_id"]) == ["J0001", "J0002", "J0003"]
+    assert links["url"].str.match(r"^https://judge\.lab\.example/invite/[\w-]{32}$").all()
+    assert "/study/" in result.output and "PROLIFIC_PID={{%PROLIFIC_PID%}}" in result.output
+    bad = CliRunner().invoke(cli_app, ["invite", str(project_dir), "--judges", "-1"])
+    assert bad.exit_code != 0
+
+
+def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tmp_path):
+    from crowdprefs.cli.web import _loopback
+
+    assert all(_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
+    assert not any(_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
+    result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--port", "70000"])
+    assert result.exit_code != 0 and "--port" in str(result.exception)
+    bad = make_web_project(tmp_path / "bad", queries=1, web={"timeout_minutes": 0})
+    result = CliRunner().invoke(cli_app, ["serve", str(bad)])
+    assert result.exit_code != 0 and "timeout_minutes" in str(result.exception)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["answer", "abandon", "late", "wait"])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
+    """Whatever judges do (answer, abandon, answer late, let time pass), no pair gets more
+    answers than wanted, none twice from one judge, and a judge holds one question at most."""
+    root = make_web_project(tmp_path_factory.mktemp("random"), queries=1, size=4, answers=2)
+    clock = datetime.now(UTC)
+    web = assign.WebSettings(timeout_minutes=20)
+    with Project(root) as project:
+        advance(project)
+        judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
+        held: dict[int, list[assign.Assignment]] = {j: [] for j in range(4)}
+        conn = project.store.conn
+        for who, action in actions:
+            judge = judges[who]
+            if action == "wait":
+                clock += timedelta(minutes=30)
+                continue
+            if action == "late" and held[who]:
+                old = held[who][0]
+                with contextlib.suppress(assign.Gone):  # released, and others filled the pair
+                    form = {"choice": "A"}
+                    assign.submit(project, judge, old.assignment_id, old.csrf, form, web, at=clock)
+                continue
+            got = assign.next_assignment(project, judge, web, at=clock)
+            if got is None:
+                continue
+            held[who].append(got)
+            if action == "answer":
+                assign.submit(
+                    project, judge, got.assignment_id, got.csrf, {"choice": "B"}, web, at=clock
+                )
+            rows = conn.execute(
+                """
+                SELECT p.answers_wanted,
+                       (SELECT COUNT(*) FROM answers a WHERE a.pair_id = p.pair_id),
+                       (SELECT COUNT(*) FROM web_assignments w
+                         WHERE w.pair_id = p.pair_id AND w.status = 'open')
+                FROM pairs p
+                """
+            ).fetchall()
+            assert all(have + open_ <= wanted for wanted, have, open_ in rows)
+            assert (
+                conn.execute(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM answers GROUP BY pair_id, worker_id"
+                    " HAVING COUNT(*) > 1)"
+                ).fetchone()[0]
+                == 0
+            )
+            assert conn.execute(
+                "SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM web_assignments"
+                " WHERE status = 'open' GROUP BY judge_id)"
+            ).fetchone()[0] in (None, 1)
