@@ -1,0 +1,166 @@
+"""The project state's schema: named migrations, applied in order.
+
+Tables (migration ``0001_core``):
+
+``meta``        key/value facts fixed at ``init`` (seed, creation time).
+``candidates``  ``query, document, audio, seconds, position`` (position = row order in the CSV).
+``queries``     ``query, audio, seconds`` (the query clip, when known).
+``batches``     one per iteration: ``built → published → collected → aggregated``.
+``pairs``       the questions of a batch: ``x`` (the member) against ``y`` (the pivot), the side
+                shown as variation A, the order within the batch, how many answers are wanted,
+                and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
+                ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
+``hits``        what each crowd published for a pair (its HIT or task id).
+``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
+                replayed from: a cache that is only trusted while the fingerprint matches.
+``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
+                view, seconds, background, comment, the raw payload; unique per crowd assignment so
+                a retried collect never stores an answer twice.
+
+Migrations are named and applied in list order, each in its own transaction; ``PRAGMA
+user_version`` holds how many have been applied. To change the schema append a new
+``(name, sql)`` entry to :data:`MIGRATIONS`; never edit an applied one.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_core",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE queries (query TEXT PRIMARY KEY, audio TEXT, seconds REAL);
+        CREATE TABLE candidates (
+            query TEXT NOT NULL REFERENCES queries(query),
+            document TEXT NOT NULL,
+            audio TEXT,
+            seconds REAL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (query, document)
+        );
+        CREATE TABLE batches (
+            iteration INTEGER PRIMARY KEY,
+            status TEXT NOT NULL
+                CHECK (status IN ('built', 'published', 'collected', 'aggregated')),
+            crowd TEXT,
+            created_at TEXT NOT NULL,
+            published_at TEXT,
+            collected_at TEXT,
+            aggregated_at TEXT
+        );
+        CREATE TABLE pairs (
+            pair_id INTEGER PRIMARY KEY,
+            iteration INTEGER NOT NULL REFERENCES batches(iteration),
+            query TEXT NOT NULL REFERENCES queries(query),
+            x TEXT NOT NULL,
+            y TEXT NOT NULL,
+            a_is_x INTEGER NOT NULL CHECK (a_is_x IN (0, 1)),
+            position INTEGER NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'sort' CHECK (kind IN ('sort', 'check')),
+            expected INTEGER CHECK (expected IN (-1, 0, 1)),
+            answers_wanted INTEGER NOT NULL CHECK (answers_wanted > 0),
+            verdict INTEGER CHECK (verdict IN (-1, 0, 1)),
+            p_value REAL,
+            UNIQUE (iteration, query, x, y)
+        );
+        CREATE INDEX pairs_by_query ON pairs(query, x, y);
+        CREATE TABLE hits (
+            crowd TEXT NOT NULL,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            hit_id TEXT NOT NULL,
+            max_assignments INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open',
+            PRIMARY KEY (crowd, pair_id),
+            UNIQUE (crowd, hit_id)
+        );
+        CREATE TABLE answers (
+            answer_id INTEGER PRIMARY KEY,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            crowd TEXT NOT NULL,
+            assignment_id TEXT NOT NULL,
+            worker_id TEXT NOT NULL,
+            choice TEXT NOT NULL CHECK (choice IN ('A', 'B', 'equal')),
+            score INTEGER NOT NULL CHECK (score IN (-1, 0, 1)),
+            seconds REAL,
+            accepted_at TEXT,
+            submitted_at TEXT,
+            background TEXT,
+            comment TEXT,
+            raw TEXT,
+            status TEXT NOT NULL DEFAULT 'submitted'
+                CHECK (status IN ('submitted', 'approved', 'rejected')),
+            UNIQUE (crowd, assignment_id)
+        );
+        CREATE INDEX answers_by_pair ON answers(pair_id);
+        """,
+    ),
+    (
+        "0002_web_judges_assignments",
+        """
+        CREATE TABLE web_judges (
+            judge_id TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL CHECK (source IN ('invite', 'platform')),
+            participant TEXT UNIQUE,
+            completion_code TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE web_assignments (
+            assignment_id TEXT PRIMARY KEY,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            judge_id TEXT NOT NULL REFERENCES web_judges(judge_id),
+            csrf TEXT NOT NULL,
+            issued_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open'
+                CHECK (status IN ('open', 'submitted', 'released')),
+            UNIQUE (pair_id, judge_id)
+        );
+        CREATE INDEX web_assignments_by_status ON web_assignments(status, pair_id);
+        CREATE INDEX web_assignments_by_judge ON web_assignments(judge_id, status);
+        """,
+    ),
+    (
+        "0003_mturk_reviews_blocks",
+        """
+        CREATE TABLE answer_reviews (
+            crowd TEXT NOT NULL,
+            assignment_id TEXT NOT NULL,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            worker_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
+            reason TEXT,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT,
+            PRIMARY KEY (crowd, assignment_id)
+        );
+        CREATE TABLE worker_blocks (
+            crowd TEXT NOT NULL,
+            worker_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT,
+            PRIMARY KEY (crowd, worker_id)
+        );
+        """,
+    ),
+    (
+        "0004_core_answer_status_index",
+        """
+        CREATE INDEX answers_by_status ON answers(status);
+        """,
+    ),
+    (
+        "0005_core_sort_cache",
+        """
+        CREATE TABLE sort_cache (
+            query TEXT PRIMARY KEY REFERENCES queries(query),
+            fingerprint TEXT NOT NULL,
+            state TEXT NOT NULL
+        );
+        """,
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
