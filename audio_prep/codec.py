@@ -20,7 +20,7 @@ from pathlib import Path
 import imageio_ffmpeg
 import numpy as np
 
-from crowdprefs.errors import InputError
+from audio_prep.errors import ClipError
 
 with warnings.catch_warnings():  # pydub warns that no ffmpeg is on PATH, and about audioop
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -39,10 +39,6 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 #: Highest output sample rate (MP3 and Vorbis stop there; browsers need no more).
 MAX_RATE = 48000
-
-
-class ClipError(InputError):
-    """One source file cannot be prepared; ``str(error)`` is the reason, one line."""
 
 
 @dataclass(frozen=True)

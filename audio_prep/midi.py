@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pretty_midi
 
-from audio_prep.codec import Audio, ClipError
+from audio_prep.codec import Audio
+from audio_prep.errors import ClipError
 
 MIDI_SUFFIXES = frozenset({".mid", ".midi", ".kar"})
 DEFAULT_RATE = 44100

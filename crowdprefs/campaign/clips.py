@@ -8,20 +8,68 @@ The store keeps one ``audio`` path per clip: after preparation it names the prep
 ``PROJECT/clips`` (sub-folders of the sources mirrored), and its ``seconds``. A later run maps a
 prepared clip back to its source through ``clips/manifest.csv``, so it can prepare again with
 other settings or after a source changed; URLs are left alone.
+
+:mod:`audio_prep` stands alone; this module maps its errors to crowdprefs' one-line errors and
+shows its progress through :mod:`crowdprefs.progress`. It is imported inside the functions that
+use it, so that a project without local clips never loads it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from audio_prep.prepare import MANIFEST_NAME, PrepareOptions, prepare_clips, read_manifest
-from crowdprefs.campaign.project import Project
-from crowdprefs.errors import StateError
+from crowdprefs.errors import InputError, StateError
+from crowdprefs.progress import make_progress
+
+if TYPE_CHECKING:
+    from audio_prep import PrepareOptions
+    from crowdprefs.campaign.project import Project
 
 CLIPS_FOLDER = "clips"
+
+
+@contextmanager
+def audio_errors() -> Iterator[None]:
+    """Raise :mod:`audio_prep`'s errors (options out of range, sources not found) as the
+    one-line :class:`InputError` they are."""
+    from audio_prep import AudioError
+
+    try:
+        yield
+    except AudioError as error:
+        raise InputError(str(error)) from None
+
+
+@contextmanager
+def progress_callback(
+    description: str, *, visible: bool = True
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(done, total)`` callback for :mod:`audio_prep` drawing a bar on stderr
+    (``None`` when not ``visible``). The bar starts at the first report, so after audio_prep
+    has started its worker processes, and is gone at the end."""
+    if not visible:
+        yield None
+        return
+    bar = make_progress()
+    task = None
+
+    def report(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task(description, total=total)
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield report
+    finally:
+        bar.stop()
 
 
 def project_clips(project: Project) -> pd.DataFrame:
@@ -39,6 +87,8 @@ def project_clips(project: Project) -> pd.DataFrame:
 def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
     """The local source file of each stored ``audio`` (``None`` for URLs and missing clips);
     a clip prepared earlier into ``dst`` maps back to its source through the manifest."""
+    from audio_prep import MANIFEST_NAME, read_manifest
+
     manifest = read_manifest(dst / MANIFEST_NAME)
     absolute = np.array([Path(s).is_absolute() for s in manifest["source"]], dtype=bool)
     done = manifest[(manifest["output"] != "").to_numpy() & absolute]
@@ -77,9 +127,12 @@ def prepare_project(
     local = clips["source"].notna()
     if not local.any():
         raise StateError(f"{project.root}: no query or candidate has a local audio file to prepare")
-    manifest = prepare_clips(
-        sorted(set(clips.loc[local, "source"])), dst, options, jobs, progress=progress
-    )
+    from audio_prep import prepare_clips
+
+    with audio_errors(), progress_callback("preparing clips", visible=progress) as report:
+        manifest = prepare_clips(
+            sorted(set(clips.loc[local, "source"])), dst, options, jobs, progress=report
+        )
     by_source = manifest.set_index("source")
     result = by_source.reindex(clips["source"].where(local, ""))
     clips["error"] = np.where(local, result["error"].fillna("").to_numpy(), "")
