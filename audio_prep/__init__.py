@@ -16,6 +16,7 @@ from audio_prep.prepare import (
     clip_seconds,
     prepare_clips,
     prepare_file,
+    probe,
     process,
     read_manifest,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "peak_dbfs",
     "prepare_clips",
     "prepare_file",
+    "probe",
     "process",
     "read_manifest",
     "render_midi",

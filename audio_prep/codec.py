@@ -100,6 +100,41 @@ def decode(path: Path, sample_rate: int | None = None, mono: bool = False) -> Au
     return Audio(samples, rate)
 
 
+def _probe_reason(stderr: str) -> str:
+    """Why ffmpeg could not find and decode an audio stream, from what it printed."""
+    if "matches no streams" in stderr:
+        return "ffmpeg finds no audio stream in it"
+    opening = re.search(r"Error opening input: (.+)", stderr)
+    if opening:
+        return f"ffmpeg cannot read it as audio ({opening.group(1).strip()})"
+    decoding = re.search(r"decoder: (.+)", stderr)
+    detail = f" ({decoding.group(1).strip()})" if decoding else ""
+    return f"ffmpeg cannot decode its audio{detail}"
+
+
+def probe_audio(path: Path) -> float:
+    """Duration in seconds of a file whose first audio stream ffmpeg opens and starts to decode.
+
+    The first audio frame is decoded, not only the header read: ffmpeg opens some files that
+    are not audio (random bytes named ``.mp3``) as an audio stream without frames. The duration
+    is the one ffmpeg reads from the header, or, when the header states none, the decoded
+    length. :class:`ClipError` with ffmpeg's reason otherwise.
+    """
+    source = f"file:{Path(path).resolve()}"  # never read as another ffmpeg protocol
+    command = [FFMPEG, "-nostdin", "-hide_banner", "-i", source, "-map", "0:a:0"]
+    result = subprocess.run(
+        [*command, "-frames:a", "1", "-f", "null", "-"], capture_output=True, check=False
+    )
+    stderr = result.stderr.decode(errors="replace")
+    if result.returncode != 0:
+        raise ClipError(_probe_reason(stderr))
+    stated = re.search(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)", stderr)
+    if stated is None:
+        return decode(path).seconds
+    hours, minutes, seconds = stated.groups()
+    return 3600 * int(hours) + 60 * int(minutes) + float(seconds)
+
+
 def encode(audio: Audio, path: Path, fmt: str = "mp3", bitrate: str = "128k") -> None:
     """Encode ``audio`` (clipped to [-1, 1], 16-bit, at most 48 kHz) to ``path`` in a browser
     format via pydub.

@@ -33,7 +33,8 @@ def load_midi(path: Path) -> pretty_midi.PrettyMIDI:
     try:
         return pretty_midi.PrettyMIDI(str(path))
     except Exception as error:  # mido and pretty_midi raise many types for bad files
-        raise ClipError(f"not a readable MIDI file ({type(error).__name__}: {error})") from None
+        reason = " ".join(f"{type(error).__name__}: {error}".split())  # one line
+        raise ClipError(f"not a readable MIDI file ({reason})") from None
 
 
 def midi_seconds(path: Path) -> float:

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from audio_prep.codec import FORMATS, Audio, decode, encode
+from audio_prep.codec import FORMATS, Audio, decode, encode, probe_audio
 from audio_prep.errors import AudioError, ClipError
 from audio_prep.loudness import integrated_loudness, normalisation_gain, peak_dbfs
 from audio_prep.midi import DEFAULT_RATE, MIDI_SUFFIXES, midi_seconds, render_midi, renderer
@@ -182,6 +182,24 @@ def clip_seconds(path: Path | str) -> float:
     if path.suffix.lower() in MIDI_SUFFIXES:
         return midi_seconds(path)
     return decode(path).seconds
+
+
+def probe(path: Path | str) -> float:
+    """Duration in seconds of a clip that exists and can be prepared: a MIDI file that parses
+    and has events (its last event's time) or a file whose audio ffmpeg decodes
+    (:func:`probe_audio`: the duration its header states). :class:`ClipError` naming the reason
+    for anything else: a missing or empty file, a folder, text, an image, random bytes."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipError("no such file" if not path.exists() else "not a file")
+    if path.stat().st_size == 0:
+        raise ClipError("the file is empty")
+    if path.suffix.lower() not in MIDI_SUFFIXES:
+        return probe_audio(path)
+    seconds = midi_seconds(path)
+    if seconds <= 0:
+        raise ClipError("the MIDI file has nothing to play")
+    return seconds
 
 
 def collect_sources(

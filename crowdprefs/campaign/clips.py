@@ -9,6 +9,9 @@ The store keeps one ``audio`` path per clip: after preparation it names the prep
 prepared clip back to its source through ``clips/manifest.csv``, so it can prepare again with
 other settings or after a source changed; URLs are left alone.
 
+At ``init`` every local clip is probed (:func:`check_clip_files`): a file that is missing or is
+not audio is refused there, so nothing else is ever copied, hosted or uploaded as a clip.
+
 :mod:`audio_prep` stands alone; this module maps its errors to crowdprefs' one-line errors and
 shows its progress through :mod:`crowdprefs.progress`. It is imported inside the functions that
 use it, so that a project without local clips never loads it.
@@ -16,7 +19,9 @@ use it, so that a project without local clips never loads it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,13 +30,15 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.progress import make_progress
+from crowdprefs.progress import make_progress, track
 
 if TYPE_CHECKING:
     from audio_prep import PrepareOptions
     from crowdprefs.campaign.project import Project
 
 CLIPS_FOLDER = "clips"
+#: The candidates' columns that name clips, as the messages call them.
+AUDIO_COLUMNS = {"audio": "audio", "query_audio": "query audio"}
 
 
 @contextmanager
@@ -72,6 +79,62 @@ def progress_callback(
         bar.stop()
 
 
+def is_local(audio: object) -> bool:
+    """Whether a stored or read ``audio`` value names a local file (a path, not a URL)."""
+    return isinstance(audio, str) and audio != "" and "://" not in audio
+
+
+def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
+    """Refuse, in one line naming the row and the file, a candidates frame whose ``audio`` or
+    ``query_audio`` names a local file that is missing or is not audio.
+
+    Each distinct file is probed once (:func:`audio_prep.probe`: ffmpeg must decode its audio,
+    or it is a MIDI file that parses), in threads. Paths are as :func:`read_candidates` made
+    them (relative ones resolved from the CSV's folder); one outside that folder is fine when
+    it is audio. URLs are left alone. Rows are named by their line in ``csv``, else by their
+    position in ``frame`` (from 1).
+    """
+    from audio_prep import ClipError, probe
+
+    cells = pd.DataFrame(
+        [
+            (row, column, file)
+            for column in AUDIO_COLUMNS
+            if column in frame.columns
+            for row, file in enumerate(frame[column])
+            if is_local(file)
+        ],
+        columns=["row", "column", "file"],
+    )
+    files = cells["file"].unique()
+    if not len(files):
+        return
+
+    def refusal(path: str) -> str | None:
+        try:
+            probe(path)
+        except ClipError as error:
+            return str(error)
+        return None
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        found = track(pool.map(refusal, files), "checking the clips", total=len(files))
+        reasons = dict(zip(files, found, strict=True))
+    cells = cells.assign(reason=cells["file"].map(reasons))
+    refused = cells[cells["reason"].notna()].sort_values(["row", "column"], kind="stable")
+    if refused.empty:
+        return
+    first = refused.iloc[0]
+    row = frame.iloc[int(first["row"])]
+    where = f"{csv}:{first['row'] + 2}" if csv is not None else f"row {first['row'] + 1}"
+    more = len(refused["file"].unique()) - 1
+    raise InputError(
+        f"{where}: query {row['query']!r}, document {row['document']!r}: "
+        f"{AUDIO_COLUMNS[first['column']]} {first['file']!r} is not a clip: {first['reason']}"
+        + (f" (and {more} more file{'s' if more > 1 else ''})" if more else "")
+    )
+
+
 def project_clips(project: Project) -> pd.DataFrame:
     """Every clip of the project: ``query``, ``document`` (``None`` for the query's own clip),
     ``audio`` and ``seconds`` as stored."""
@@ -98,7 +161,7 @@ def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
     }
 
     def source(value: str | None) -> str | None:
-        if not value or "://" in value:
+        if not is_local(value):
             return None
         path = str(Path(value).resolve())
         return back.get(path, path)

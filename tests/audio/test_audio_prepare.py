@@ -16,11 +16,13 @@ import scipy.io.wavfile
 from audio_prep import (
     MANIFEST_NAME,
     AudioError,
+    ClipError,
     PrepareOptions,
     clip_seconds,
     decode,
     integrated_loudness,
     prepare_clips,
+    probe,
     read_manifest,
 )
 from audio_prep.codec import FFMPEG
@@ -145,6 +147,41 @@ def test_audio_prep_stands_alone():
     code = "import sys, audio_prep; print([m for m in sys.modules if m.startswith('crowdprefs')])"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_probe_gives_the_duration_of_audio_and_midi(sources):
+    for name in GOOD:  # 3 s of audio; the melody's five notes end at 2.5 s
+        assert probe(sources / name) == pytest.approx(2.5 if name == "mel.mid" else 3.0), name
+    assert probe(sources / "silent.wav") == pytest.approx(1.0)  # silent, but audio
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("passwd.mp3", "ffmpeg cannot read it as audio (Invalid data found"),
+        ("notes.txt", "ffmpeg cannot read it as audio"),
+        ("bad.mp3", "ffmpeg cannot read it as audio"),
+        ("noise.mp3", "ffmpeg cannot decode its audio"),  # opened as MP3, no frame decodes
+        ("picture.png", "ffmpeg finds no audio stream in it"),
+        ("empty.wav", "the file is empty"),
+        ("nonotes.mid", "the MIDI file has nothing to play"),
+        ("text.mid", "not a readable MIDI file"),
+        ("gone.wav", "no such file"),
+        ("sub", "not a file"),
+    ],
+)
+def test_probe_refuses_what_is_not_a_clip_with_the_reason(sources, name, reason):
+    (sources / "passwd.mp3").write_text("root:x:0:0:root:/root:/bin/bash\n" * 20)
+    (sources / "noise.mp3").write_bytes(np.random.default_rng(1).bytes(100_000))
+    (sources / "text.mid").write_text("MThd but not MIDI")
+    subprocess.run(
+        [FFMPEG, "-v", "error", "-f", "lavfi", "-i", "testsrc=d=1", "-frames:v", "1"]
+        + [str(sources / "picture.png")],
+        check=True,
+    )
+    with pytest.raises(ClipError) as error:
+        probe(sources / name)
+    assert str(error.value).startswith(reason) and "\n" not in str(error.value)
 
 
 def test_two_jobs_give_the_same_manifest_as_one(sources, tmp_path):
