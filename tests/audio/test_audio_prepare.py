@@ -149,6 +149,18 @@ def test_audio_prep_stands_alone():
     assert run.stdout.strip() == "[]"
 
 
+def test_the_cli_starts_without_loading_audio_prep():
+    heavy = ("audio_prep", "pydub", "imageio_ffmpeg", "pretty_midi", "crowdprefs.campaign.clips")
+    code = (
+        "import atexit, sys; from crowdprefs.cli import main\n"
+        f"atexit.register(lambda: print([m for m in sys.modules if m.startswith({heavy})]))\n"
+        "sys.argv = ['crowdprefs', 'audio', 'prepare', '--help']; main()"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and "Prepare every clip of SRC into DST" in run.stdout
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_probe_gives_the_duration_of_audio_and_midi(sources):
     for name in GOOD:  # 3 s of audio; the melody's five notes end at 2.5 s
         assert probe(sources / name) == pytest.approx(2.5 if name == "mel.mid" else 3.0), name
