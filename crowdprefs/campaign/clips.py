@@ -20,7 +20,7 @@ use it, so that a project without local clips never loads it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,18 +84,33 @@ def is_local(audio: object) -> bool:
     return isinstance(audio, str) and audio != "" and "://" not in audio
 
 
-def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
-    """Refuse, in one line naming the row and the file, a candidates frame whose ``audio`` or
-    ``query_audio`` names a local file that is missing or is not audio.
-
-    Each distinct file is probed once (:func:`audio_prep.probe`: ffmpeg must decode its audio,
-    or it is a MIDI file that parses), in threads. Paths are as :func:`read_candidates` made
-    them (relative ones resolved from the CSV's folder); one outside that folder is fine when
-    it is audio. URLs are left alone. Rows are named by their line in ``csv``, else by their
-    position in ``frame`` (from 1).
-    """
+def clip_refusals(files: Iterable[str]) -> dict[str, str]:
+    """Why each of ``files`` (local paths) is not a clip, for those that are not: each distinct
+    file is probed once (:func:`audio_prep.probe`: ffmpeg must decode its audio, or it is a
+    MIDI file with events), in threads, with a progress bar on stderr."""
     from audio_prep import ClipError, probe
 
+    def refusal(path: str) -> str | None:
+        try:
+            probe(path)
+        except ClipError as error:
+            return str(error)
+        return None
+
+    files = list(dict.fromkeys(files))
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        found = track(pool.map(refusal, files), "checking the clips", total=len(files))
+        return {file: reason for file, reason in zip(files, found, strict=True) if reason}
+
+
+def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
+    """Refuse, in one line naming the row and the file, a candidates frame whose ``audio`` or
+    ``query_audio`` names a local file that is missing or is not audio (:func:`clip_refusals`).
+
+    Paths are as :func:`read_candidates` made them (relative ones resolved from the CSV's
+    folder); one outside that folder is fine when it is audio. URLs are left alone. Rows are
+    named by their line in ``csv``, else by their position in ``frame`` (from 1).
+    """
     cells = pd.DataFrame(
         [
             (row, column, file)
@@ -106,28 +121,16 @@ def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
         ],
         columns=["row", "column", "file"],
     )
-    files = cells["file"].unique()
-    if not len(files):
+    if cells.empty:
         return
-
-    def refusal(path: str) -> str | None:
-        try:
-            probe(path)
-        except ClipError as error:
-            return str(error)
-        return None
-
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        found = track(pool.map(refusal, files), "checking the clips", total=len(files))
-        reasons = dict(zip(files, found, strict=True))
-    cells = cells.assign(reason=cells["file"].map(reasons))
+    cells["reason"] = cells["file"].map(clip_refusals(cells["file"]))
     refused = cells[cells["reason"].notna()].sort_values(["row", "column"], kind="stable")
     if refused.empty:
         return
     first = refused.iloc[0]
     row = frame.iloc[int(first["row"])]
     where = f"{csv}:{first['row'] + 2}" if csv is not None else f"row {first['row'] + 1}"
-    more = len(refused["file"].unique()) - 1
+    more = refused["file"].nunique() - 1
     raise InputError(
         f"{where}: query {row['query']!r}, document {row['document']!r}: "
         f"{AUDIO_COLUMNS[first['column']]} {first['file']!r} is not a clip: {first['reason']}"
