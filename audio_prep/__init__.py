@@ -5,7 +5,8 @@ ffmpeg is the binary of the ``imageio-ffmpeg`` wheel, handed to pydub: no system
 Seed ``002_b9503f18ee81843c.txt`` §4.1 motivates every step.
 """
 
-from audio_prep.codec import FORMATS, Audio, ClipError, decode, encode
+from audio_prep.codec import FORMATS, Audio, decode, encode
+from audio_prep.errors import AudioError, ClipError
 from audio_prep.loudness import integrated_loudness, k_weighting, peak_dbfs
 from audio_prep.midi import render_midi, renderer
 from audio_prep.prepare import (
@@ -15,6 +16,7 @@ from audio_prep.prepare import (
     clip_seconds,
     prepare_clips,
     prepare_file,
+    probe,
     process,
     read_manifest,
 )
@@ -25,6 +27,7 @@ __all__ = [
     "FORMATS",
     "MANIFEST_NAME",
     "Audio",
+    "AudioError",
     "ClipError",
     "PrepareOptions",
     "audible_bounds",
@@ -36,6 +39,7 @@ __all__ = [
     "peak_dbfs",
     "prepare_clips",
     "prepare_file",
+    "probe",
     "process",
     "read_manifest",
     "render_midi",

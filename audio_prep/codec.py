@@ -20,7 +20,7 @@ from pathlib import Path
 import imageio_ffmpeg
 import numpy as np
 
-from crowdprefs.errors import InputError
+from audio_prep.errors import ClipError
 
 with warnings.catch_warnings():  # pydub warns that no ffmpeg is on PATH, and about audioop
     warnings.simplefilter("ignore", RuntimeWarning)
@@ -39,10 +39,6 @@ FORMATS: dict[str, tuple[str, str]] = {
 }
 #: Highest output sample rate (MP3 and Vorbis stop there; browsers need no more).
 MAX_RATE = 48000
-
-
-class ClipError(InputError):
-    """One source file cannot be prepared; ``str(error)`` is the reason, one line."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +98,41 @@ def decode(path: Path, sample_rate: int | None = None, mono: bool = False) -> Au
     if samples.shape[0] == 0:
         raise ClipError("the file holds no audio samples")
     return Audio(samples, rate)
+
+
+def _probe_reason(stderr: str) -> str:
+    """Why ffmpeg could not find and decode an audio stream, from what it printed."""
+    if "matches no streams" in stderr:
+        return "ffmpeg finds no audio stream in it"
+    opening = re.search(r"Error opening input: (.+)", stderr)
+    if opening:
+        return f"ffmpeg cannot read it as audio ({opening.group(1).strip()})"
+    decoding = re.search(r"decoder: (.+)", stderr)
+    detail = f" ({decoding.group(1).strip()})" if decoding else ""
+    return f"ffmpeg cannot decode its audio{detail}"
+
+
+def probe_audio(path: Path) -> float:
+    """Duration in seconds of a file whose first audio stream ffmpeg opens and starts to decode.
+
+    The first audio frame is decoded, not only the header read: ffmpeg opens some files that
+    are not audio (random bytes named ``.mp3``) as an audio stream without frames. The duration
+    is the one ffmpeg reads from the header, or, when the header states none, the decoded
+    length. :class:`ClipError` with ffmpeg's reason otherwise.
+    """
+    source = f"file:{Path(path).resolve()}"  # never read as another ffmpeg protocol
+    command = [FFMPEG, "-nostdin", "-hide_banner", "-i", source, "-map", "0:a:0"]
+    result = subprocess.run(
+        [*command, "-frames:a", "1", "-f", "null", "-"], capture_output=True, check=False
+    )
+    stderr = result.stderr.decode(errors="replace")
+    if result.returncode != 0:
+        raise ClipError(_probe_reason(stderr))
+    stated = re.search(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)", stderr)
+    if stated is None:
+        return decode(path).seconds
+    hours, minutes, seconds = stated.groups()
+    return 3600 * int(hours) + 60 * int(minutes) + float(seconds)
 
 
 def encode(audio: Audio, path: Path, fmt: str = "mp3", bitrate: str = "128k") -> None:

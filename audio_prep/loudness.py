@@ -20,7 +20,6 @@ undefined); a clip with no block above the absolute gate has loudness ``-inf``.
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import sosfilt
 
 ABSOLUTE_GATE_LUFS = -70.0
 RELATIVE_GATE_LU = -10.0
@@ -68,6 +67,8 @@ def _loudness(weighted_power: np.ndarray) -> np.ndarray:
 
 def integrated_loudness(samples: np.ndarray, rate: int) -> float:
     """Integrated loudness in LUFS of ``samples`` (shape (frames, channels), full scale 1.0)."""
+    from scipy.signal import sosfilt  # imported here: scipy.signal takes most of a second
+
     x = np.asarray(samples, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]

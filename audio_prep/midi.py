@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pretty_midi
 
-from audio_prep.codec import Audio, ClipError
+from audio_prep.codec import Audio
+from audio_prep.errors import ClipError
 
 MIDI_SUFFIXES = frozenset({".mid", ".midi", ".kar"})
 DEFAULT_RATE = 44100
@@ -32,7 +33,8 @@ def load_midi(path: Path) -> pretty_midi.PrettyMIDI:
     try:
         return pretty_midi.PrettyMIDI(str(path))
     except Exception as error:  # mido and pretty_midi raise many types for bad files
-        raise ClipError(f"not a readable MIDI file ({type(error).__name__}: {error})") from None
+        reason = " ".join(f"{type(error).__name__}: {error}".split())  # one line
+        raise ClipError(f"not a readable MIDI file ({reason})") from None
 
 
 def midi_seconds(path: Path) -> float:

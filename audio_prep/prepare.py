@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from audio_prep.codec import FORMATS, Audio, ClipError, decode, encode
+from audio_prep.codec import FORMATS, Audio, decode, encode, probe_audio
+from audio_prep.errors import AudioError, ClipError
 from audio_prep.loudness import integrated_loudness, normalisation_gain, peak_dbfs
 from audio_prep.midi import DEFAULT_RATE, MIDI_SUFFIXES, midi_seconds, render_midi, renderer
 from audio_prep.trim import trim_silence
-from crowdprefs.errors import InputError
-from crowdprefs.progress import make_progress
 
 MANIFEST_NAME = "manifest.csv"
 COLUMNS = [
@@ -77,23 +76,23 @@ class PrepareOptions:
     soundfont: Path | None = None
 
     def validate(self) -> None:
-        """:class:`InputError` naming the first option out of range."""
+        """:class:`AudioError` naming the first option out of range."""
         if self.format not in FORMATS:
-            raise InputError(f"format {self.format!r} is not one of {', '.join(FORMATS)}")
+            raise AudioError(f"format {self.format!r} is not one of {', '.join(FORMATS)}")
         if not self.threshold_db < 0:
-            raise InputError(f"threshold {self.threshold_db} dB must be below 0 (dB below peak)")
+            raise AudioError(f"threshold {self.threshold_db} dB must be below 0 (dB below peak)")
         if self.keep_ms < 0:
-            raise InputError(f"keep {self.keep_ms} ms must not be negative")
+            raise AudioError(f"keep {self.keep_ms} ms must not be negative")
         if self.max_seconds is not None and not self.max_seconds > 0:
-            raise InputError(f"max seconds {self.max_seconds} must be positive")
+            raise AudioError(f"max seconds {self.max_seconds} must be positive")
         if self.loudness is not None and not -70 < self.loudness < 0:
-            raise InputError(f"loudness target {self.loudness} LUFS must lie in (-70, 0)")
+            raise AudioError(f"loudness target {self.loudness} LUFS must lie in (-70, 0)")
         if self.peak_ceiling_db > 0:
-            raise InputError(f"peak ceiling {self.peak_ceiling_db} dBFS must not exceed 0")
+            raise AudioError(f"peak ceiling {self.peak_ceiling_db} dBFS must not exceed 0")
         if self.sample_rate is not None and not 8000 <= self.sample_rate <= 192000:
-            raise InputError(f"sample rate {self.sample_rate} Hz must lie in 8000..192000")
+            raise AudioError(f"sample rate {self.sample_rate} Hz must lie in 8000..192000")
         if self.soundfont is not None and not Path(self.soundfont).is_file():
-            raise InputError(f"{self.soundfont}: SoundFont not found")
+            raise AudioError(f"{self.soundfont}: SoundFont not found")
 
     def fingerprint(self) -> str:
         """Short hash of everything that shapes an output (the cache key besides content)."""
@@ -185,6 +184,24 @@ def clip_seconds(path: Path | str) -> float:
     return decode(path).seconds
 
 
+def probe(path: Path | str) -> float:
+    """Duration in seconds of a clip that exists and can be prepared: a MIDI file that parses
+    and has events (its last event's time) or a file whose audio ffmpeg decodes
+    (:func:`probe_audio`: the duration its header states). :class:`ClipError` naming the reason
+    for anything else: a missing or empty file, a folder, text, an image, random bytes."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClipError("no such file" if not path.exists() else "not a file")
+    if path.stat().st_size == 0:
+        raise ClipError("the file is empty")
+    if path.suffix.lower() not in MIDI_SUFFIXES:
+        return probe_audio(path)
+    seconds = midi_seconds(path)
+    if seconds <= 0:
+        raise ClipError("the MIDI file has nothing to play")
+    return seconds
+
+
 def collect_sources(
     sources: Iterable[Path | str] | Path | str, dst: Path
 ) -> tuple[Path, list[Path]]:
@@ -198,7 +215,7 @@ def collect_sources(
         if path.is_file():
             return path.parent, [path]
         if not path.is_dir():
-            raise InputError(f"{sources}: no such file or folder")
+            raise AudioError(f"{sources}: no such file or folder")
         dst = dst.resolve()
         files = sorted(
             f
@@ -208,11 +225,11 @@ def collect_sources(
             and not f.is_relative_to(dst)
         )
         if not files:
-            raise InputError(f"{sources}: the folder holds no files to prepare")
+            raise AudioError(f"{sources}: the folder holds no files to prepare")
         return path, files
     files = list(dict.fromkeys(Path(f).resolve() for f in sources))  # once each, in order
     if not files:
-        raise InputError("no source files were given")
+        raise AudioError("no source files were given")
     return Path(os.path.commonpath([f.parent for f in files])), files
 
 
@@ -297,13 +314,17 @@ def _plan(
     return done, jobs
 
 
+def _no_progress(done: int, total: int) -> None:
+    """The default progress callback: says nothing."""
+
+
 def prepare_clips(
     sources: Iterable[Path | str] | Path | str,
     dst: Path | str,
     options: PrepareOptions | None = None,
     jobs: int = 1,
     *,
-    progress: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
     """Prepare every source clip into ``dst`` and return the manifest (also written to
     ``dst/manifest.csv``): one row per source with ``source`` (relative to ``sources`` when it
@@ -313,35 +334,37 @@ def prepare_clips(
     ``seconds_before``/``seconds_after``, ``peak_dbfs`` and ``loudness_lufs`` of the output,
     ``error`` (empty when it worked), ``settings`` (options fingerprint) and ``cached``.
 
-    ``jobs`` > 1 processes clips in that many processes. Per-file failures do not raise; bad
-    arguments raise :class:`InputError`.
+    ``jobs`` > 1 processes clips in that many processes. ``progress(done, total)`` is called
+    with the clips to process (those not failed already nor cached) once before the first (after
+    the worker processes have started) and after each. Per-file failures do not raise; bad
+    arguments raise :class:`AudioError`.
     """
     options = options or PrepareOptions()
     options.validate()
     if jobs < 1:
-        raise InputError(f"jobs {jobs} must be at least 1")
+        raise AudioError(f"jobs {jobs} must be at least 1")
     dst = Path(dst).resolve()
     root, files = collect_sources(sources, dst)
     dst.mkdir(parents=True, exist_ok=True)
     manifest = dst / MANIFEST_NAME
     absolute = not isinstance(sources, str | Path)
     rows, todo = _plan(root, files, dst, options, read_manifest(manifest), absolute)
+    report = progress or _no_progress
     pool = ProcessPoolExecutor(min(jobs, len(todo))) if jobs > 1 and len(todo) > 1 else None
     try:
         if pool is None:
             results = (_run(*job, options) for job in todo)
-        else:  # workers start at the first submit, before the progress thread exists
+        else:  # workers start at the first submit, before any thread the callback may start
             futures = [pool.submit(_run, *job, options) for job in todo]
             results = (future.result() for future in as_completed(futures))
         saved = time.monotonic()
-        with make_progress() as bar:
-            task = bar.add_task("preparing clips", total=len(todo), visible=progress)
-            for row in results:
-                rows.append(row)
-                bar.advance(task)
-                if time.monotonic() - saved > CHECKPOINT_SECONDS:  # a kill keeps the cache
-                    write_manifest(_table(rows), manifest)
-                    saved = time.monotonic()
+        report(0, len(todo))
+        for done, row in enumerate(results, start=1):
+            rows.append(row)
+            report(done, len(todo))
+            if time.monotonic() - saved > CHECKPOINT_SECONDS:  # a kill keeps the cache
+                write_manifest(_table(rows), manifest)
+                saved = time.monotonic()
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

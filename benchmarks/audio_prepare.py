@@ -49,7 +49,7 @@ def cpu_seconds() -> float:
 def timed(src: Path, dst: Path, jobs: int) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds and cache hits of one run."""
     start, cpu = time.perf_counter(), cpu_seconds()
-    table = prepare_clips(src, dst, PrepareOptions(), jobs=jobs, progress=False)
+    table = prepare_clips(src, dst, PrepareOptions(), jobs=jobs)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     if (table["error"] != "").any():
         raise SystemExit(f"unexpected failures:\n{table[table['error'] != '']}")

@@ -8,20 +8,134 @@ The store keeps one ``audio`` path per clip: after preparation it names the prep
 ``PROJECT/clips`` (sub-folders of the sources mirrored), and its ``seconds``. A later run maps a
 prepared clip back to its source through ``clips/manifest.csv``, so it can prepare again with
 other settings or after a source changed; URLs are left alone.
+
+At ``init`` every local clip is probed (:func:`check_clip_files`): a file that is missing or is
+not audio is refused there, so nothing else is ever copied, hosted or uploaded as a clip.
+
+:mod:`audio_prep` stands alone; this module maps its errors to crowdprefs' one-line errors and
+shows its progress through :mod:`crowdprefs.progress`. It is imported inside the functions that
+use it, so that a project without local clips never loads it.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from audio_prep.prepare import MANIFEST_NAME, PrepareOptions, prepare_clips, read_manifest
-from crowdprefs.campaign.project import Project
-from crowdprefs.errors import StateError
+from crowdprefs.errors import InputError, StateError
+from crowdprefs.progress import make_progress, track
+
+if TYPE_CHECKING:
+    from audio_prep import PrepareOptions
+    from crowdprefs.campaign.project import Project
 
 CLIPS_FOLDER = "clips"
+#: The candidates' columns that name clips, as the messages call them.
+AUDIO_COLUMNS = {"audio": "audio", "query_audio": "query audio"}
+
+
+@contextmanager
+def audio_errors() -> Iterator[None]:
+    """Raise :mod:`audio_prep`'s errors (options out of range, sources not found) as the
+    one-line :class:`InputError` they are."""
+    from audio_prep import AudioError
+
+    try:
+        yield
+    except AudioError as error:
+        raise InputError(str(error)) from None
+
+
+@contextmanager
+def progress_callback(
+    description: str, *, visible: bool = True
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A ``progress(done, total)`` callback for :mod:`audio_prep` drawing a bar on stderr
+    (``None`` when not ``visible``). The bar starts at the first report, so after audio_prep
+    has started its worker processes, and is gone at the end."""
+    if not visible:
+        yield None
+        return
+    bar = make_progress()
+    task = None
+
+    def report(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task(description, total=total)
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield report
+    finally:
+        bar.stop()
+
+
+def is_local(audio: object) -> bool:
+    """Whether a stored or read ``audio`` value names a local file (a path, not a URL)."""
+    return isinstance(audio, str) and audio != "" and "://" not in audio
+
+
+def clip_refusals(files: Iterable[str]) -> dict[str, str]:
+    """Why each of ``files`` (local paths) is not a clip, for those that are not: each distinct
+    file is probed once (:func:`audio_prep.probe`: ffmpeg must decode its audio, or it is a
+    MIDI file with events), in threads, with a progress bar on stderr."""
+    from audio_prep import ClipError, probe
+
+    def refusal(path: str) -> str | None:
+        try:
+            probe(path)
+        except ClipError as error:
+            return str(error)
+        return None
+
+    files = list(dict.fromkeys(files))
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        found = track(pool.map(refusal, files), "checking the clips", total=len(files))
+        return {file: reason for file, reason in zip(files, found, strict=True) if reason}
+
+
+def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
+    """Refuse, in one line naming the row and the file, a candidates frame whose ``audio`` or
+    ``query_audio`` names a local file that is missing or is not audio (:func:`clip_refusals`).
+
+    Paths are as :func:`read_candidates` made them (relative ones resolved from the CSV's
+    folder); one outside that folder is fine when it is audio. URLs are left alone. Rows are
+    named by their line in ``csv``, else by their position in ``frame`` (from 1).
+    """
+    cells = pd.DataFrame(
+        [
+            (row, column, file)
+            for column in AUDIO_COLUMNS
+            if column in frame.columns
+            for row, file in enumerate(frame[column])
+            if is_local(file)
+        ],
+        columns=["row", "column", "file"],
+    )
+    if cells.empty:
+        return
+    cells["reason"] = cells["file"].map(clip_refusals(cells["file"]))
+    refused = cells[cells["reason"].notna()].sort_values(["row", "column"], kind="stable")
+    if refused.empty:
+        return
+    first = refused.iloc[0]
+    row = frame.iloc[int(first["row"])]
+    where = f"{csv}:{first['row'] + 2}" if csv is not None else f"row {first['row'] + 1}"
+    more = refused["file"].nunique() - 1
+    raise InputError(
+        f"{where}: query {row['query']!r}, document {row['document']!r}: "
+        f"{AUDIO_COLUMNS[first['column']]} {first['file']!r} is not a clip: {first['reason']}"
+        + (f" (and {more} more file{'s' if more > 1 else ''})" if more else "")
+    )
 
 
 def project_clips(project: Project) -> pd.DataFrame:
@@ -39,6 +153,8 @@ def project_clips(project: Project) -> pd.DataFrame:
 def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
     """The local source file of each stored ``audio`` (``None`` for URLs and missing clips);
     a clip prepared earlier into ``dst`` maps back to its source through the manifest."""
+    from audio_prep import MANIFEST_NAME, read_manifest
+
     manifest = read_manifest(dst / MANIFEST_NAME)
     absolute = np.array([Path(s).is_absolute() for s in manifest["source"]], dtype=bool)
     done = manifest[(manifest["output"] != "").to_numpy() & absolute]
@@ -48,7 +164,7 @@ def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
     }
 
     def source(value: str | None) -> str | None:
-        if not value or "://" in value:
+        if not is_local(value):
             return None
         path = str(Path(value).resolve())
         return back.get(path, path)
@@ -77,9 +193,12 @@ def prepare_project(
     local = clips["source"].notna()
     if not local.any():
         raise StateError(f"{project.root}: no query or candidate has a local audio file to prepare")
-    manifest = prepare_clips(
-        sorted(set(clips.loc[local, "source"])), dst, options, jobs, progress=progress
-    )
+    from audio_prep import prepare_clips
+
+    with audio_errors(), progress_callback("preparing clips", visible=progress) as report:
+        manifest = prepare_clips(
+            sorted(set(clips.loc[local, "source"])), dst, options, jobs, progress=report
+        )
     by_source = manifest.set_index("source")
     result = by_source.reindex(clips["source"].where(local, ""))
     clips["error"] = np.where(local, result["error"].fillna("").to_numpy(), "")

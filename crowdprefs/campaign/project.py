@@ -211,6 +211,9 @@ def init_project(
         raise StateError(f"{root} already holds a crowdprefs project; choose another folder")
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise StateError(f"{root} exists and is not an empty folder; choose another folder")
+    from crowdprefs.campaign.clips import check_clip_files  # loads audio_prep only for clips
+
+    check_clip_files(frame, None if isinstance(candidates, pd.DataFrame) else Path(candidates))
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.init-"))
     try:

@@ -1,4 +1,9 @@
-"""Audio commands: ``crowdprefs audio prepare SRC DST`` (thin: parse, call audio_prep, render)."""
+"""Audio commands: ``crowdprefs audio prepare SRC DST`` (thin: parse, call audio_prep, render)
+and ``crowdprefs prepare PROJECT``.
+
+audio_prep, pandas and the campaign are imported inside the commands: ``--help`` and every
+other command start without them.
+"""
 
 from __future__ import annotations
 
@@ -65,7 +70,8 @@ JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes."
 
 def _options(**values) -> PrepareOptions:
     """The library's options from the command line's (validated; one line when out of range)."""
-    from audio_prep import PrepareOptions, renderer  # imported late: keeps `--help` quick
+    from audio_prep import PrepareOptions, renderer
+    from crowdprefs.campaign.clips import audio_errors
 
     options = PrepareOptions(
         format=values["fmt"].value,
@@ -80,7 +86,8 @@ def _options(**values) -> PrepareOptions:
         mono=values["mono"],
         soundfont=values["soundfont"],
     )
-    options.validate()
+    with audio_errors():
+        options.validate()
     if options.soundfont is not None and renderer(options.soundfont) != "fluidsynth":
         err_console.print(
             "[yellow]warning:[/] pyfluidsynth is not installed: MIDI is rendered with the sine "
@@ -140,8 +147,11 @@ def prepare(
     """
     options = _options(**locals())
     from audio_prep import prepare_clips
+    from crowdprefs.campaign.clips import audio_errors, progress_callback
 
-    report(prepare_clips(src, dst, options, jobs), dst)
+    with audio_errors(), progress_callback("preparing clips") as progress:
+        table = prepare_clips(src, dst, options, jobs, progress=progress)
+    report(table, dst)
 
 
 @app.command("prepare")

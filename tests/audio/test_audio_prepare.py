@@ -15,16 +15,18 @@ import scipy.io.wavfile
 
 from audio_prep import (
     MANIFEST_NAME,
+    AudioError,
+    ClipError,
     PrepareOptions,
     clip_seconds,
     decode,
     integrated_loudness,
     prepare_clips,
+    probe,
     read_manifest,
 )
 from audio_prep.codec import FFMPEG
 from crowdprefs.cli import main
-from crowdprefs.errors import InputError
 from examples.melodies import make_example
 
 RATE = 44100
@@ -82,7 +84,7 @@ def sources(tmp_path):
 
 def test_every_good_file_is_prepared_and_every_bad_one_listed(sources, tmp_path):
     dst = tmp_path / "dst"
-    table = prepare_clips(sources, dst, PrepareOptions(keep_ms=100.0), progress=False)
+    table = prepare_clips(sources, dst, PrepareOptions(keep_ms=100.0))
     assert list(table["source"]) == sorted(GOOD + list(BAD))
     failed = table.set_index("source").loc[list(BAD)]
     for name, reason in BAD.items():
@@ -112,34 +114,97 @@ def test_every_good_file_is_prepared_and_every_bad_one_listed(sources, tmp_path)
 
 def test_a_rerun_only_processes_what_changed(sources, tmp_path):
     dst = tmp_path / "dst"
-    first = prepare_clips(sources, dst, progress=False).set_index("source")
+    first = prepare_clips(sources, dst).set_index("source")
     stamps = {p: p.stat().st_mtime_ns for p in dst.rglob("*.mp3")}
-    again = prepare_clips(sources, dst, progress=False).set_index("source")
+    again = prepare_clips(sources, dst).set_index("source")
     ok = again["error"] == ""
     assert again.loc[ok, "cached"].all() and not again.loc[~ok, "cached"].any()
     assert {p: p.stat().st_mtime_ns for p in dst.rglob("*.mp3")} == stamps
     # new content in one file, one output deleted: exactly those two are made again
     scipy.io.wavfile.write(sources / "tone.wav", RATE, burst(0.5, 2.0, 0.5))
     (dst / "sub" / "tone.mp3").unlink()
-    third = prepare_clips(sources, dst, progress=False).set_index("source")
+    third = prepare_clips(sources, dst).set_index("source")
     remade = third.index[(third["error"] == "") & ~third["cached"]]
     assert sorted(remade) == ["sub/tone.ogg", "tone.wav"]
     assert third.loc["tone.wav", "seconds_after"] == pytest.approx(2.2, abs=0.010)
     assert third.loc["tone.wav", "sha256"] != first.loc["tone.wav", "sha256"]
     # other settings: everything is made again
-    fourth = prepare_clips(sources, dst, PrepareOptions(keep_ms=0.0), progress=False)
+    fourth = prepare_clips(sources, dst, PrepareOptions(keep_ms=0.0))
     assert not fourth["cached"].any()
 
 
+def test_progress_is_reported_to_the_callback_before_and_after_each_clip(sources, tmp_path):
+    calls: list[tuple[int, int]] = []
+    prepare_clips(sources, tmp_path / "dst", jobs=2, progress=lambda *c: calls.append(c))
+    todo = len(GOOD) + 3  # bad.mp3, nonotes.mid and silent.wav fail while processed
+    assert calls == [(done, todo) for done in range(todo + 1)]
+    calls.clear()
+    prepare_clips(sources, tmp_path / "dst", progress=lambda *c: calls.append(c))
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]  # only those three are tried again
+
+
+def test_audio_prep_stands_alone():
+    code = "import sys, audio_prep; print([m for m in sys.modules if m.startswith('crowdprefs')])"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
+
+
+def test_the_cli_starts_without_loading_audio_prep():
+    heavy = ("audio_prep", "pydub", "imageio_ffmpeg", "pretty_midi", "crowdprefs.campaign.clips")
+    code = (
+        "import atexit, sys; from crowdprefs.cli import main\n"
+        f"atexit.register(lambda: print([m for m in sys.modules if m.startswith({heavy})]))\n"
+        "sys.argv = ['crowdprefs', 'audio', 'prepare', '--help']; main()"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and "Prepare every clip of SRC into DST" in run.stdout
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_probe_gives_the_duration_of_audio_and_midi(sources):
+    for name in GOOD:  # 3 s of audio; the melody's five notes end at 2.5 s
+        assert probe(sources / name) == pytest.approx(2.5 if name == "mel.mid" else 3.0), name
+    assert probe(sources / "silent.wav") == pytest.approx(1.0)  # silent, but audio
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("passwd.mp3", "ffmpeg cannot read it as audio (Invalid data found"),
+        ("notes.txt", "ffmpeg cannot read it as audio"),
+        ("bad.mp3", "ffmpeg cannot read it as audio"),
+        ("noise.mp3", "ffmpeg cannot decode its audio"),  # opened as MP3, no frame decodes
+        ("picture.png", "ffmpeg finds no audio stream in it"),
+        ("empty.wav", "the file is empty"),
+        ("nonotes.mid", "the MIDI file has nothing to play"),
+        ("text.mid", "not a readable MIDI file"),
+        ("gone.wav", "no such file"),
+        ("sub", "not a file"),
+    ],
+)
+def test_probe_refuses_what_is_not_a_clip_with_the_reason(sources, name, reason):
+    (sources / "passwd.mp3").write_text("root:x:0:0:root:/root:/bin/bash\n" * 20)
+    (sources / "noise.mp3").write_bytes(np.random.default_rng(1).bytes(100_000))
+    (sources / "text.mid").write_text("MThd but not MIDI")
+    subprocess.run(
+        [FFMPEG, "-v", "error", "-f", "lavfi", "-i", "testsrc=d=1", "-frames:v", "1"]
+        + [str(sources / "picture.png")],
+        check=True,
+    )
+    with pytest.raises(ClipError) as error:
+        probe(sources / name)
+    assert str(error.value).startswith(reason) and "\n" not in str(error.value)
+
+
 def test_two_jobs_give_the_same_manifest_as_one(sources, tmp_path):
-    one = prepare_clips(sources, tmp_path / "one", jobs=1, progress=False)
-    two = prepare_clips(sources, tmp_path / "two", jobs=2, progress=False)
+    one = prepare_clips(sources, tmp_path / "one", jobs=1)
+    two = prepare_clips(sources, tmp_path / "two", jobs=2)
     pd.testing.assert_frame_equal(one, two)
 
 
 def test_a_list_of_files_keeps_their_layout_and_reports_missing_ones(sources, tmp_path):
     files = [sources / "tone.wav", sources / "sub" / "tone.ogg", sources / "gone.wav"]
-    table = prepare_clips(files, tmp_path / "dst", PrepareOptions(format="ogg"), progress=False)
+    table = prepare_clips(files, tmp_path / "dst", PrepareOptions(format="ogg"))
     rows = table.set_index("source")  # absolute names; outputs mirror the common folder
     assert rows.loc[str(sources / "sub" / "tone.ogg"), "output"] == "sub/tone.ogg"
     assert rows.loc[str(sources / "tone.wav"), "output"] == "tone.ogg"
@@ -153,14 +218,14 @@ def test_two_sources_with_one_output_name_are_not_both_written(tmp_path):
     subprocess.run(
         [FFMPEG, "-v", "error", "-i", str(src / "a.wav"), str(src / "a.flac")], check=True
     )
-    rows = prepare_clips(src, tmp_path / "dst", progress=False).set_index("source")
+    rows = prepare_clips(src, tmp_path / "dst").set_index("source")
     assert rows.loc["a.flac", "output"] == "a.mp3"
     assert "a.mp3 is already made from a.flac" in rows.loc["a.wav", "error"]
 
 
 def test_sources_inside_the_destination_are_not_inputs(sources):
-    table = prepare_clips(sources, sources / "prepared", progress=False)
-    again = prepare_clips(sources, sources / "prepared", progress=False)
+    table = prepare_clips(sources, sources / "prepared")
+    again = prepare_clips(sources, sources / "prepared")
     assert len(table) == len(again) and not again["source"].str.startswith("prepared").any()
 
 
@@ -176,23 +241,23 @@ def test_sources_inside_the_destination_are_not_inputs(sources):
     ],
 )
 def test_bad_options_are_one_clear_error(sources, tmp_path, options):
-    with pytest.raises(InputError):
-        prepare_clips(sources, tmp_path / "dst", options, progress=False)
+    with pytest.raises(AudioError):
+        prepare_clips(sources, tmp_path / "dst", options)
 
 
 def test_missing_or_empty_sources_are_one_clear_error(tmp_path):
-    with pytest.raises(InputError, match="no such file or folder"):
-        prepare_clips(tmp_path / "nowhere", tmp_path / "dst", progress=False)
+    with pytest.raises(AudioError, match="no such file or folder"):
+        prepare_clips(tmp_path / "nowhere", tmp_path / "dst")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="holds no files"):
-        prepare_clips(tmp_path / "empty", tmp_path / "dst", progress=False)
+    with pytest.raises(AudioError, match="holds no files"):
+        prepare_clips(tmp_path / "empty", tmp_path / "dst")
 
 
 def test_excerpts_resampling_and_mono(tmp_path):
     src = tmp_path / "long.wav"
     scipy.io.wavfile.write(src, 48000, np.tile(burst(0.0, 3.0, 0.0)[: 3 * RATE], (2, 1)))
     options = PrepareOptions(max_seconds=2.5, sample_rate=22050, mono=True, format="m4a")
-    row = prepare_clips(src, tmp_path / "dst", options, progress=False).iloc[0]
+    row = prepare_clips(src, tmp_path / "dst", options).iloc[0]
     out = decode(tmp_path / "dst" / row["output"])
     assert out.rate == 22050 and out.samples.shape[1] == 1
     assert out.seconds == pytest.approx(2.5, abs=0.010) == clip_seconds(tmp_path / "dst/long.m4a")
@@ -234,7 +299,7 @@ def test_a_killed_run_leaves_only_whole_outputs_and_resumes(tmp_path):
     src, dst = tmp_path / "example" / "midi", tmp_path / "dst"
     code = (  # a checkpoint after every clip, so the kill lands mid-run on any machine
         "import audio_prep as a; a.prepare.CHECKPOINT_SECONDS = 0.0; "
-        f"a.prepare_clips({str(src)!r}, {str(dst)!r}, progress=False)"
+        f"a.prepare_clips({str(src)!r}, {str(dst)!r})"
     )
     run = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 120
@@ -248,7 +313,7 @@ def test_a_killed_run_leaves_only_whole_outputs_and_resumes(tmp_path):
     assert 0 < len(saved) < 14
     for output in dst.rglob("*.mp3"):  # every visible output is whole
         assert decode(output).seconds > 1.0
-    table = prepare_clips(src, dst, progress=False)
+    table = prepare_clips(src, dst)
     assert (table["error"] == "").all() and len(table) == 14
     assert table["cached"].sum() >= len(saved)  # what was finished is not made again
     assert sorted(str(p.relative_to(dst)) for p in dst.rglob("*.mp3")) == sorted(table["output"])

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import imageio_ffmpeg
 import pytest
 
 from crowdprefs.campaign.project import Project, init_project, read_candidates
@@ -30,6 +31,15 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 GOOD = "query,document,audio\nq1,a,clips/a.mp3\nq1,b,https://example.org/b.mp3\nq2,c,\nq2,d,\n"
+
+
+@pytest.fixture
+def good(tmp_path) -> Path:
+    """The GOOD candidates CSV beside its local clip, a real MP3 (init probes every clip)."""
+    (tmp_path / "clips").mkdir()
+    tone = ["-f", "lavfi", "-i", "sine=d=0.5", str(tmp_path / "clips" / "a.mp3")]
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", *tone], check=True)
+    return write(tmp_path / "c.csv", GOOD)
 
 
 def test_read_candidates_resolves_audio_relative_to_the_csv(tmp_path):
@@ -64,9 +74,8 @@ def test_unreadable_and_missing_files(tmp_path):
         read_candidates(binary)
 
 
-def test_init_writes_config_and_state(tmp_path):
-    csv = write(tmp_path / "c.csv", GOOD)
-    with init_project(tmp_path / "p", csv, seed=7) as project:
+def test_init_writes_config_and_state(tmp_path, good):
+    with init_project(tmp_path / "p", good, seed=7) as project:
         assert project.seed == 7
         assert len(project.store.candidates()) == 4
         assert project.store.version == SCHEMA_VERSION == len(MIGRATIONS)
@@ -76,18 +85,17 @@ def test_init_writes_config_and_state(tmp_path):
     ]
 
 
-def test_init_never_overwrites_and_leaves_nothing_on_error(tmp_path):
-    csv = write(tmp_path / "c.csv", GOOD)
-    init_project(tmp_path / "p", csv).close()
+def test_init_never_overwrites_and_leaves_nothing_on_error(tmp_path, good):
+    init_project(tmp_path / "p", good).close()
     before = (tmp_path / "p" / "state.sqlite").read_bytes()
     with pytest.raises(StateError, match="already holds a crowdprefs project"):
-        init_project(tmp_path / "p", csv)
+        init_project(tmp_path / "p", good)
     assert (tmp_path / "p" / "state.sqlite").read_bytes() == before
     bad = write(tmp_path / "bad.csv", "query,document\nq1,a\n")
     with pytest.raises(InputError):
         init_project(tmp_path / "q", bad)
     assert not (tmp_path / "q").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "c.csv", "p"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "c.csv", "clips", "p"]
 
 
 def test_cli_errors_are_one_line_with_non_zero_exit(tmp_path):
@@ -104,9 +112,9 @@ def test_cli_errors_are_one_line_with_non_zero_exit(tmp_path):
     assert result.returncode != 0 and "not a crowdprefs project" in result.stderr
 
 
-def test_seed_cannot_change_after_init(tmp_path):
+def test_seed_cannot_change_after_init(tmp_path, good):
     root = tmp_path / "p"
-    init_project(root, write(tmp_path / "c.csv", GOOD), seed=3).close()
+    init_project(root, good, seed=3).close()
     config = root / "crowdprefs.toml"
     config.write_text(config.read_text().replace("seed = 3", "seed = 4"))
     with pytest.raises(StateError, match="seed 4 differs"):

@@ -7,8 +7,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import boto3
+import numpy as np
 import pandas as pd
 import pytest
+import scipy.io.wavfile
 from botocore.config import Config
 from moto import mock_aws
 
@@ -51,7 +53,7 @@ def clips(tmp_path):
     paths = []
     for i in range(4):
         path = folder / f"clip {i}.WAV"
-        path.write_bytes(bytes([i]) * (100 + i))
+        scipy.io.wavfile.write(path, 8000, np.full(100 + i, i, np.int16))  # init probes clips
         paths.append(str(path))
     return paths
 
