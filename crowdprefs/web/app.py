@@ -42,12 +42,13 @@ from starlette.routing import Route
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.store.web import WebAssignment, WebJudge
 from crowdprefs.crowds.web import advance
 from crowdprefs.errors import BudgetError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.web import assign
-from crowdprefs.web.assign import Forbidden, Judge, WebError, WebSettings
+from crowdprefs.web.assign import Forbidden, WebError, WebSettings
 from crowdprefs.web.security import SECURITY_HEADERS, same, servable_clip, token_hash
 
 log = logging.getLogger("crowdprefs.web")
@@ -104,7 +105,7 @@ def _settings(request: Request) -> WebSettings:
     return request.app.state.settings
 
 
-def _judge(request: Request) -> Judge:
+def _judge(request: Request) -> WebJudge:
     judge = assign.judge_for_token(_project(request), request.cookies.get(JUDGE_COOKIE))
     if judge is None:
         raise Forbidden("open your personal invitation link first")
@@ -143,7 +144,7 @@ async def study(request: Request) -> RedirectResponse | HTMLResponse:
 async def welcome(request: Request) -> HTMLResponse:
     judge = _judge(request)
     project = _project(request)
-    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    answered = project.store.web_answered(judge.judge_id)
     hit = HitSettings.from_project(project)
     return _page(
         "web_landing.html",
@@ -163,9 +164,9 @@ async def next_question(request: Request) -> RedirectResponse:
     return _redirect(f"/hit/{assignment.assignment_id}")
 
 
-def _hit_page(request: Request, assignment: assign.Assignment) -> HTMLResponse:
+def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
     project = _project(request)
-    pair = assign.pair_row(project, assignment.pair_id)
+    pair = project.store.web_pair(assignment.pair_id)
     base = f"/clip/{assignment.assignment_id}"
     urls: dict[str, str] = {}
     for role, path in pair_clips(project, pair).items():
@@ -207,7 +208,7 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     )
     if stored and _settings(request).advance:
         pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
-        if assign.batch_complete(project.store.conn, pair_id):
+        if project.store.web_batch_complete(pair_id):
             _advance(request.app, project)
     return _redirect("/next")
 
@@ -230,7 +231,7 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     if role not in ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
-    file = servable_clip(pair_clips(project, assign.pair_row(project, assignment.pair_id))[role])
+    file = servable_clip(pair_clips(project, project.store.web_pair(assignment.pair_id))[role])
     if file is None:
         return _error("This clip is not available.", 404)
     return FileResponse(
@@ -244,7 +245,7 @@ async def done(request: Request) -> HTMLResponse:
     settings = _settings(request)
     code = settings.completion_code or judge.completion_code
     url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
-    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    answered = project.store.web_answered(judge.judge_id)
     quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
     return _page(
         "web_done.html",
@@ -285,8 +286,9 @@ def audit_figures(project: Project) -> dict[str, Any]:
     return {"iterations": clean.to_dict("records"), "flags": flags.to_dict("records")}
 
 
-def _cached_audit(app: Starlette, project: Project) -> dict[str, Any]:
-    count = project.store.conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+def _cached_audit(app: Starlette, project: Project, count: int) -> dict[str, Any]:
+    """The audit, recomputed when ``count`` (of answers) changed and it is older than
+    :data:`AUDIT_EVERY`."""
     cached = getattr(app.state, "audit", None)
     if cached is None or (cached[0] != count and time.monotonic() - cached[1] > AUDIT_EVERY):
         app.state.audit = (count, time.monotonic(), audit_figures(project))
@@ -299,19 +301,14 @@ async def researcher(request: Request) -> HTMLResponse:
     ):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
     project = _project(request)
-    progress = assign.batch_progress(project)
-    comments = project.store.frame(
-        "SELECT worker_id, submitted_at, background, comment FROM answers"
-        " WHERE crowd = 'web' AND (comment IS NOT NULL OR background IS NOT NULL)"
-        " ORDER BY answer_id DESC LIMIT 20"
-    )
+    totals = driver.status(project)["totals"]
     return _page(
         "web_researcher.html",
-        progress=progress,
-        totals=driver.status(project)["totals"],
-        judges=assign.judge_table(project).to_dict("records"),
-        audit=_cached_audit(request.app, project),
-        comments=comments.to_dict("records"),
+        progress=project.store.web_batch_progress(),
+        totals=totals,
+        judges=project.store.web_judge_table().to_dict("records"),
+        audit=_cached_audit(request.app, project, totals["answers"]),
+        comments=project.store.web_comments(20).to_dict("records"),
         campaign=request.app.state.campaign,
     )
 

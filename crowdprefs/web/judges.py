@@ -18,7 +18,6 @@ import functools
 import os
 import re
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,8 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.project import STATE_NAME, Project
+from crowdprefs.campaign.store import Store
 from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
 from crowdprefs.errors import CrowdError
 from crowdprefs.web import assign
@@ -232,24 +232,25 @@ def simulated_oracle(root: Path) -> Oracle:
     with Project(root) as project:
         crowd = SimulatedCrowd.for_project(project)
     n = len(crowd.pool.ids)
-    state = root / "state.sqlite"
     local = threading.local()
+
+    def store() -> Store:
+        """This thread's own connection to the state (the server writes through its own)."""
+        if not hasattr(local, "store"):
+            local.store = Store(root / STATE_NAME)
+        return local.store
 
     @functools.lru_cache(maxsize=4096)
     def everyone(pair_id: int) -> dict[str, str]:
-        pair = pd.read_sql_query(
-            "SELECT * FROM pairs WHERE pair_id = ?", local.conn, params=(pair_id,)
-        ).assign(answers_wanted=n)
+        pair = pd.DataFrame([store().web_pair(pair_id)]).assign(answers_wanted=n)
         frame = simulate_answers(pair, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
         return dict(zip(frame["worker_id"], frame["choice"], strict=True))
 
     def answer(assignment: str, index: int) -> str:
-        if not hasattr(local, "conn"):
-            local.conn = sqlite3.connect(f"file:{state}?mode=ro", uri=True, timeout=60)
-        pair_id = local.conn.execute(
-            "SELECT pair_id FROM web_assignments WHERE assignment_id = ?", (assignment,)
-        ).fetchone()[0]
-        return everyone(pair_id)[crowd.pool.ids[index % n]]
+        found = store().web_assignment(assignment)
+        if found is None:
+            raise CrowdError(f"the server handed out an unknown question {assignment}")
+        return everyone(found.pair_id)[crowd.pool.ids[index % n]]
 
     return answer
 

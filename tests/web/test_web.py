@@ -23,6 +23,7 @@ from starlette.exceptions import StarletteDeprecationWarning
 from typer.testing import CliRunner
 
 from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.campaign.store.web import WebAssignment
 from crowdprefs.cli.app import app as cli_app
 from crowdprefs.crowds.web import advance
 from crowdprefs.web import assign
@@ -90,6 +91,10 @@ def open_question(client: TestClient) -> tuple[str, str, str]:
     assert match, f"not a question page: {response.url}"
     csrf = re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)
     return match.group(1), csrf, response.text
+
+
+def stamp(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds")
 
 
 def answers_frame(root: Path) -> pd.DataFrame:
@@ -222,7 +227,7 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
         assert taken[0].pair_id not in seen and len(seen) == pairs - 1
         # A late answer to a released question is taken while the pair still has room.
         a4 = assign.next_assignment(project, judges[3], settings, at=later)
-        assert assign.release_expired(project.store.conn, later + timedelta(hours=1)) == 1
+        assert project.store.release_expired_assignments(stamp(later + timedelta(hours=1))) == 1
         assert assign.submit(
             project, judges[3], a4.assignment_id, a4.csrf, {"choice": "equal"}, settings
         )
@@ -406,7 +411,7 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
     with Project(root) as project:
         advance(project)
         judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
-        held: dict[int, list[assign.Assignment]] = {j: [] for j in range(4)}
+        held: dict[int, list[WebAssignment]] = {j: [] for j in range(4)}
         conn = project.store.conn
         for who, action in actions:
             judge = judges[who]
