@@ -29,12 +29,13 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
@@ -44,7 +45,7 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
 from crowdprefs.crowds.web import advance
-from crowdprefs.errors import BudgetError
+from crowdprefs.errors import BudgetError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.web import assign
@@ -366,3 +367,39 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/researcher", researcher),
     ]
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={WebError: web_error})
+
+
+def site_url(root: Path, host: str, port: int) -> str:
+    """The site's public address: ``[web] base_url`` when the project sets it, else the bound
+    address."""
+    with Project(root) as project:
+        WebSettings.from_project(project)  # refuse bad settings before anything starts
+        configured = project.section("web").get("base_url")
+    if configured:
+        return str(configured).rstrip("/")
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(
+    root: Path,
+    researcher_token: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    access_log: bool = False,
+    announce: Callable[[str], None] = lambda url: None,
+) -> None:
+    """Serve the project at ``root`` to its judges with uvicorn until interrupted.
+
+    Settings, port and token are checked first; ``announce`` then receives the researcher
+    page's link (it holds the token: show it only to the researcher).
+    """
+    if not 0 < port < 65536:
+        raise InputError(f"the port must be between 1 and 65535, got {port}")
+    base = site_url(root, host, port)
+    app = create_app(root, researcher_token)
+    announce(f"{base}/researcher/{researcher_token}")
+    uvicorn.run(
+        app, host=host, port=port, access_log=access_log, log_level="info", proxy_headers=False
+    )

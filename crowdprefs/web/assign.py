@@ -126,7 +126,7 @@ class WebSettings:
 def invite(project: Project, judges: int) -> list[tuple[str, str]]:
     """Create ``judges`` invited judges; returns ``(judge_id, token)`` (tokens are shown once)."""
     if judges < 1:
-        raise InputError(f"--judges must be at least 1, got {judges}")
+        raise InputError(f"the number of judges to invite must be at least 1, got {judges}")
     tokens = [new_token() for _ in range(judges)]
     ids = project.store.add_invited_judges(
         [(token_hash(t), completion_code()) for t in tokens], _stamp(_now(None))
@@ -139,6 +139,38 @@ def new_study_key(project: Project) -> str:
     key = new_token()
     project.store.set_web_study_key_hash(token_hash(key))
     return key
+
+
+@dataclass(frozen=True)
+class Invitations:
+    """New links: ``links`` (``judge_id, url``, one personal link each) and ``study_link`` (the
+    study-platform link with its participant placeholder, or ``None``)."""
+
+    links: pd.DataFrame
+    study_link: str | None
+
+
+def invitation_links(
+    project: Project, judges: int, base_url: str | None = None, study: bool = False
+) -> Invitations:
+    """Invite ``judges`` judges (0: none) and, with ``study``, make a new study-platform link
+    (the previous one stops working), on the site at ``base_url`` (default ``[web] base_url``).
+    The links hold the tokens, which the state keeps only as hashes: they are shown only now."""
+    settings = WebSettings.from_project(project)
+    base = (base_url or settings.base_url).rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InputError(f"the site's address must start with http:// or https://: {base}")
+    if judges < 0:
+        raise InputError(f"the number of judges to invite must be 0 or more, got {judges}")
+    created = invite(project, judges) if judges else []
+    links = pd.DataFrame(
+        [(judge, f"{base}/invite/{token}") for judge, token in created],
+        columns=["judge_id", "url"],
+    )
+    if not study:
+        return Invitations(links, None)
+    param = settings.participant_param
+    return Invitations(links, f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}")
 
 
 def judge_for_token(project: Project, token: str | None) -> WebJudge | None:

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import mimetypes
+import os
 import secrets
 from pathlib import Path
 
+from crowdprefs.errors import InputError
+from crowdprefs.files import atomic_path
+
 TOKEN_BYTES = 24
+RESEARCHER_TOKEN_ENV = "CROWDPREFS_RESEARCHER_TOKEN"
+"""The environment variable that may hold the researcher token."""
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 """Completion codes avoid look-alike characters (0/O, 1/I)."""
 
@@ -72,3 +79,37 @@ def servable_clip(path: str | None) -> Path | None:
         return None
     kind, _ = mimetypes.guess_type(file.name)
     return file if kind is not None and kind.startswith("audio/") else None
+
+
+def researcher_token(file: Path | None = None) -> str:
+    """The researcher token: the first line of ``file`` when given, else the environment
+    variable :data:`RESEARCHER_TOKEN_ENV`, else a new random one. Never a command-line value:
+    other users of the machine can read those in the process list."""
+    if file is not None:
+        try:
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read the researcher token file {file}: {error}") from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise InputError(f"the researcher token file {file} is empty")
+        return token
+    return os.environ.get(RESEARCHER_TOKEN_ENV) or new_token()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to ``host`` keeps the site on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def write_secret(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable and writable by its owner only (0600):
+    for files that hold tokens. The permissions are set before the text is written."""
+    with atomic_path(path) as temporary:
+        os.chmod(temporary, 0o600)
+        temporary.write_text(text, encoding="utf-8", newline="")

@@ -28,7 +28,7 @@ from crowdprefs.cli.app import app as cli_app
 from crowdprefs.crowds.web import advance
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
-from crowdprefs.web.security import token_hash
+from crowdprefs.web.security import is_loopback, token_hash
 
 with warnings.catch_warnings():  # starlette asks for httpx2, which is not a dependency
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -383,12 +383,10 @@ def test_invite_command_prints_links_and_writes_csv(project_dir, tmp_path):
 
 
 def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tmp_path):
-    from crowdprefs.cli.web import _loopback
-
-    assert all(_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
-    assert not any(_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
     result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--port", "70000"])
-    assert result.exit_code != 0 and "--port" in str(result.exception)
+    assert result.exit_code != 0 and "port must be between 1 and 65535" in str(result.exception)
     bad = make_web_project(tmp_path / "bad", queries=1, web={"timeout_minutes": 0})
     result = CliRunner().invoke(cli_app, ["serve", str(bad)])
     assert result.exit_code != 0 and "timeout_minutes" in str(result.exception)
