@@ -30,11 +30,20 @@ def serve(
     access_log: Annotated[
         bool, typer.Option(help="Log every request (the paths hold invitation tokens).")
     ] = False,
+    researcher_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file (readable by you only) whose first line is the researcher page's "
+            "token; default: the environment variable CROWDPREFS_RESEARCHER_TOKEN, else a new "
+            "random token."
+        ),
+    ] = None,
 ) -> None:
     """Serve the HITs to invited judges; answers are stored the moment they are posted.
 
-    The researcher page's token is read from the environment variable
-    CROWDPREFS_RESEARCHER_TOKEN; without it a new one is made and its link printed.
+    The researcher page's link (it holds its token) is printed when the site starts. A token of
+    your own must be at least 32 random characters; it is never given on the command line,
+    where other users of the machine could read it.
     """
     from crowdprefs.web.app import serve as serve_site
     from crowdprefs.web.security import is_loopback, researcher_token
@@ -46,7 +55,7 @@ def serve(
         )
     serve_site(
         directory,
-        researcher_token(),
+        researcher_token(researcher_token_file),
         host=host,
         port=port,
         access_log=access_log,

@@ -6,10 +6,14 @@ set when they open their invitation link; the link's token then leaves the addre
 ==============================  =============================================================
 ``GET /invite/{token}``         an invitation: sets the session, then the welcome page
 ``GET /study/{key}?PID=…``      a study-platform participant (parameter ``[web] participant_param``)
-``GET /welcome``                instructions and a start link
-``GET /next``                   the judge's next question (or the completion page)
+``GET /welcome``                instructions and a start button
+``POST /next``                  hands the judge a question (theirs if they hold one), then its
+                                page; the completion page when none is left
+``GET /next``                   the question the judge holds, else the welcome page (changes
+                                nothing)
 ``GET|POST /hit/{assignment}``  the preference HIT (the MTurk template in ``web`` mode); the
-                                post is CSRF-checked, validated and stored at once
+                                post is CSRF-checked, validated (with the page's play log: the
+                                listening gate) and stored at once, then the next question
 ``GET /clip/{assignment}/{r}``  the clip ``query``, ``a`` or ``b`` of the judge's own question,
                                 only from files listed in the project's state
 ``GET /done``                   thanks, and the completion code
@@ -18,8 +22,11 @@ set when they open their invitation link; the link's token then leaves the addre
 ``GET /healthz``                liveness (``ok``)
 ==============================  =============================================================
 
-All state access runs on the event loop's thread through one SQLite connection, each change in
-one short ``BEGIN IMMEDIATE`` transaction, so concurrent posts are serialised by SQLite.
+Every state change is a POST (a GET changes nothing but the session cookie, and a study
+participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
+its Content-Length, or while it streams in when it has none. Failed token attempts are limited
+per client address (429). All state access runs on the event loop's thread through one SQLite
+connection, each change in one short transaction, so concurrent posts are serialised by SQLite.
 """
 
 from __future__ import annotations
@@ -37,9 +44,12 @@ from urllib.parse import urlsplit
 import jinja2
 import uvicorn
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
@@ -49,16 +59,30 @@ from crowdprefs.errors import BudgetError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.web import assign
-from crowdprefs.web.assign import Forbidden, WebError, WebSettings
-from crowdprefs.web.security import SECURITY_HEADERS, same, servable_clip, token_hash
+from crowdprefs.web.assign import (
+    Forbidden,
+    TooLarge,
+    TooManyAttempts,
+    WebError,
+    WebSettings,
+)
+from crowdprefs.web.security import (
+    Throttle,
+    check_researcher_token,
+    same,
+    security_headers,
+    servable_clip,
+    token_hash,
+)
 
 log = logging.getLogger("crowdprefs.web")
 
 JUDGE_COOKIE = "crowdprefs_judge"
 RESEARCHER_COOKIE = "crowdprefs_researcher"
-ROLES = ("query", "a", "b")
-MAX_FORM_FIELDS = 40
 MAX_BODY = 64 * 1024
+"""Largest request body accepted, in bytes (an answer with full texts takes under 20 KB)."""
+MAX_FORM_FIELDS = 40
+SECURITY_HEADERS = security_headers(TEMPLATE_DIR)
 
 
 @functools.cache
@@ -67,6 +91,7 @@ def _templates() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,  # included styles verbatim: their hashes are in the CSP
     )
 
 
@@ -75,8 +100,10 @@ def _page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
-def _error(message: str, status: int) -> HTMLResponse:
-    return _page("web_error.html", status, message=message)
+def _error(message: str, status: int, headers: dict[str, str] | None = None) -> HTMLResponse:
+    response = _page("web_error.html", status, message=message)
+    response.headers.update(headers or {})
+    return response
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -106,19 +133,90 @@ def _settings(request: Request) -> WebSettings:
     return request.app.state.settings
 
 
+# --- tokens ----------------------------------------------------------------------------------
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _throttled(request: Request) -> None:
+    """Refuse (429) an address with too many failed token attempts, before checking another."""
+    wait = request.app.state.throttle.wait(_address(request))
+    if wait > 0:
+        raise TooManyAttempts(
+            f"too many wrong links from your address: try again in {wait / 60:.0f} minutes",
+            wait,
+        )
+
+
+def _failed(request: Request) -> None:
+    request.app.state.throttle.fail(_address(request))
+    log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
+
+
 def _judge(request: Request) -> WebJudge:
-    judge = assign.judge_for_token(_project(request), request.cookies.get(JUDGE_COOKIE))
+    token = request.cookies.get(JUDGE_COOKIE)
+    if not token:
+        raise Forbidden("open your personal invitation link first")
+    _throttled(request)
+    judge = assign.judge_for_token(_project(request), token)
     if judge is None:
+        _failed(request)
         raise Forbidden("open your personal invitation link first")
     return judge
 
 
-def _same_origin(request: Request) -> bool:
-    """A cross-site form post carries a foreign ``Origin``; browsers always send one on POST."""
+def _is_researcher(request: Request, token: str | None) -> bool:
+    """Whether ``token`` is the researcher's (a wrong one counts as a failed attempt)."""
+    if not token:
+        return False
+    _throttled(request)
+    if same(token_hash(token), request.app.state.researcher_sha):
+        return True
+    _failed(request)
+    return False
+
+
+def _same_origin(request: Request) -> None:
+    """Refuse a cross-site form post: it carries a foreign ``Origin`` (browsers send one with
+    every POST)."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host")
+    if origin is None:
+        return
+    if origin == "null" or urlsplit(origin).netloc != request.headers.get("host"):
+        raise Forbidden("cross-site form posts are refused")
+
+
+class BodyLimit:
+    """Refuses (413) a request body larger than ``limit`` bytes: at once when its
+    Content-Length says so, else while it streams in (a chunked body has no length), never
+    reading more than one chunk past the limit."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = Headers(scope=scope).get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            status = 413 if length.isdigit() else 400
+            await _error("The request is too large.", status)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise TooLarge("the request is too large")
+            return message
+
+        await self.app(scope, limited, send)
 
 
 # --- judges ----------------------------------------------------------------------------------
@@ -126,7 +224,9 @@ def _same_origin(request: Request) -> bool:
 
 async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
+    _throttled(request)
     if assign.judge_for_token(_project(request), token) is None:
+        _failed(request)
         return _error("This invitation link is not valid.", 403)
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
@@ -136,7 +236,12 @@ async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
 async def study(request: Request) -> RedirectResponse | HTMLResponse:
     settings = _settings(request)
     participant = request.query_params.get(settings.participant_param, "")
-    _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+    _throttled(request)
+    try:
+        _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+    except Forbidden:
+        _failed(request)
+        raise
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
     return response
@@ -157,12 +262,23 @@ async def welcome(request: Request) -> HTMLResponse:
     )
 
 
-async def next_question(request: Request) -> RedirectResponse:
-    judge = _judge(request)
+def _hand_out(request: Request, judge: WebJudge) -> RedirectResponse:
+    """Hand the judge a question (the one they hold, if any) and send them to it; to the
+    completion page when none is left."""
     assignment = assign.next_assignment(_project(request), judge, _settings(request))
     if assignment is None:
         return _redirect("/done")
     return _redirect(f"/hit/{assignment.assignment_id}")
+
+
+async def take_question(request: Request) -> RedirectResponse:
+    _same_origin(request)
+    return _hand_out(request, _judge(request))
+
+
+async def held_question(request: Request) -> RedirectResponse:
+    held = _project(request).store.web_open_assignment(_judge(request).judge_id)
+    return _redirect("/welcome" if held is None else f"/hit/{held.assignment_id}")
 
 
 def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
@@ -194,11 +310,7 @@ async def question(request: Request) -> RedirectResponse | HTMLResponse:
 
 
 async def answer(request: Request) -> RedirectResponse | HTMLResponse:
-    if not _same_origin(request):
-        raise Forbidden("cross-site form posts are refused")
-    length = request.headers.get("content-length", "0")
-    if not length.isdigit() or int(length) > MAX_BODY:
-        raise WebError("the answer is too large")
+    _same_origin(request)
     judge = _judge(request)
     project = _project(request)
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
@@ -211,7 +323,7 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
         pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
         if project.store.web_batch_complete(pair_id):
             _advance(request.app, project)
-    return _redirect("/next")
+    return _hand_out(request, judge)
 
 
 def _advance(app: Starlette, project: Project) -> None:
@@ -229,7 +341,7 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     judge = _judge(request)
     project = _project(request)
     role = request.path_params["role"]
-    if role not in ROLES:
+    if role not in assign.ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
     file = servable_clip(pair_clips(project, project.store.web_pair(assignment.pair_id))[role])
@@ -263,7 +375,7 @@ async def done(request: Request) -> HTMLResponse:
 
 async def researcher_login(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
-    if not same(token_hash(token), request.app.state.researcher_sha):
+    if not _is_researcher(request, token):
         return _error("This researcher link is not valid.", 403)
     response = _redirect("/researcher")
     _set_session(response, request, RESEARCHER_COOKIE, token)
@@ -297,9 +409,7 @@ def _cached_audit(app: Starlette, project: Project, count: int) -> dict[str, Any
 
 
 async def researcher(request: Request) -> HTMLResponse:
-    if not same(
-        token_hash(request.cookies.get(RESEARCHER_COOKIE, "")), request.app.state.researcher_sha
-    ):
+    if not _is_researcher(request, request.cookies.get(RESEARCHER_COOKIE)):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
     project = _project(request)
     totals = driver.status(project)["totals"]
@@ -324,16 +434,21 @@ async def home(request: Request) -> HTMLResponse:
 
 async def web_error(request: Request, error: Exception) -> HTMLResponse:
     assert isinstance(error, WebError)
+    if isinstance(error, TooManyAttempts):
+        return _error(str(error), error.status, {"Retry-After": f"{error.retry_after:.0f}"})
     return _error(str(error), error.status)
 
 
 def create_app(root: Path, researcher_token: str) -> Starlette:
     """The web crowd's ASGI application for the project at ``root``.
 
-    ``researcher_token`` opens the researcher page (``/researcher/{token}``). The project is
+    ``researcher_token`` opens the researcher page (``/researcher/{token}``); a weak one is
+    refused (:func:`~crowdprefs.web.security.check_researcher_token`). The project is
     opened when the server starts; with ``[web] advance`` (the default) the campaign is moved
     on at once (first batch built and published) and after each batch's last answer.
     """
+
+    researcher_sha = token_hash(check_researcher_token(researcher_token))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -343,7 +458,8 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         app.state.advancing = threading.Lock()
         app.state.local.project = project
         app.state.settings = WebSettings.from_project(project)
-        app.state.researcher_sha = token_hash(researcher_token)
+        app.state.researcher_sha = researcher_sha
+        app.state.throttle = Throttle()
         app.state.campaign = "manual"
         if app.state.settings.advance:
             _advance(app, project)
@@ -358,7 +474,8 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/invite/{token}", invitation),
         Route("/study/{key}", study),
         Route("/welcome", welcome),
-        Route("/next", next_question),
+        Route("/next", held_question, methods=["GET"]),
+        Route("/next", take_question, methods=["POST"]),
         Route("/hit/{assignment}", question, methods=["GET"]),
         Route("/hit/{assignment}", answer, methods=["POST"]),
         Route("/clip/{assignment}/{role}", clip),
@@ -366,7 +483,12 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/researcher/{token}", researcher_login),
         Route("/researcher", researcher),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={WebError: web_error})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(BodyLimit, limit=MAX_BODY)],
+        exception_handlers={WebError: web_error},
+    )
 
 
 def site_url(root: Path, host: str, port: int) -> str:

@@ -18,14 +18,19 @@ judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
 - an answer is validated and stored in ``answers`` (crowd ``web``) the moment it is posted,
   with the server-measured seconds from hand-out to submission (seed 002 §5.1 notes that
   MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
-  assignment again changes nothing.
+  assignment again changes nothing;
+- the page's listening gate is checked again on the server from its play log: every clip
+  played to its end and heard for (nearly) its duration (:func:`check_listening`); of what a
+  post carries, only the answer and the play log are kept.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -37,6 +42,7 @@ from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
 from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
+from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:
@@ -52,6 +58,14 @@ SCORES = dict(
 )
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+ROLES = ("query", "a", "b")
+CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
+PLAY_LOG = tuple(name for name in ANSWER_FIELDS if name not in ("choice", "background", "comment"))
+"""The page's play log: ``plays_*`` (times played to the end), ``listen_*`` (seconds heard)
+per clip, and ``seconds_on_page``."""
+LISTEN_SLACK = 0.1
+"""Seconds of listening a clip may fall short (the page reports tenths, measured between
+player events)."""
 
 
 class WebError(CrowdError):
@@ -66,6 +80,26 @@ class Forbidden(WebError):
 
 class Gone(WebError):
     status = 409
+
+
+class NotListened(WebError):
+    """An answer whose page reports a clip not heard (played to its end, long enough)."""
+
+    status = 422
+
+
+class TooLarge(WebError):
+    status = 413
+
+
+class TooManyAttempts(WebError):
+    """Too many failed token attempts from one address; ``retry_after`` in seconds."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _stamp(at: datetime) -> str:
@@ -241,8 +275,26 @@ def assignment_of(project: Project, judge: WebJudge, assignment_id: str) -> WebA
 # --- answers ---------------------------------------------------------------------------------
 
 
-def validate_answer(form: dict[str, str], settings: WebSettings) -> dict[str, Any]:
-    """``choice, background, comment, raw`` from a posted form; :class:`WebError` if invalid."""
+@dataclass(frozen=True)
+class Answer:
+    """A validated answer: the choice, the optional texts and the page's play log
+    (:data:`PLAY_LOG`: plays and listening seconds per clip, seconds on the page)."""
+
+    choice: str
+    background: str | None
+    comment: str | None
+    log: dict[str, float]
+
+    def raw(self) -> str:
+        """The answer's raw record: the play log (as the MTurk crowd keeps it, under
+        ``fields``); nothing else a post may carry is kept."""
+        return json.dumps({"fields": self.log}, sort_keys=True)
+
+
+def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
+    """The answer in a posted form; :class:`WebError` if invalid. Fields other than the HIT's
+    (:data:`~crowdprefs.hits.render.ANSWER_FIELDS`) are ignored; a missing play-log field
+    counts as 0."""
     choice = form.get("choice")
     if choice not in CHOICES:
         raise WebError("choose one of the three answers before submitting")
@@ -252,8 +304,42 @@ def validate_answer(form: dict[str, str], settings: WebSettings) -> dict[str, An
         if len(value) > settings.max_text:
             raise WebError(f"the {name} is longer than {settings.max_text} characters")
         text[name] = value or None
-    raw = {k: v for k, v in form.items() if k != "csrf"}
-    return {"choice": choice, **text, "raw": json.dumps(raw, ensure_ascii=False, sort_keys=True)}
+    log = {}
+    for name in PLAY_LOG:
+        value = (form.get(name) or "0").strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise WebError(f"the page's play log is damaged ({name} = {value[:20]!r}); reload it")
+        log[name] = number
+    return Answer(choice, text["background"], text["comment"], log)
+
+
+def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
+    """The durations of the clips ``query``, ``a`` and ``b`` shown for ``pair`` (a row of
+    :meth:`~crowdprefs.campaign.store.Store.web_pair`); ``None`` while unknown."""
+    x, y = pair["x_seconds"], pair["y_seconds"]
+    a_is_x = bool(int(pair["a_is_x"]))
+    return {"query": pair["query_seconds"], "a": x if a_is_x else y, "b": y if a_is_x else x}
+
+
+def check_listening(
+    log: Mapping[str, float], seconds: Mapping[str, float | None], min_coverage: float
+) -> None:
+    """The listening gate of the HIT page, checked again on the server: every clip played to
+    its end at least once, and listened to for at least ``min_coverage`` of its duration
+    (less :data:`LISTEN_SLACK`) where the duration is known. :class:`NotListened` otherwise."""
+    for role in ROLES:
+        if log[f"plays_{role}"] < 1:
+            raise NotListened(f"{CLIP_NAMES[role]} was not played to its end: play every clip")
+        known = seconds[role]
+        if known is not None and log[f"listen_{role}"] < min_coverage * known - LISTEN_SLACK:
+            raise NotListened(
+                f"{CLIP_NAMES[role]} lasts {known:.1f} s but was heard for "
+                f"{log[f'listen_{role}']:.1f} s: listen to every clip at normal speed"
+            )
 
 
 def submit(
@@ -261,14 +347,16 @@ def submit(
     judge: WebJudge,
     assignment_id: str,
     csrf: str | None,
-    form: dict[str, str],
+    form: Mapping[str, str],
     settings: WebSettings,
     at: datetime | None = None,
 ) -> bool:
     """Store the judge's answer to their assignment; ``False`` when it was already stored.
 
     Raises :class:`Forbidden` (not the judge's assignment, wrong CSRF token), :class:`WebError`
-    (invalid answer) or :class:`Gone` (released and the pair has all its answers meanwhile).
+    (invalid answer), :class:`NotListened` (the clips were not heard: :func:`check_listening`
+    with the project's ``[hit] min_coverage``) or :class:`Gone` (released and the pair has all
+    its answers meanwhile).
     """
     at = _now(at)
     answer = validate_answer(form, settings)
@@ -277,17 +365,18 @@ def submit(
         raise Forbidden("the form's security token is missing or wrong; reload the page")
     if assignment.status == "submitted":
         return False
-    a_is_x = int(project.store.web_pair(assignment.pair_id)["a_is_x"])
+    pair = project.store.web_pair(assignment.pair_id)
+    check_listening(answer.log, clip_seconds(pair), HitSettings.from_project(project).min_coverage)
     issued = datetime.fromisoformat(assignment.issued_at)
     outcome = project.store.submit_web_answer(
         assignment_id,
-        choice=answer["choice"],
-        score=SCORES[answer["choice"], a_is_x],
+        choice=answer.choice,
+        score=SCORES[answer.choice, int(pair["a_is_x"])],
         seconds=round((at - issued).total_seconds(), 3),
         submitted_at=_stamp(at),
-        background=answer["background"],
-        comment=answer["comment"],
-        raw=answer["raw"],
+        background=answer.background,
+        comment=answer.comment,
+        raw=answer.raw(),
     )
     if outcome == "gone":
         raise Gone("this question expired and was answered by others meanwhile")

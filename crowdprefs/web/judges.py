@@ -1,11 +1,12 @@
 """Simulated judges answering over HTTP, and a local server to answer to.
 
 Each judge is an ``httpx.AsyncClient`` with its own cookie jar: it opens its invitation link,
-then loops ``GET /next`` → reads the question page's form (action and CSRF token) → posts an
-answer, exactly as a browser without JavaScript would. What it answers comes from an *oracle*
-``(assignment_id, judge_index) -> choice``: :func:`simulated_oracle` answers like worker
-``judge_index`` of the project's simulated crowd (:mod:`crowdprefs.crowds.simulated`), so a web
-campaign of simulated judges builds the same kind of lists as the simulated crowd.
+asks for a question (``POST /next``), reads the question page's form (action and CSRF token),
+posts an answer and follows to the next question, as a browser would. What it posts comes from
+an *oracle* ``(assignment_id, judge_index) -> fields``: the choice and the page's play log.
+:func:`simulated_oracle` answers like worker ``judge_index`` of the project's simulated crowd
+(:mod:`crowdprefs.crowds.simulated`), having heard every clip once, so a web campaign of
+simulated judges builds the same kind of lists as the simulated crowd.
 
 Traffic goes only to the given base URL, which :class:`LocalServer` binds on 127.0.0.1; every
 loop is bounded by a deadline and an answer count, and stops by itself.
@@ -43,7 +44,8 @@ from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
 
-Oracle = Callable[[str, int], str]
+Oracle = Callable[[str, int], dict[str, str]]
+"""``(assignment_id, judge_index) → form fields`` of the answer (``choice`` and the play log)."""
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 STATE = re.compile(r'id="done" data-state="(\w+)"')
 
@@ -160,22 +162,23 @@ async def _judge(
 ) -> None:
     response = await client.get(f"/invite/{token}", follow_redirects=True)
     response.raise_for_status()
+    response = await client.post("/next", follow_redirects=True)
     while time.monotonic() < deadline and not stop() and report.answers < max_answers:
-        response = await client.get("/next", follow_redirects=True)
         path = response.url.path
         if path.startswith("/hit/"):
             assignment = path.rsplit("/", 1)[1]
             match = CSRF.search(response.text)
             if match is None:
                 raise CrowdError(f"question page {path} has no CSRF token")
-            form = {"csrf": match.group(1), "choice": oracle(assignment, index)}
+            form = {"csrf": match.group(1), **oracle(assignment, index)}
             started = time.perf_counter()
             posted = await client.post(path, data=form)
             report.latencies.append(time.perf_counter() - started)
             if posted.status_code == 303:
                 report.answers += 1
-            else:
-                report.refused.append(f"{posted.status_code} {path}")
+                response = await client.get(posted.headers["location"], follow_redirects=True)
+                continue
+            report.refused.append(f"{posted.status_code} {path}")
         else:
             state = STATE.search(response.text)
             if state is None:
@@ -183,6 +186,7 @@ async def _judge(
             if state.group(1) == "finished":
                 return
             await asyncio.sleep(0.05)
+        response = await client.post("/next", follow_redirects=True)
 
 
 def run_judges(
@@ -231,7 +235,8 @@ def run_judges(
 
 def simulated_oracle(root: Path) -> Oracle:
     """Answers of the project's simulated crowd (``[simulated]`` section): judge *i* is worker
-    *i* of its pool (``i`` modulo the pool size), answering the assignment's pair."""
+    *i* of its pool (``i`` modulo the pool size), answering the assignment's pair after hearing
+    each clip once."""
     with Project(root) as project:
         crowd = SimulatedCrowd.for_project(project)
     n = len(crowd.pool.ids)
@@ -244,16 +249,27 @@ def simulated_oracle(root: Path) -> Oracle:
         return local.store
 
     @functools.lru_cache(maxsize=4096)
-    def everyone(pair_id: int) -> dict[str, str]:
-        pair = pd.DataFrame([store().web_pair(pair_id)]).assign(answers_wanted=n)
-        frame = simulate_answers(pair, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
-        return dict(zip(frame["worker_id"], frame["choice"], strict=True))
+    def everyone(pair_id: int) -> tuple[dict[str, str], dict[str, str]]:
+        """Each worker's choice for the pair, and the play log of hearing its clips once."""
+        pair = store().web_pair(pair_id)
+        frame = simulate_answers(
+            pd.DataFrame([pair]).assign(answers_wanted=n),
+            crowd.similarity,
+            crowd.pool,
+            crowd.model,
+            crowd.seed,
+        )
+        heard = {}
+        for role, seconds in assign.clip_seconds(pair).items():
+            heard |= {f"plays_{role}": "1", f"listen_{role}": f"{seconds or 0:.2f}"}
+        return dict(zip(frame["worker_id"], frame["choice"], strict=True)), heard
 
-    def answer(assignment: str, index: int) -> str:
+    def answer(assignment: str, index: int) -> dict[str, str]:
         found = store().web_assignment(assignment)
         if found is None:
             raise CrowdError(f"the server handed out an unknown question {assignment}")
-        return everyone(found.pair_id)[crowd.pool.ids[index % n]]
+        choices, heard = everyone(found.pair_id)
+        return {"choice": choices[crowd.pool.ids[index % n]], **heard}
 
     return answer
 
