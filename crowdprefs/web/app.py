@@ -42,6 +42,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
+import pandas as pd
 import uvicorn
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -395,8 +396,12 @@ def audit_figures(project: Project) -> dict[str, Any]:
     pairs = audit.project_verdicts(project, answers)
     table = audit.iteration_table(answers, pairs, project.settings.fees)
     flags = audit.flag_workers(answers, pairs)
-    clean = table.astype(object).where(table.notna(), None)
-    return {"iterations": clean.to_dict("records"), "flags": flags.to_dict("records")}
+    return {"iterations": _records(table), "flags": flags.to_dict("records")}
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as dicts, a missing value (NaN) as ``None`` (shown as "–")."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def _cached_audit(app: Starlette, project: Project, count: int) -> dict[str, Any]:
@@ -417,7 +422,7 @@ async def researcher(request: Request) -> HTMLResponse:
         "web_researcher.html",
         progress=project.store.web_batch_progress(),
         totals=totals,
-        judges=project.store.web_judge_table().to_dict("records"),
+        judges=_records(project.store.web_judge_table()),
         audit=_cached_audit(request.app, project, totals["answers"]),
         comments=project.store.web_comments(20).to_dict("records"),
         campaign=request.app.state.campaign,

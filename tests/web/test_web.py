@@ -335,6 +335,20 @@ def test_researcher_page_is_token_protected_and_escapes_worker_text(project_dir)
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
+def test_researcher_page_shows_a_dash_for_judges_without_answers(project_dir):
+    t1, _ = invite(project_dir, 2)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, t1)
+        assignment, csrf, _ = open_question(client)
+        client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_B})
+        page = TestClient(server.app).get(f"/researcher/{RESEARCHER}").text
+    rows = re.findall(r"<tr><td>(J000\d)</td>(.*?)</tr>", page, re.S)
+    cells = {judge: re.findall(r"<td>(.*?)</td>", rest) for judge, rest in rows}
+    assert cells["J0001"][:4] == ["invite", "1", "0%", "0%"]
+    assert cells["J0002"] == ["invite", "0", "–", "–", "–", "–"]
+    assert "nan" not in page
+
+
 def test_study_participants_get_a_completion_code(tmp_path):
     root = make_web_project(
         tmp_path,
