@@ -110,9 +110,9 @@ def demo(
 
         _stage(f"3. campaign ({crowd} crowd)")
         if crowd == "web":
-            from crowdprefs.web import run_web_demo
+            from crowdprefs.cli.web import show_web_demo
 
-            run_web_demo(project)
+            show_web_demo(project)
         else:
             run_with_progress(project, crowd, f"demo campaign ({crowd} crowd)")
         lists = driver.lists(project)

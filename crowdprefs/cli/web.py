@@ -2,41 +2,22 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from crowdprefs.campaign.aggregate import count_answers, inter_agreement
-from crowdprefs.campaign.project import Project
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.errors import InputError, StateError
-from crowdprefs.files import write_atomic
-from crowdprefs.progress import make_progress
-from crowdprefs.web import assign
-from crowdprefs.web.security import new_token
 
 if TYPE_CHECKING:
-    from crowdprefs.web.judges import JudgeReport
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.web.judges import WebDemo
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
 ]
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @app.command()
@@ -46,52 +27,42 @@ def serve(
         str, typer.Option(help="Address to bind; anything but loopback exposes the site.")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
-    researcher_token: Annotated[
-        str | None,
-        typer.Option(
-            envvar="CROWDPREFS_RESEARCHER_TOKEN",
-            help="Token of the researcher page (default: a new random one, printed).",
-        ),
-    ] = None,
     access_log: Annotated[
         bool, typer.Option(help="Log every request (the paths hold invitation tokens).")
     ] = False,
+    researcher_token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="A file (readable by you only) whose first line is the researcher page's "
+            "token; default: the environment variable CROWDPREFS_RESEARCHER_TOKEN, else a new "
+            "random token."
+        ),
+    ] = None,
 ) -> None:
-    """Serve the HITs to invited judges; answers are stored the moment they are posted."""
-    import uvicorn
+    """Serve the HITs to invited judges; answers are stored the moment they are posted.
 
-    from crowdprefs.web.app import create_app
+    The researcher page's link (it holds its token) is printed when the site starts. A token of
+    your own must be at least 32 random characters; it is never given on the command line,
+    where other users of the machine could read it.
+    """
+    from crowdprefs.web.app import serve as serve_site
+    from crowdprefs.web.security import is_loopback, researcher_token
 
-    with Project(directory) as project:
-        settings = assign.WebSettings.from_project(project)
-        configured = "base_url" in project.section("web")
-    if not 0 < port < 65536:
-        raise InputError(f"--port must be between 1 and 65535, got {port}")
-    if not _loopback(host):
+    if not is_loopback(host):
         err_console.print(
             f"[yellow]warning:[/] binding to {escape(host)}: the site is reachable from other "
             "machines; put it behind HTTPS"
         )
-    token = researcher_token or new_token()
-    shown = f"[{host}]" if ":" in host else host
-    base = settings.base_url.rstrip("/") if configured else f"http://{shown}:{port}"
-    err_console.print(
-        f"researcher page: {escape(base)}/researcher/{token}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    uvicorn.run(
-        create_app(directory, token),
+    serve_site(
+        directory,
+        researcher_token(researcher_token_file),
         host=host,
         port=port,
         access_log=access_log,
-        log_level="info",
-        proxy_headers=False,
+        announce=lambda url: err_console.print(
+            f"researcher page: {escape(url)}", highlight=False, soft_wrap=True
+        ),
     )
-
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    write_atomic(path, frame.to_csv(index=False))
 
 
 @app.command()
@@ -99,7 +70,7 @@ def invite(
     directory: ProjectDir,
     judges: Annotated[int, typer.Option(help="How many personal invitation links to make.")] = 1,
     base_url: Annotated[
-        str | None, typer.Option(help="The site's public address (default: [web] base_url).")
+        str | None, typer.Option(help="The site's public address (default: \\[web] base_url).")
     ] = None,
     study: Annotated[
         bool,
@@ -109,84 +80,59 @@ def invite(
         ),
     ] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Also write judge_id,url to this CSV.")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Also write judge_id,url to this CSV (readable by you only: it holds tokens).",
+        ),
     ] = None,
 ) -> None:
     """Print personal invitation links (each token is shown only now; the state keeps a hash)."""
+    from rich.table import Table
+
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.web.assign import invitation_links
+    from crowdprefs.web.security import write_secret
+
     with Project(directory) as project:
-        settings = assign.WebSettings.from_project(project)
-        base = (base_url or settings.base_url).rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            raise InputError(f"--base-url must start with http:// or https://: {base}")
-        created = assign.invite(project, judges) if judges else []
-        key = assign.new_study_key(project) if study else None
-    frame = pd.DataFrame(
-        [(judge, f"{base}/invite/{token}") for judge, token in created],
-        columns=["judge_id", "url"],
-    )
-    table = Table(title=f"{len(frame)} invitation link(s)")
+        made = invitation_links(project, judges, base_url, study)
+    table = Table(title=f"{len(made.links)} invitation link(s)")
     table.add_column("judge")
     table.add_column("link", overflow="fold")
-    for judge, url in frame.itertuples(index=False):
+    for judge, url in made.links.itertuples(index=False):
         table.add_row(judge, url)
     console.print(table)
-    if key is not None:
-        param = settings.participant_param
-        console.print(
-            f"study link: {base}/study/{key}?{param}={{{{%{param}%}}}}",
-            highlight=False,
-            soft_wrap=True,
-        )
+    if made.study_link is not None:
+        console.print(f"study link: {escape(made.study_link)}", highlight=False, soft_wrap=True)
     if output is not None:
-        _write_csv(frame, output)
-        console.print(f"wrote {output}")
+        write_secret(output, made.links.to_csv(index=False))
+        console.print(f"wrote {escape(str(output))}", highlight=False)
 
 
-def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> JudgeReport:
-    """The demo's campaign through the web crowd: ``judges`` simulated judges post their answers
-    over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next.
-    Raises :class:`StateError` when ``max_seconds`` pass first (rerunning resumes).
-    """
-    from crowdprefs.campaign import driver
-    from crowdprefs.web.judges import run_web_campaign
+def show_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> WebDemo:
+    """The demo's campaign through the web crowd (``judges`` simulated judges over HTTP, at most
+    ``max_seconds``), then its table."""
+    from rich.table import Table
 
-    total = project.store.candidates()["query"].nunique()
-    with make_progress(transient=True) as progress:
-        task = progress.add_task(f"{judges} judges answering over HTTP", total=total)
+    from crowdprefs.web.judges import run_web_demo
 
-        def watch() -> bool:
-            totals = driver.status(project)["totals"]
-            progress.update(
-                task,
-                completed=totals["closed"],
-                description=f"iteration {totals['iteration']}: {totals['answers']} answers",
-            )
-            return False
-
-        report = run_web_campaign(project.root, judges=judges, watch=watch, max_seconds=max_seconds)
+    demo = run_web_demo(project, judges, max_seconds)
     table = Table(title="demo campaign (web crowd, simulated judges over HTTP)")
     for name in ("iter.", "pairs", "answers", "agree.", "judges"):
         table.add_column(name, justify="right")
-    answers = project.store.answers()
-    for iteration, frame in answers.groupby("iteration"):
-        counts = count_answers(frame)
-        agreement = inter_agreement(counts["more"], counts["equal"], counts["less"])
+    for row in demo.iterations.itertuples(index=False):
         table.add_row(
-            str(iteration),
-            str(frame["pair_id"].nunique()),
-            str(len(frame)),
-            f"{np.nanmean(agreement):.3f}",
-            str(frame["worker_id"].nunique()),
+            str(row.iteration),
+            str(row.pairs),
+            str(row.answers),
+            f"{row.agreement:.3f}",
+            str(row.judges),
         )
     console.print(table)
+    report = demo.report
     console.print(
         f"{report.answers} answers posted, {len(report.refused)} refused; "
         f"submit latency p95 {1000 * report.p95():.0f} ms"
     )
-    totals = driver.status(project)["totals"]
-    if totals["closed"] < totals["queries"]:
-        raise StateError(
-            f"the web campaign stopped after {max_seconds:g} s with "
-            f"{totals['queries'] - totals['closed']} list(s) open; rerun to resume"
-        )
-    return report
+    return demo

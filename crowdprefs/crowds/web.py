@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.store import now
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
@@ -31,10 +32,7 @@ class WebCrowd:
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
         """Release abandoned assignments; return how many web answers the pairs hold."""
-        from crowdprefs.web.assign import release_expired
-
-        with project.store.transaction() as conn:
-            release_expired(conn)
+        project.store.release_expired_assignments(now())
         ids = pairs["pair_id"].astype(int).tolist()
         if not ids:
             return 0

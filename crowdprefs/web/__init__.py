@@ -1,9 +1,13 @@
 """The in-house web crowd: judges invited by link answer the HITs on the project's own server.
 
-``security``  unguessable tokens (only their SHA-256 is stored), CSRF tokens, completion codes,
-              the clip allow-list and the HTTP security headers.
+``security``  unguessable tokens (only their SHA-256 is stored), researcher-token rules, the
+              throttle on failed token attempts, CSRF tokens, completion codes, the clip
+              allow-list and the HTTP security headers (a CSP without ``'unsafe-inline'``).
 ``assign``    who answers what: distinct judges per pair, never a pair twice to one judge,
-              abandoned questions released after a timeout, answers stored as they are posted.
-``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn).
-``judges``    simulated judges that answer over HTTP (the demo and the load test).
+              abandoned questions released after a timeout, answers checked (with the listening
+              gate) and stored as they are posted; the state itself is kept by the project's
+              store (:mod:`crowdprefs.campaign.store.web`).
+``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn), and
+              :func:`~crowdprefs.web.app.serve`; ``python -m crowdprefs.web`` runs it alone.
+``judges``    simulated judges that answer over HTTP (the web demo and the load test).
 """

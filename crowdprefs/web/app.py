@@ -6,10 +6,14 @@ set when they open their invitation link; the link's token then leaves the addre
 ==============================  =============================================================
 ``GET /invite/{token}``         an invitation: sets the session, then the welcome page
 ``GET /study/{key}?PID=…``      a study-platform participant (parameter ``[web] participant_param``)
-``GET /welcome``                instructions and a start link
-``GET /next``                   the judge's next question (or the completion page)
+``GET /welcome``                instructions and a start button
+``POST /next``                  hands the judge a question (theirs if they hold one), then its
+                                page; the completion page when none is left
+``GET /next``                   the question the judge holds, else the welcome page (changes
+                                nothing)
 ``GET|POST /hit/{assignment}``  the preference HIT (the MTurk template in ``web`` mode); the
-                                post is CSRF-checked, validated and stored at once
+                                post is CSRF-checked, validated (with the page's play log: the
+                                listening gate) and stored at once, then the next question
 ``GET /clip/{assignment}/{r}``  the clip ``query``, ``a`` or ``b`` of the judge's own question,
                                 only from files listed in the project's state
 ``GET /done``                   thanks, and the completion code
@@ -18,8 +22,11 @@ set when they open their invitation link; the link's token then leaves the addre
 ``GET /healthz``                liveness (``ok``)
 ==============================  =============================================================
 
-All state access runs on the event loop's thread through one SQLite connection, each change in
-one short ``BEGIN IMMEDIATE`` transaction, so concurrent posts are serialised by SQLite.
+Every state change is a POST (a GET changes nothing but the session cookie, and a study
+participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
+its Content-Length, or while it streams in when it has none. Failed token attempts are limited
+per client address (429). All state access runs on the event loop's thread through one SQLite
+connection, each change in one short transaction, so concurrent posts are serialised by SQLite.
 """
 
 from __future__ import annotations
@@ -29,34 +36,54 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
+import pandas as pd
+import uvicorn
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.store.web import WebAssignment, WebJudge
 from crowdprefs.crowds.web import advance
-from crowdprefs.errors import BudgetError
+from crowdprefs.errors import BudgetError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.web import assign
-from crowdprefs.web.assign import Forbidden, Judge, WebError, WebSettings
-from crowdprefs.web.security import SECURITY_HEADERS, same, servable_clip, token_hash
+from crowdprefs.web.assign import (
+    Forbidden,
+    TooLarge,
+    TooManyAttempts,
+    WebError,
+    WebSettings,
+)
+from crowdprefs.web.security import (
+    Throttle,
+    check_researcher_token,
+    same,
+    security_headers,
+    servable_clip,
+    token_hash,
+)
 
 log = logging.getLogger("crowdprefs.web")
 
 JUDGE_COOKIE = "crowdprefs_judge"
 RESEARCHER_COOKIE = "crowdprefs_researcher"
-ROLES = ("query", "a", "b")
-MAX_FORM_FIELDS = 40
 MAX_BODY = 64 * 1024
+"""Largest request body accepted, in bytes (an answer with full texts takes under 20 KB)."""
+MAX_FORM_FIELDS = 40
+SECURITY_HEADERS = security_headers(TEMPLATE_DIR)
 
 
 @functools.cache
@@ -65,6 +92,7 @@ def _templates() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,  # included styles verbatim: their hashes are in the CSP
     )
 
 
@@ -73,8 +101,10 @@ def _page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
-def _error(message: str, status: int) -> HTMLResponse:
-    return _page("web_error.html", status, message=message)
+def _error(message: str, status: int, headers: dict[str, str] | None = None) -> HTMLResponse:
+    response = _page("web_error.html", status, message=message)
+    response.headers.update(headers or {})
+    return response
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -104,19 +134,90 @@ def _settings(request: Request) -> WebSettings:
     return request.app.state.settings
 
 
-def _judge(request: Request) -> Judge:
-    judge = assign.judge_for_token(_project(request), request.cookies.get(JUDGE_COOKIE))
+# --- tokens ----------------------------------------------------------------------------------
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _throttled(request: Request) -> None:
+    """Refuse (429) an address with too many failed token attempts, before checking another."""
+    wait = request.app.state.throttle.wait(_address(request))
+    if wait > 0:
+        raise TooManyAttempts(
+            f"too many wrong links from your address: try again in {wait / 60:.0f} minutes",
+            wait,
+        )
+
+
+def _failed(request: Request) -> None:
+    request.app.state.throttle.fail(_address(request))
+    log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
+
+
+def _judge(request: Request) -> WebJudge:
+    token = request.cookies.get(JUDGE_COOKIE)
+    if not token:
+        raise Forbidden("open your personal invitation link first")
+    _throttled(request)
+    judge = assign.judge_for_token(_project(request), token)
     if judge is None:
+        _failed(request)
         raise Forbidden("open your personal invitation link first")
     return judge
 
 
-def _same_origin(request: Request) -> bool:
-    """A cross-site form post carries a foreign ``Origin``; browsers always send one on POST."""
+def _is_researcher(request: Request, token: str | None) -> bool:
+    """Whether ``token`` is the researcher's (a wrong one counts as a failed attempt)."""
+    if not token:
+        return False
+    _throttled(request)
+    if same(token_hash(token), request.app.state.researcher_sha):
+        return True
+    _failed(request)
+    return False
+
+
+def _same_origin(request: Request) -> None:
+    """Refuse a cross-site form post: it carries a foreign ``Origin`` (browsers send one with
+    every POST)."""
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host")
+    if origin is None:
+        return
+    if origin == "null" or urlsplit(origin).netloc != request.headers.get("host"):
+        raise Forbidden("cross-site form posts are refused")
+
+
+class BodyLimit:
+    """Refuses (413) a request body larger than ``limit`` bytes: at once when its
+    Content-Length says so, else while it streams in (a chunked body has no length), never
+    reading more than one chunk past the limit."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = Headers(scope=scope).get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            status = 413 if length.isdigit() else 400
+            await _error("The request is too large.", status)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise TooLarge("the request is too large")
+            return message
+
+        await self.app(scope, limited, send)
 
 
 # --- judges ----------------------------------------------------------------------------------
@@ -124,7 +225,9 @@ def _same_origin(request: Request) -> bool:
 
 async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
+    _throttled(request)
     if assign.judge_for_token(_project(request), token) is None:
+        _failed(request)
         return _error("This invitation link is not valid.", 403)
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
@@ -134,7 +237,12 @@ async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
 async def study(request: Request) -> RedirectResponse | HTMLResponse:
     settings = _settings(request)
     participant = request.query_params.get(settings.participant_param, "")
-    _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+    _throttled(request)
+    try:
+        _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+    except Forbidden:
+        _failed(request)
+        raise
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
     return response
@@ -143,7 +251,7 @@ async def study(request: Request) -> RedirectResponse | HTMLResponse:
 async def welcome(request: Request) -> HTMLResponse:
     judge = _judge(request)
     project = _project(request)
-    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    answered = project.store.web_answered(judge.judge_id)
     hit = HitSettings.from_project(project)
     return _page(
         "web_landing.html",
@@ -155,17 +263,28 @@ async def welcome(request: Request) -> HTMLResponse:
     )
 
 
-async def next_question(request: Request) -> RedirectResponse:
-    judge = _judge(request)
+def _hand_out(request: Request, judge: WebJudge) -> RedirectResponse:
+    """Hand the judge a question (the one they hold, if any) and send them to it; to the
+    completion page when none is left."""
     assignment = assign.next_assignment(_project(request), judge, _settings(request))
     if assignment is None:
         return _redirect("/done")
     return _redirect(f"/hit/{assignment.assignment_id}")
 
 
-def _hit_page(request: Request, assignment: assign.Assignment) -> HTMLResponse:
+async def take_question(request: Request) -> RedirectResponse:
+    _same_origin(request)
+    return _hand_out(request, _judge(request))
+
+
+async def held_question(request: Request) -> RedirectResponse:
+    held = _project(request).store.web_open_assignment(_judge(request).judge_id)
+    return _redirect("/welcome" if held is None else f"/hit/{held.assignment_id}")
+
+
+def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
     project = _project(request)
-    pair = assign.pair_row(project, assignment.pair_id)
+    pair = project.store.web_pair(assignment.pair_id)
     base = f"/clip/{assignment.assignment_id}"
     urls: dict[str, str] = {}
     for role, path in pair_clips(project, pair).items():
@@ -192,11 +311,7 @@ async def question(request: Request) -> RedirectResponse | HTMLResponse:
 
 
 async def answer(request: Request) -> RedirectResponse | HTMLResponse:
-    if not _same_origin(request):
-        raise Forbidden("cross-site form posts are refused")
-    length = request.headers.get("content-length", "0")
-    if not length.isdigit() or int(length) > MAX_BODY:
-        raise WebError("the answer is too large")
+    _same_origin(request)
     judge = _judge(request)
     project = _project(request)
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
@@ -207,9 +322,9 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     )
     if stored and _settings(request).advance:
         pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
-        if assign.batch_complete(project.store.conn, pair_id):
+        if project.store.web_batch_complete(pair_id):
             _advance(request.app, project)
-    return _redirect("/next")
+    return _hand_out(request, judge)
 
 
 def _advance(app: Starlette, project: Project) -> None:
@@ -227,10 +342,10 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     judge = _judge(request)
     project = _project(request)
     role = request.path_params["role"]
-    if role not in ROLES:
+    if role not in assign.ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
-    file = servable_clip(pair_clips(project, assign.pair_row(project, assignment.pair_id))[role])
+    file = servable_clip(pair_clips(project, project.store.web_pair(assignment.pair_id))[role])
     if file is None:
         return _error("This clip is not available.", 404)
     return FileResponse(
@@ -244,7 +359,7 @@ async def done(request: Request) -> HTMLResponse:
     settings = _settings(request)
     code = settings.completion_code or judge.completion_code
     url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
-    answered = assign.answered_by(project.store.conn, judge.judge_id)
+    answered = project.store.web_answered(judge.judge_id)
     quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
     return _page(
         "web_done.html",
@@ -261,7 +376,7 @@ async def done(request: Request) -> HTMLResponse:
 
 async def researcher_login(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
-    if not same(token_hash(token), request.app.state.researcher_sha):
+    if not _is_researcher(request, token):
         return _error("This researcher link is not valid.", 403)
     response = _redirect("/researcher")
     _set_session(response, request, RESEARCHER_COOKIE, token)
@@ -281,12 +396,17 @@ def audit_figures(project: Project) -> dict[str, Any]:
     pairs = audit.project_verdicts(project, answers)
     table = audit.iteration_table(answers, pairs, project.settings.fees)
     flags = audit.flag_workers(answers, pairs)
-    clean = table.astype(object).where(table.notna(), None)
-    return {"iterations": clean.to_dict("records"), "flags": flags.to_dict("records")}
+    return {"iterations": _records(table), "flags": flags.to_dict("records")}
 
 
-def _cached_audit(app: Starlette, project: Project) -> dict[str, Any]:
-    count = project.store.conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as dicts, a missing value (NaN) as ``None`` (shown as "–")."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+
+
+def _cached_audit(app: Starlette, project: Project, count: int) -> dict[str, Any]:
+    """The audit, recomputed when ``count`` (of answers) changed and it is older than
+    :data:`AUDIT_EVERY`."""
     cached = getattr(app.state, "audit", None)
     if cached is None or (cached[0] != count and time.monotonic() - cached[1] > AUDIT_EVERY):
         app.state.audit = (count, time.monotonic(), audit_figures(project))
@@ -294,24 +414,17 @@ def _cached_audit(app: Starlette, project: Project) -> dict[str, Any]:
 
 
 async def researcher(request: Request) -> HTMLResponse:
-    if not same(
-        token_hash(request.cookies.get(RESEARCHER_COOKIE, "")), request.app.state.researcher_sha
-    ):
+    if not _is_researcher(request, request.cookies.get(RESEARCHER_COOKIE)):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
     project = _project(request)
-    progress = assign.batch_progress(project)
-    comments = project.store.frame(
-        "SELECT worker_id, submitted_at, background, comment FROM answers"
-        " WHERE crowd = 'web' AND (comment IS NOT NULL OR background IS NOT NULL)"
-        " ORDER BY answer_id DESC LIMIT 20"
-    )
+    totals = driver.status(project)["totals"]
     return _page(
         "web_researcher.html",
-        progress=progress,
-        totals=driver.status(project)["totals"],
-        judges=assign.judge_table(project).to_dict("records"),
-        audit=_cached_audit(request.app, project),
-        comments=comments.to_dict("records"),
+        progress=project.store.web_batch_progress(),
+        totals=totals,
+        judges=_records(project.store.web_judge_table()),
+        audit=_cached_audit(request.app, project, totals["answers"]),
+        comments=project.store.web_comments(20).to_dict("records"),
         campaign=request.app.state.campaign,
     )
 
@@ -326,16 +439,21 @@ async def home(request: Request) -> HTMLResponse:
 
 async def web_error(request: Request, error: Exception) -> HTMLResponse:
     assert isinstance(error, WebError)
+    if isinstance(error, TooManyAttempts):
+        return _error(str(error), error.status, {"Retry-After": f"{error.retry_after:.0f}"})
     return _error(str(error), error.status)
 
 
 def create_app(root: Path, researcher_token: str) -> Starlette:
     """The web crowd's ASGI application for the project at ``root``.
 
-    ``researcher_token`` opens the researcher page (``/researcher/{token}``). The project is
+    ``researcher_token`` opens the researcher page (``/researcher/{token}``); a weak one is
+    refused (:func:`~crowdprefs.web.security.check_researcher_token`). The project is
     opened when the server starts; with ``[web] advance`` (the default) the campaign is moved
     on at once (first batch built and published) and after each batch's last answer.
     """
+
+    researcher_sha = token_hash(check_researcher_token(researcher_token))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -345,7 +463,8 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         app.state.advancing = threading.Lock()
         app.state.local.project = project
         app.state.settings = WebSettings.from_project(project)
-        app.state.researcher_sha = token_hash(researcher_token)
+        app.state.researcher_sha = researcher_sha
+        app.state.throttle = Throttle()
         app.state.campaign = "manual"
         if app.state.settings.advance:
             _advance(app, project)
@@ -360,7 +479,8 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/invite/{token}", invitation),
         Route("/study/{key}", study),
         Route("/welcome", welcome),
-        Route("/next", next_question),
+        Route("/next", held_question, methods=["GET"]),
+        Route("/next", take_question, methods=["POST"]),
         Route("/hit/{assignment}", question, methods=["GET"]),
         Route("/hit/{assignment}", answer, methods=["POST"]),
         Route("/clip/{assignment}/{role}", clip),
@@ -368,4 +488,45 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/researcher/{token}", researcher_login),
         Route("/researcher", researcher),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={WebError: web_error})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(BodyLimit, limit=MAX_BODY)],
+        exception_handlers={WebError: web_error},
+    )
+
+
+def site_url(root: Path, host: str, port: int) -> str:
+    """The site's public address: ``[web] base_url`` when the project sets it, else the bound
+    address."""
+    with Project(root) as project:
+        WebSettings.from_project(project)  # refuse bad settings before anything starts
+        configured = project.section("web").get("base_url")
+    if configured:
+        return str(configured).rstrip("/")
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(
+    root: Path,
+    researcher_token: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    access_log: bool = False,
+    announce: Callable[[str], None] = lambda url: None,
+) -> None:
+    """Serve the project at ``root`` to its judges with uvicorn until interrupted.
+
+    Settings, port and token are checked first; ``announce`` then receives the researcher
+    page's link (it holds the token: show it only to the researcher).
+    """
+    if not 0 < port < 65536:
+        raise InputError(f"the port must be between 1 and 65535, got {port}")
+    base = site_url(root, host, port)
+    app = create_app(root, researcher_token)
+    announce(f"{base}/researcher/{researcher_token}")
+    uvicorn.run(
+        app, host=host, port=port, access_log=access_log, log_level="info", proxy_headers=False
+    )

@@ -4,8 +4,8 @@ A judge is a person with a personal invitation token (``crowdprefs invite``) or 
 of a study platform who arrived through the study link. Every question handed out is an
 *assignment* (``web_assignments``): one pair for one judge, with a CSRF token and a deadline.
 
-Rules (each enforced inside one ``BEGIN IMMEDIATE`` transaction, so concurrent judges cannot
-break them):
+Rules (each applied by one method of the project's store in one transaction, so concurrent
+judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
 
 - a pair is offered only while ``answers + open assignments < answers_wanted``, so every pair
   gets exactly its configured number of answers, from distinct judges;
@@ -18,15 +18,19 @@ break them):
 - an answer is validated and stored in ``answers`` (crowd ``web``) the moment it is posted,
   with the server-measured seconds from hand-out to submission (seed 002 §5.1 notes that
   MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
-  assignment again changes nothing.
+  assignment again changes nothing;
+- the page's listening gate is checked again on the server from its play log: every clip
+  played to its end and heard for (nearly) its duration (:func:`check_listening`); of what a
+  post carries, only the answer and the play log are kept.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
-import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -35,9 +39,10 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
-from crowdprefs.campaign.store import ANSWER_COLUMNS
+from crowdprefs.campaign.store.web import WebAssignment, WebJudge
 from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
+from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:
@@ -53,6 +58,14 @@ SCORES = dict(
 )
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+ROLES = ("query", "a", "b")
+CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
+PLAY_LOG = tuple(name for name in ANSWER_FIELDS if name not in ("choice", "background", "comment"))
+"""The page's play log: ``plays_*`` (times played to the end), ``listen_*`` (seconds heard)
+per clip, and ``seconds_on_page``."""
+LISTEN_SLACK = 0.1
+"""Seconds of listening a clip may fall short (the page reports tenths, measured between
+player events)."""
 
 
 class WebError(CrowdError):
@@ -67,6 +80,26 @@ class Forbidden(WebError):
 
 class Gone(WebError):
     status = 409
+
+
+class NotListened(WebError):
+    """An answer whose page reports a clip not heard (played to its end, long enough)."""
+
+    status = 422
+
+
+class TooLarge(WebError):
+    status = 413
+
+
+class TooManyAttempts(WebError):
+    """Too many failed token attempts from one address; ``retry_after`` in seconds."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def _stamp(at: datetime) -> str:
@@ -121,144 +154,86 @@ class WebSettings:
             raise InputError(f"invalid [web] setting: {error}") from None
 
 
-@dataclass(frozen=True)
-class Judge:
-    judge_id: str
-    source: str
-    completion_code: str
-    key: int
-
-
-@dataclass(frozen=True)
-class Assignment:
-    assignment_id: str
-    pair_id: int
-    judge_id: str
-    csrf: str
-    issued_at: str
-    expires_at: str
-    status: str
-
-
 # --- judges ---------------------------------------------------------------------------------
-
-
-def _next_judge_id(conn: sqlite3.Connection, prefix: str) -> str:
-    count = conn.execute(
-        "SELECT COUNT(*) FROM web_judges WHERE judge_id LIKE ?", (f"{prefix}%",)
-    ).fetchone()[0]
-    return f"{prefix}{count + 1:04d}"
 
 
 def invite(project: Project, judges: int) -> list[tuple[str, str]]:
     """Create ``judges`` invited judges; returns ``(judge_id, token)`` (tokens are shown once)."""
     if judges < 1:
-        raise InputError(f"--judges must be at least 1, got {judges}")
-    created = []
-    with project.store.transaction() as conn:
-        for _ in range(judges):
-            token = new_token()
-            judge_id = _next_judge_id(conn, "J")
-            conn.execute(
-                "INSERT INTO web_judges (judge_id, token_hash, source, completion_code, created_at)"
-                " VALUES (?, ?, 'invite', ?, ?)",
-                (judge_id, token_hash(token), completion_code(), _stamp(_now(None))),
-            )
-            created.append((judge_id, token))
-    return created
-
-
-STUDY_META = "web_study_key_sha256"
+        raise InputError(f"the number of judges to invite must be at least 1, got {judges}")
+    tokens = [new_token() for _ in range(judges)]
+    ids = project.store.add_invited_judges(
+        [(token_hash(t), completion_code()) for t in tokens], _stamp(_now(None))
+    )
+    return list(zip(ids, tokens, strict=True))
 
 
 def new_study_key(project: Project) -> str:
     """A new secret for the study-platform link (replaces the previous one)."""
     key = new_token()
-    with project.store.transaction() as conn:
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (STUDY_META, token_hash(key))
-        )
+    project.store.set_web_study_key_hash(token_hash(key))
     return key
 
 
-def _judge(row: tuple | None) -> Judge | None:
-    if row is None:
-        return None
-    judge_id, source, code, sha = row
-    return Judge(judge_id, source, code, judge_key(sha))
+@dataclass(frozen=True)
+class Invitations:
+    """New links: ``links`` (``judge_id, url``, one personal link each) and ``study_link`` (the
+    study-platform link with its participant placeholder, or ``None``)."""
+
+    links: pd.DataFrame
+    study_link: str | None
 
 
-def judge_for_token(project: Project, token: str | None) -> Judge | None:
+def invitation_links(
+    project: Project, judges: int, base_url: str | None = None, study: bool = False
+) -> Invitations:
+    """Invite ``judges`` judges (0: none) and, with ``study``, make a new study-platform link
+    (the previous one stops working), on the site at ``base_url`` (default ``[web] base_url``).
+    The links hold the tokens, which the state keeps only as hashes: they are shown only now."""
+    settings = WebSettings.from_project(project)
+    base = (base_url or settings.base_url).rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InputError(f"the site's address must start with http:// or https://: {base}")
+    if judges < 0:
+        raise InputError(f"the number of judges to invite must be 0 or more, got {judges}")
+    created = invite(project, judges) if judges else []
+    links = pd.DataFrame(
+        [(judge, f"{base}/invite/{token}") for judge, token in created],
+        columns=["judge_id", "url"],
+    )
+    if not study:
+        return Invitations(links, None)
+    param = settings.participant_param
+    return Invitations(links, f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}")
+
+
+def judge_for_token(project: Project, token: str | None) -> WebJudge | None:
     """The judge holding ``token`` (``None`` for an unknown or missing token)."""
-    if not token:
-        return None
-    row = project.store.conn.execute(
-        "SELECT judge_id, source, completion_code, token_hash FROM web_judges WHERE token_hash = ?",
-        (token_hash(token),),
-    ).fetchone()
-    return _judge(row)
+    return project.store.web_judge(token_hash(token)) if token else None
 
 
-def join_study(project: Project, key: str, participant: str) -> tuple[Judge, str]:
+def join_study(project: Project, key: str, participant: str) -> tuple[WebJudge, str]:
     """The judge of a study participant (created on first visit) and a fresh session token.
 
     Raises :class:`Forbidden` for a wrong study key and :class:`WebError` for a malformed
     participant id. A returning participant keeps their judge id and answers; their previous
     session token stops working.
     """
-    expected = project.store.meta(STUDY_META)
-    if expected is None or token_hash(key) != expected:
+    expected = project.store.web_study_key_hash()
+    if expected is None or not same(token_hash(key), expected):
         raise Forbidden("this study link is not valid")
     if not PARTICIPANT.match(participant or ""):
         raise WebError("the study link carries no valid participant id")
     token = new_token()
-    with project.store.transaction() as conn:
-        row = conn.execute(
-            "SELECT judge_id FROM web_judges WHERE participant = ?", (participant,)
-        ).fetchone()
-        if row is None:
-            conn.execute(
-                "INSERT INTO web_judges (judge_id, token_hash, source, participant,"
-                " completion_code, created_at) VALUES (?, ?, 'platform', ?, ?, ?)",
-                (
-                    _next_judge_id(conn, "P"),
-                    token_hash(token),
-                    participant,
-                    completion_code(),
-                    _stamp(_now(None)),
-                ),
-            )
-        else:
-            conn.execute(
-                "UPDATE web_judges SET token_hash = ? WHERE judge_id = ?",
-                (token_hash(token), row[0]),
-            )
+    project.store.join_web_participant(
+        participant, token_hash(token), completion_code(), _stamp(_now(None))
+    )
     judge = judge_for_token(project, token)
     assert judge is not None
     return judge, token
 
 
 # --- handing out questions -------------------------------------------------------------------
-
-
-def release_expired(conn: sqlite3.Connection, at: datetime | None = None) -> int:
-    """Release every open assignment past its deadline; returns how many."""
-    before = conn.total_changes
-    conn.execute(
-        "UPDATE web_assignments SET status = 'released' WHERE status = 'open' AND expires_at < ?",
-        (_stamp(_now(at)),),
-    )
-    return conn.total_changes - before
-
-
-def open_iteration(conn: sqlite3.Connection) -> int | None:
-    """The batch the web crowd answers now: the last one, while built or published for it."""
-    row = conn.execute(
-        "SELECT iteration, status, crowd FROM batches ORDER BY iteration DESC LIMIT 1"
-    ).fetchone()
-    if row is None or row[1] not in ("built", "published") or row[2] not in (None, "web"):
-        return None
-    return row[0]
 
 
 def choose_pair(pair_id: np.ndarray, filled: np.ndarray, wanted: np.ndarray, key: int) -> int:
@@ -272,119 +247,54 @@ def choose_pair(pair_id: np.ndarray, filled: np.ndarray, wanted: np.ndarray, key
     return int(order[room[order]][0])
 
 
-_ASSIGNMENT = (
-    "SELECT assignment_id, pair_id, judge_id, csrf, issued_at, expires_at, status"
-    " FROM web_assignments"
-)
-
-
-def answered_by(conn: sqlite3.Connection, judge_id: str) -> int:
-    return conn.execute(
-        "SELECT COUNT(*) FROM web_assignments WHERE judge_id = ? AND status = 'submitted'",
-        (judge_id,),
-    ).fetchone()[0]
-
-
 def next_assignment(
-    project: Project, judge: Judge, settings: WebSettings, at: datetime | None = None
-) -> Assignment | None:
+    project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
+) -> WebAssignment | None:
     """The judge's open assignment, or a new one; ``None`` when nothing is left for them."""
     at = _now(at)
-    with project.store.transaction() as conn:
-        release_expired(conn, at)
-        row = conn.execute(
-            f"{_ASSIGNMENT} WHERE judge_id = ? AND status = 'open' ORDER BY issued_at LIMIT 1",
-            (judge.judge_id,),
-        ).fetchone()
-        if row is not None:
-            return Assignment(*row)
-        limit = settings.questions_per_judge
-        if limit and answered_by(conn, judge.judge_id) >= limit:
-            return None
-        iteration = open_iteration(conn)
-        if iteration is None:
-            return None
-        candidates = np.array(
-            conn.execute(
-                """
-                SELECT p.pair_id,
-                       (SELECT COUNT(*) FROM answers a
-                         WHERE a.pair_id = p.pair_id AND a.status != 'rejected')
-                     + (SELECT COUNT(*) FROM web_assignments w
-                         WHERE w.status = 'open' AND w.pair_id = p.pair_id),
-                       p.answers_wanted
-                FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = 'web'
-                WHERE p.iteration = ? AND p.pair_id NOT IN
-                      (SELECT pair_id FROM web_assignments WHERE judge_id = ?)
-                """,
-                (iteration, judge.judge_id),
-            ).fetchall(),
-            dtype=np.int64,
-        ).reshape(-1, 3)
-        chosen = choose_pair(candidates[:, 0], candidates[:, 1], candidates[:, 2], judge.key)
-        if chosen < 0:
-            return None
-        assignment = Assignment(
-            assignment_id=secrets.token_urlsafe(12),
-            pair_id=int(candidates[chosen, 0]),
-            judge_id=judge.judge_id,
-            csrf=new_token(),
-            issued_at=_stamp(at),
-            expires_at=_stamp(at + timedelta(minutes=settings.timeout_minutes)),
-            status="open",
-        )
-        conn.execute(
-            "INSERT INTO web_assignments (assignment_id, pair_id, judge_id, csrf, issued_at,"
-            " expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                assignment.assignment_id,
-                assignment.pair_id,
-                assignment.judge_id,
-                assignment.csrf,
-                assignment.issued_at,
-                assignment.expires_at,
-                assignment.status,
-            ),
-        )
-    return assignment
+    key = judge_key(judge.token_hash)
+    return project.store.issue_web_assignment(
+        judge.judge_id,
+        assignment_id=secrets.token_urlsafe(12),
+        csrf=new_token(),
+        issued_at=_stamp(at),
+        expires_at=_stamp(at + timedelta(minutes=settings.timeout_minutes)),
+        limit=settings.questions_per_judge,
+        choose=lambda pair_id, filled, wanted: choose_pair(pair_id, filled, wanted, key),
+    )
 
 
-def assignment_of(project: Project, judge: Judge, assignment_id: str) -> Assignment:
+def assignment_of(project: Project, judge: WebJudge, assignment_id: str) -> WebAssignment:
     """The judge's own assignment; :class:`Forbidden` for anyone else's or an unknown id."""
-    row = project.store.conn.execute(
-        f"{_ASSIGNMENT} WHERE assignment_id = ?", (assignment_id,)
-    ).fetchone()
-    if row is None or row[2] != judge.judge_id:
+    assignment = project.store.web_assignment(assignment_id)
+    if assignment is None or assignment.judge_id != judge.judge_id:
         raise Forbidden("this question is not yours")
-    return Assignment(*row)
-
-
-def pair_row(project: Project, pair_id: int) -> dict[str, Any]:
-    """The ``pairs`` row of ``pair_id`` as a dict."""
-    cursor = project.store.conn.execute("SELECT * FROM pairs WHERE pair_id = ?", (pair_id,))
-    return dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
-
-
-def batch_complete(conn: sqlite3.Connection, pair_id: int) -> bool:
-    """Whether every pair of ``pair_id``'s batch has its answers (checked in that order: the
-    pair first, the batch only when the pair is complete)."""
-    have_all = """
-        SELECT COUNT(*) FROM pairs p
-        WHERE {where} AND p.answers_wanted > (
-            SELECT COUNT(*) FROM answers a WHERE a.pair_id = p.pair_id AND a.status != 'rejected'
-        )
-    """
-    if conn.execute(have_all.format(where="p.pair_id = ?"), (pair_id,)).fetchone()[0]:
-        return False
-    iteration = "p.iteration = (SELECT iteration FROM pairs WHERE pair_id = ?)"
-    return conn.execute(have_all.format(where=iteration), (pair_id,)).fetchone()[0] == 0
+    return assignment
 
 
 # --- answers ---------------------------------------------------------------------------------
 
 
-def validate_answer(form: dict[str, str], settings: WebSettings) -> dict[str, Any]:
-    """``choice, background, comment, raw`` from a posted form; :class:`WebError` if invalid."""
+@dataclass(frozen=True)
+class Answer:
+    """A validated answer: the choice, the optional texts and the page's play log
+    (:data:`PLAY_LOG`: plays and listening seconds per clip, seconds on the page)."""
+
+    choice: str
+    background: str | None
+    comment: str | None
+    log: dict[str, float]
+
+    def raw(self) -> str:
+        """The answer's raw record: the play log (as the MTurk crowd keeps it, under
+        ``fields``); nothing else a post may carry is kept."""
+        return json.dumps({"fields": self.log}, sort_keys=True)
+
+
+def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
+    """The answer in a posted form; :class:`WebError` if invalid. Fields other than the HIT's
+    (:data:`~crowdprefs.hits.render.ANSWER_FIELDS`) are ignored; a missing play-log field
+    counts as 0."""
     choice = form.get("choice")
     if choice not in CHOICES:
         raise WebError("choose one of the three answers before submitting")
@@ -394,119 +304,80 @@ def validate_answer(form: dict[str, str], settings: WebSettings) -> dict[str, An
         if len(value) > settings.max_text:
             raise WebError(f"the {name} is longer than {settings.max_text} characters")
         text[name] = value or None
-    raw = {k: v for k, v in form.items() if k != "csrf"}
-    return {"choice": choice, **text, "raw": json.dumps(raw, ensure_ascii=False, sort_keys=True)}
+    log = {}
+    for name in PLAY_LOG:
+        value = (form.get(name) or "0").strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise WebError(f"the page's play log is damaged ({name} = {value[:20]!r}); reload it")
+        log[name] = number
+    return Answer(choice, text["background"], text["comment"], log)
+
+
+def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
+    """The durations of the clips ``query``, ``a`` and ``b`` shown for ``pair`` (a row of
+    :meth:`~crowdprefs.campaign.store.Store.web_pair`); ``None`` while unknown."""
+    x, y = pair["x_seconds"], pair["y_seconds"]
+    a_is_x = bool(int(pair["a_is_x"]))
+    return {"query": pair["query_seconds"], "a": x if a_is_x else y, "b": y if a_is_x else x}
+
+
+def check_listening(
+    log: Mapping[str, float], seconds: Mapping[str, float | None], min_coverage: float
+) -> None:
+    """The listening gate of the HIT page, checked again on the server: every clip played to
+    its end at least once, and listened to for at least ``min_coverage`` of its duration
+    (less :data:`LISTEN_SLACK`) where the duration is known. :class:`NotListened` otherwise."""
+    for role in ROLES:
+        if log[f"plays_{role}"] < 1:
+            raise NotListened(f"{CLIP_NAMES[role]} was not played to its end: play every clip")
+        known = seconds[role]
+        if known is not None and log[f"listen_{role}"] < min_coverage * known - LISTEN_SLACK:
+            raise NotListened(
+                f"{CLIP_NAMES[role]} lasts {known:.1f} s but was heard for "
+                f"{log[f'listen_{role}']:.1f} s: listen to every clip at normal speed"
+            )
 
 
 def submit(
     project: Project,
-    judge: Judge,
+    judge: WebJudge,
     assignment_id: str,
     csrf: str | None,
-    form: dict[str, str],
+    form: Mapping[str, str],
     settings: WebSettings,
     at: datetime | None = None,
 ) -> bool:
     """Store the judge's answer to their assignment; ``False`` when it was already stored.
 
     Raises :class:`Forbidden` (not the judge's assignment, wrong CSRF token), :class:`WebError`
-    (invalid answer) or :class:`Gone` (released and the pair has all its answers meanwhile).
+    (invalid answer), :class:`NotListened` (the clips were not heard: :func:`check_listening`
+    with the project's ``[hit] min_coverage``) or :class:`Gone` (released and the pair has all
+    its answers meanwhile).
     """
     at = _now(at)
     answer = validate_answer(form, settings)
-    with project.store.transaction() as conn:
-        assignment = assignment_of(project, judge, assignment_id)
-        if not same(csrf, assignment.csrf):
-            raise Forbidden("the form's security token is missing or wrong; reload the page")
-        if assignment.status == "submitted":
-            return False
-        pair = conn.execute(
-            "SELECT a_is_x, answers_wanted FROM pairs WHERE pair_id = ?", (assignment.pair_id,)
-        ).fetchone()
-        if assignment.status == "released":
-            filled = conn.execute(
-                "SELECT (SELECT COUNT(*) FROM answers WHERE pair_id = ? AND status != 'rejected')"
-                " + (SELECT COUNT(*) FROM web_assignments WHERE pair_id = ? AND status = 'open')",
-                (assignment.pair_id, assignment.pair_id),
-            ).fetchone()[0]
-            if filled >= pair[1]:
-                raise Gone("this question expired and was answered by others meanwhile")
-        issued = datetime.fromisoformat(assignment.issued_at)
-        row = {
-            "pair_id": assignment.pair_id,
-            "crowd": "web",
-            "assignment_id": assignment.assignment_id,
-            "worker_id": judge.judge_id,
-            "score": SCORES[answer["choice"], int(pair[0])],
-            "seconds": round((at - issued).total_seconds(), 3),
-            "accepted_at": assignment.issued_at,
-            "submitted_at": _stamp(at),
-            **answer,
-        }
-        # One row: a plain INSERT (Store.insert_answers builds a DataFrame, ~50x slower here).
-        conn.execute(
-            f"INSERT OR IGNORE INTO answers ({', '.join(ANSWER_COLUMNS)})"
-            f" VALUES ({', '.join('?' * len(ANSWER_COLUMNS))})",
-            tuple(row[column] for column in ANSWER_COLUMNS),
-        )
-        conn.execute(
-            "UPDATE web_assignments SET status = 'submitted' WHERE assignment_id = ?",
-            (assignment_id,),
-        )
-    return True
-
-
-# --- progress --------------------------------------------------------------------------------
-
-
-def batch_progress(project: Project) -> dict[str, Any]:
-    """The open batch: pairs complete, answers have/wanted, assignments open, judges active."""
-    store = project.store
-    last = store.last_batch()
-    if last is None:
-        return {"iteration": None, "status": None, "pairs": 0}
-    frame = store.frame(
-        """
-        SELECT p.pair_id, p.answers_wanted AS wanted,
-               (SELECT COUNT(*) FROM answers a
-                 WHERE a.pair_id = p.pair_id AND a.status != 'rejected') AS have,
-               (SELECT COUNT(*) FROM web_assignments w
-                 WHERE w.pair_id = p.pair_id AND w.status = 'open') AS open
-        FROM pairs p WHERE p.iteration = ?
-        """,
-        (last["iteration"],),
+    assignment = assignment_of(project, judge, assignment_id)
+    if not same(csrf, assignment.csrf):
+        raise Forbidden("the form's security token is missing or wrong; reload the page")
+    if assignment.status == "submitted":
+        return False
+    pair = project.store.web_pair(assignment.pair_id)
+    check_listening(answer.log, clip_seconds(pair), HitSettings.from_project(project).min_coverage)
+    issued = datetime.fromisoformat(assignment.issued_at)
+    outcome = project.store.submit_web_answer(
+        assignment_id,
+        choice=answer.choice,
+        score=SCORES[answer.choice, int(pair["a_is_x"])],
+        seconds=round((at - issued).total_seconds(), 3),
+        submitted_at=_stamp(at),
+        background=answer.background,
+        comment=answer.comment,
+        raw=answer.raw(),
     )
-    return {
-        "iteration": last["iteration"],
-        "status": last["status"],
-        "crowd": last["crowd"],
-        "pairs": len(frame),
-        "pairs_complete": int((frame["have"] >= frame["wanted"]).sum()),
-        "answers": int(frame["have"].sum()),
-        "answers_wanted": int(frame["wanted"].sum()),
-        "open_assignments": int(frame["open"].sum()),
-    }
-
-
-def judge_table(project: Project) -> pd.DataFrame:
-    """Per judge: source, answers, share of "equal", median seconds, last answer."""
-    return project.store.frame(
-        """
-        SELECT j.judge_id, j.source, COUNT(a.answer_id) AS answers,
-               AVG(a.choice = 'equal') AS equal_share,
-               AVG(a.choice = 'A') AS a_share,
-               MAX(a.submitted_at) AS last_answer
-        FROM web_judges j
-        LEFT JOIN answers a ON a.worker_id = j.judge_id AND a.crowd = 'web'
-        GROUP BY j.judge_id ORDER BY answers DESC, j.judge_id
-        """
-    ).merge(
-        project.store.frame(
-            "SELECT worker_id AS judge_id, seconds FROM answers WHERE crowd = 'web'"
-        )
-        .groupby("judge_id", as_index=False)["seconds"]
-        .median()
-        .rename(columns={"seconds": "median_seconds"}),
-        on="judge_id",
-        how="left",
-    )
+    if outcome == "gone":
+        raise Gone("this question expired and was answered by others meanwhile")
+    return outcome == "stored"

@@ -1,11 +1,12 @@
 """Simulated judges answering over HTTP, and a local server to answer to.
 
 Each judge is an ``httpx.AsyncClient`` with its own cookie jar: it opens its invitation link,
-then loops ``GET /next`` → reads the question page's form (action and CSRF token) → posts an
-answer, exactly as a browser without JavaScript would. What it answers comes from an *oracle*
-``(assignment_id, judge_index) -> choice``: :func:`simulated_oracle` answers like worker
-``judge_index`` of the project's simulated crowd (:mod:`crowdprefs.crowds.simulated`), so a web
-campaign of simulated judges builds the same kind of lists as the simulated crowd.
+asks for a question (``POST /next``), reads the question page's form (action and CSRF token),
+posts an answer and follows to the next question, as a browser would. What it posts comes from
+an *oracle* ``(assignment_id, judge_index) -> fields``: the choice and the page's play log.
+:func:`simulated_oracle` answers like worker ``judge_index`` of the project's simulated crowd
+(:mod:`crowdprefs.crowds.simulated`), having heard every clip once, so a web campaign of
+simulated judges builds the same kind of lists as the simulated crowd.
 
 Traffic goes only to the given base URL, which :class:`LocalServer` binds on 127.0.0.1; every
 loop is bounded by a deadline and an answer count, and stops by itself.
@@ -18,7 +19,6 @@ import functools
 import os
 import re
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -33,20 +33,25 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from crowdprefs.campaign.project import Project
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import count_answers, inter_agreement
+from crowdprefs.campaign.project import STATE_NAME, Project
+from crowdprefs.campaign.store import Store
 from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
-from crowdprefs.errors import CrowdError
+from crowdprefs.errors import CrowdError, StateError
+from crowdprefs.progress import make_progress
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
-from crowdprefs.web.security import new_token
+from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
 
-Oracle = Callable[[str, int], str]
+Oracle = Callable[[str, int], dict[str, str]]
+"""``(assignment_id, judge_index) → form fields`` of the answer (``choice`` and the play log)."""
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 STATE = re.compile(r'id="done" data-state="(\w+)"')
 
 
 class LocalServer:
-    """``crowdprefs serve`` in a background thread on ``127.0.0.1`` and a free port."""
+    """The judges' site in a background thread on ``127.0.0.1`` and a free port."""
 
     def __init__(self, root: Path, researcher_token: str) -> None:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -84,23 +89,23 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """``crowdprefs serve ROOT`` as a child process on ``127.0.0.1`` (stopped on exit)."""
+    """The judges' site of the project at ``root`` as a child process on ``127.0.0.1``
+    (``python -m crowdprefs.web``; stopped on exit)."""
 
     def __init__(self, root: Path, researcher_token: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [
             sys.executable,
-            "-c",
-            "from crowdprefs.cli import main; main()",
-            "serve",
+            "-m",
+            "crowdprefs.web",
             str(root),
             "--host",
             "127.0.0.1",
             "--port",
             str(self.port),
         ]
-        self.env = {**os.environ, "CROWDPREFS_RESEARCHER_TOKEN": researcher_token}
+        self.env = {**os.environ, RESEARCHER_TOKEN_ENV: researcher_token}
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> ServerProcess:
@@ -113,14 +118,14 @@ class ServerProcess:
             if self.process.poll() is not None:
                 self.log.seek(0)
                 last = self.log.read().decode(errors="replace").strip().splitlines()[-1:]
-                raise CrowdError(f"crowdprefs serve exited: {' '.join(last)}")
+                raise CrowdError(f"the web server exited: {' '.join(last)}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
                     return self
             except httpx.TransportError:
                 time.sleep(0.1)
         self.__exit__()
-        raise CrowdError("crowdprefs serve did not answer within 60 s")
+        raise CrowdError("the web server did not answer within 60 s")
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -157,22 +162,23 @@ async def _judge(
 ) -> None:
     response = await client.get(f"/invite/{token}", follow_redirects=True)
     response.raise_for_status()
+    response = await client.post("/next", follow_redirects=True)
     while time.monotonic() < deadline and not stop() and report.answers < max_answers:
-        response = await client.get("/next", follow_redirects=True)
         path = response.url.path
         if path.startswith("/hit/"):
             assignment = path.rsplit("/", 1)[1]
             match = CSRF.search(response.text)
             if match is None:
                 raise CrowdError(f"question page {path} has no CSRF token")
-            form = {"csrf": match.group(1), "choice": oracle(assignment, index)}
+            form = {"csrf": match.group(1), **oracle(assignment, index)}
             started = time.perf_counter()
             posted = await client.post(path, data=form)
             report.latencies.append(time.perf_counter() - started)
             if posted.status_code == 303:
                 report.answers += 1
-            else:
-                report.refused.append(f"{posted.status_code} {path}")
+                response = await client.get(posted.headers["location"], follow_redirects=True)
+                continue
+            report.refused.append(f"{posted.status_code} {path}")
         else:
             state = STATE.search(response.text)
             if state is None:
@@ -180,6 +186,7 @@ async def _judge(
             if state.group(1) == "finished":
                 return
             await asyncio.sleep(0.05)
+        response = await client.post("/next", follow_redirects=True)
 
 
 def run_judges(
@@ -228,28 +235,41 @@ def run_judges(
 
 def simulated_oracle(root: Path) -> Oracle:
     """Answers of the project's simulated crowd (``[simulated]`` section): judge *i* is worker
-    *i* of its pool (``i`` modulo the pool size), answering the assignment's pair."""
+    *i* of its pool (``i`` modulo the pool size), answering the assignment's pair after hearing
+    each clip once."""
     with Project(root) as project:
         crowd = SimulatedCrowd.for_project(project)
     n = len(crowd.pool.ids)
-    state = root / "state.sqlite"
     local = threading.local()
 
-    @functools.lru_cache(maxsize=4096)
-    def everyone(pair_id: int) -> dict[str, str]:
-        pair = pd.read_sql_query(
-            "SELECT * FROM pairs WHERE pair_id = ?", local.conn, params=(pair_id,)
-        ).assign(answers_wanted=n)
-        frame = simulate_answers(pair, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
-        return dict(zip(frame["worker_id"], frame["choice"], strict=True))
+    def store() -> Store:
+        """This thread's own connection to the state (the server writes through its own)."""
+        if not hasattr(local, "store"):
+            local.store = Store(root / STATE_NAME)
+        return local.store
 
-    def answer(assignment: str, index: int) -> str:
-        if not hasattr(local, "conn"):
-            local.conn = sqlite3.connect(f"file:{state}?mode=ro", uri=True, timeout=60)
-        pair_id = local.conn.execute(
-            "SELECT pair_id FROM web_assignments WHERE assignment_id = ?", (assignment,)
-        ).fetchone()[0]
-        return everyone(pair_id)[crowd.pool.ids[index % n]]
+    @functools.lru_cache(maxsize=4096)
+    def everyone(pair_id: int) -> tuple[dict[str, str], dict[str, str]]:
+        """Each worker's choice for the pair, and the play log of hearing its clips once."""
+        pair = store().web_pair(pair_id)
+        frame = simulate_answers(
+            pd.DataFrame([pair]).assign(answers_wanted=n),
+            crowd.similarity,
+            crowd.pool,
+            crowd.model,
+            crowd.seed,
+        )
+        heard = {}
+        for role, seconds in assign.clip_seconds(pair).items():
+            heard |= {f"plays_{role}": "1", f"listen_{role}": f"{seconds or 0:.2f}"}
+        return dict(zip(frame["worker_id"], frame["choice"], strict=True)), heard
+
+    def answer(assignment: str, index: int) -> dict[str, str]:
+        found = store().web_assignment(assignment)
+        if found is None:
+            raise CrowdError(f"the server handed out an unknown question {assignment}")
+        choices, heard = everyone(found.pair_id)
+        return {"choice": choices[crowd.pool.ids[index % n]], **heard}
 
     return answer
 
@@ -269,3 +289,57 @@ def run_web_campaign(
     oracle = simulated_oracle(root)
     with LocalServer(root, new_token()) as server:
         return run_judges(server.url, tokens, oracle, watch=watch, max_seconds=max_seconds)
+
+
+@dataclass
+class WebDemo:
+    """A finished web campaign: what the judges did, and per iteration ``pairs, answers,
+    agreement`` (mean inter-agreement of the pairs) and ``judges``."""
+
+    report: JudgeReport
+    iterations: pd.DataFrame
+
+
+def iteration_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration of ``answers`` (``iteration, pair_id, worker_id, score``): pairs, answers,
+    the mean inter-agreement of its pairs (seed 002 §5.3) and the judges who answered."""
+    counts = count_answers(answers)
+    agreement = pd.Series(
+        inter_agreement(counts["more"], counts["equal"], counts["less"]), index=counts.index
+    )
+    iteration_of = answers.drop_duplicates("pair_id").set_index("pair_id")["iteration"]
+    table = answers.groupby("iteration").agg(
+        pairs=("pair_id", "nunique"), answers=("pair_id", "size"), judges=("worker_id", "nunique")
+    )
+    table["agreement"] = agreement.groupby(iteration_of.reindex(agreement.index)).mean()
+    return table.reset_index()[["iteration", "pairs", "answers", "agreement", "judges"]]
+
+
+def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> WebDemo:
+    """The demo's campaign through the web crowd: ``judges`` simulated judges post their answers
+    over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next;
+    progress is shown on stderr. Raises :class:`StateError` when ``max_seconds`` pass first
+    (running it again resumes).
+    """
+    with make_progress(transient=True) as progress:
+        task = progress.add_task(
+            f"{judges} judges answering over HTTP", total=len(project.store.query_names())
+        )
+
+        def watch() -> bool:
+            totals = driver.status(project)["totals"]
+            progress.update(
+                task,
+                completed=totals["closed"],
+                description=f"iteration {totals['iteration']}: {totals['answers']} answers",
+            )
+            return False
+
+        report = run_web_campaign(project.root, judges=judges, watch=watch, max_seconds=max_seconds)
+    totals = driver.status(project)["totals"]
+    if totals["closed"] < totals["queries"]:
+        raise StateError(
+            f"the web campaign stopped after {max_seconds:g} s with "
+            f"{totals['queries'] - totals['closed']} list(s) open; run it again to resume"
+        )
+    return WebDemo(report, iteration_table(project.store.answers()))

@@ -1,34 +1,77 @@
 """Tokens, hashes and headers of the web crowd.
 
 Invitation, study and researcher tokens carry 192 random bits (``secrets.token_urlsafe(24)``);
-the state keeps only their SHA-256, so a copy of ``state.sqlite`` lets nobody in. Form posts
-carry a per-assignment synchroniser token (CSRF) compared in constant time, and a cross-origin
+the state keeps only their SHA-256, so a copy of ``state.sqlite`` lets nobody in. A researcher
+token chosen by hand must be as hard to guess (:func:`check_researcher_token`); it is read from
+the environment or a file, never from the command line. Failed token attempts are limited per
+client address (:class:`Throttle`), and files holding tokens are written 0600. Form posts carry
+a per-assignment synchroniser token (CSRF) compared in constant time, and a cross-origin
 ``Origin`` header is refused. Clips are served only from the files the project's state lists.
+The Content-Security-Policy allows no inline code but the templates' own script and styles, by
+their SHA-256.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import ipaddress
 import mimetypes
+import os
 import secrets
+import stat
+import time
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
+from crowdprefs.errors import InputError
+from crowdprefs.files import atomic_path
+
 TOKEN_BYTES = 24
+RESEARCHER_TOKEN_ENV = "CROWDPREFS_RESEARCHER_TOKEN"
+"""The environment variable that may hold the researcher token."""
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 """Completion codes avoid look-alike characters (0/O, 1/I)."""
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-        "media-src 'self' https:; img-src 'self' data:; form-action 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
+MIN_RESEARCHER_TOKEN = 32
+"""Shortest researcher token accepted (a new token has 32 characters of 64 kinds: 192 bits)."""
+MIN_TOKEN_KINDS = 8
+"""Fewest different characters in a researcher token (refuses ``aaaa…``, ``abab…``)."""
+
+INLINE_SCRIPTS = ("listening.js",)
+"""Template files included verbatim as inline ``<script>`` (the HIT's listening gate)."""
+INLINE_STYLES = ("preference.css", "web_page.css")
+"""Template files included verbatim as inline ``<style>``."""
+
+
+def _source_hash(text: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return f"'sha256-{digest}'"
+
+
+def security_headers(template_dir: Path) -> dict[str, str]:
+    """The HTTP headers of every page: a Content-Security-Policy allowing scripts and styles
+    only from this site and, inline, only the template files :data:`INLINE_SCRIPTS` and
+    :data:`INLINE_STYLES` (by the SHA-256 of their text; no ``'unsafe-inline'``), and no
+    framing, sniffing, referrer leaks or caching."""
+
+    def hashes(names: tuple[str, ...]) -> str:
+        return " ".join(_source_hash((template_dir / n).read_text(encoding="utf-8")) for n in names)
+
+    return {
+        "Content-Security-Policy": (
+            f"default-src 'self'; script-src 'self' {hashes(INLINE_SCRIPTS)}; "
+            f"style-src 'self' {hashes(INLINE_STYLES)}; media-src 'self' https:; "
+            "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+            "object-src 'none'"
+        ),
+        "X-Content-Type-Options": "nosniff",
+        "X-Frame-Options": "DENY",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+    }
 
 
 def new_token() -> str:
@@ -72,3 +115,92 @@ def servable_clip(path: str | None) -> Path | None:
         return None
     kind, _ = mimetypes.guess_type(file.name)
     return file if kind is not None and kind.startswith("audio/") else None
+
+
+def check_researcher_token(token: str) -> str:
+    """``token`` when it is hard enough to guess for the researcher page: at least
+    :data:`MIN_RESEARCHER_TOKEN` characters, of at least :data:`MIN_TOKEN_KINDS` kinds;
+    :class:`InputError` otherwise."""
+    if len(token) < MIN_RESEARCHER_TOKEN or len(set(token)) < MIN_TOKEN_KINDS:
+        raise InputError(
+            f"the researcher token is too weak: use at least {MIN_RESEARCHER_TOKEN} random "
+            f'characters of at least {MIN_TOKEN_KINDS} kinds (python3 -c "import secrets; '
+            'print(secrets.token_urlsafe(24))" makes one), or none to get a new one'
+        )
+    return token
+
+
+def researcher_token(file: Path | None = None) -> str:
+    """The researcher token: the first line of ``file`` when given (a file only its owner may
+    read), else the environment variable :data:`RESEARCHER_TOKEN_ENV`, else a new random one;
+    a weak one is refused (:func:`check_researcher_token`). Never a command-line value: other
+    users of the machine can read those in the process list."""
+    if file is not None:
+        try:
+            mode = Path(file).stat().st_mode
+            lines = Path(file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(f"cannot read the researcher token file {file}: {error}") from None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise InputError(
+                f"the researcher token file {file} is open to other users: chmod 600 {file}"
+            )
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise InputError(f"the researcher token file {file} is empty")
+        return check_researcher_token(token)
+    given = os.environ.get(RESEARCHER_TOKEN_ENV, "").strip()
+    return check_researcher_token(given) if given else new_token()
+
+
+class Throttle:
+    """Failed token attempts per client address: after ``limit`` failures within ``window``
+    seconds an address must wait until the oldest of them is ``window`` seconds old. Against
+    guessing invitation, study and researcher tokens (192 random bits each: this only keeps
+    logs and the server quiet), it costs a legitimate user at most one wait."""
+
+    def __init__(
+        self, limit: int = 20, window: float = 600.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit, self.window, self.clock = limit, window, clock
+        self.failures: dict[str, deque[float]] = {}
+
+    def _recent(self, who: str, now: float) -> deque[float]:
+        times = self.failures.get(who, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        if not times:
+            self.failures.pop(who, None)
+        return times
+
+    def wait(self, who: str) -> float:
+        """Seconds ``who`` must wait before trying a token again (0: now)."""
+        now = self.clock()
+        times = self._recent(who, now)
+        return times[0] + self.window - now if len(times) >= self.limit else 0.0
+
+    def fail(self, who: str) -> None:
+        """Count a failed attempt of ``who``."""
+        now = self.clock()
+        if len(self.failures) > 10_000:  # forget addresses whose failures are all old
+            for other in list(self.failures):
+                self._recent(other, now)
+        self.failures.setdefault(who, self._recent(who, now)).append(now)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to ``host`` keeps the site on this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def write_secret(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, readable and writable by its owner only (0600):
+    for files that hold tokens. The permissions are set before the text is written."""
+    with atomic_path(path) as temporary:
+        os.chmod(temporary, 0o600)
+        temporary.write_text(text, encoding="utf-8", newline="")

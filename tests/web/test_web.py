@@ -7,6 +7,7 @@ clips; the browser and load tests are in ``test_web_browser.py`` and ``test_web_
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 import warnings
@@ -23,20 +24,30 @@ from starlette.exceptions import StarletteDeprecationWarning
 from typer.testing import CliRunner
 
 from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.campaign.store.web import WebAssignment
 from crowdprefs.cli.app import app as cli_app
 from crowdprefs.crowds.web import advance
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
-from crowdprefs.web.security import token_hash
+from crowdprefs.web.security import is_loopback, token_hash
 
 with warnings.catch_warnings():  # starlette asks for httpx2, which is not a dependency
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
     from starlette.testclient import TestClient
 
-RESEARCHER = "researcher-secret-token"
+RESEARCHER = "researcher-token-for-these-tests-0123456789"
+CLIP_SECONDS = 0.25
+PLAYED = {
+    **{f"plays_{clip}": "1" for clip in ("query", "a", "b")},
+    **{f"listen_{clip}": "0.3" for clip in ("query", "a", "b")},
+    "seconds_on_page": "4.2",
+}
+"""The play log of a page whose three clips (0.25 s each) were heard to the end."""
+ANSWER_A = {**PLAYED, "choice": "A"}
+ANSWER_B = {**PLAYED, "choice": "B"}
 
 
-def write_wav(path: Path, freq: float, seconds: float = 0.25, rate: int = 8000) -> None:
+def write_wav(path: Path, freq: float, seconds: float = CLIP_SECONDS, rate: int = 8000) -> None:
     """A tiny mono 16-bit sine clip."""
     t = np.arange(int(seconds * rate)) / rate
     samples = (0.3 * np.sin(2 * np.pi * freq * t) * 32767).astype("<i2")
@@ -48,7 +59,8 @@ def write_wav(path: Path, freq: float, seconds: float = 0.25, rate: int = 8000) 
 
 
 def make_web_project(root: Path, *, queries: int = 2, size: int = 4, answers: int = 3, web=None):
-    """A project whose queries and candidates all have WAV clips; returns its folder."""
+    """A project whose queries and candidates all have WAV clips of known duration; returns its
+    folder."""
     clips = root / "clips"
     clips.mkdir(parents=True)
     rows = []
@@ -60,7 +72,10 @@ def make_web_project(root: Path, *, queries: int = 2, size: int = 4, answers: in
     frame = pd.DataFrame(rows, columns=["query", "document", "audio", "query_audio"])
     frame.to_csv(root / "candidates.csv", index=False)
     settings = Settings(answers_per_pair=answers, reward=0.0, sections={"web": web or {}})
-    init_project(root / "project", root / "candidates.csv", settings=settings).close()
+    with init_project(root / "project", root / "candidates.csv", settings=settings) as project:
+        for query, document, audio, query_audio in rows:
+            project.store.set_clip(query, document, str(root / audio), CLIP_SECONDS)
+            project.store.set_clip(query, None, str(root / query_audio), CLIP_SECONDS)
     return root / "project"
 
 
@@ -83,13 +98,18 @@ def judge_client(app, token: str) -> TestClient:
 
 
 def open_question(client: TestClient) -> tuple[str, str, str]:
-    """Follow ``/next`` to a question page: ``(assignment_id, csrf, html)``."""
-    response = client.get("/next")
+    """Ask for a question (``POST /next``) and follow to its page: ``(assignment_id, csrf,
+    html)``."""
+    response = client.post("/next")
     assert response.status_code == 200
     match = re.search(r"/hit/([A-Za-z0-9_-]+)$", str(response.url))
     assert match, f"not a question page: {response.url}"
     csrf = re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)
     return match.group(1), csrf, response.text
+
+
+def stamp(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds")
 
 
 def answers_frame(root: Path) -> pd.DataFrame:
@@ -110,18 +130,22 @@ def test_judge_answers_and_the_answer_is_stored_at_once(project_dir):
         assert audio.content[:4] == b"RIFF"
         response = client.post(
             f"/hit/{assignment}",
-            data={"csrf": csrf, "choice": "A", "comment": "nice", "plays_a": "1"},
+            data={"csrf": csrf, "choice": "A", "comment": "nice", **PLAYED},
+            follow_redirects=False,
         )
-        assert response.status_code == 200
+        assert response.status_code == 303
+        next_assignment = response.headers["location"].rsplit("/", 1)[1]
         stored = answers_frame(project_dir)
         assert len(stored) == 1
         row = stored.iloc[0]
         assert (row["crowd"], row["assignment_id"], row["choice"]) == ("web", assignment, "A")
         assert row["score"] == (1 if row["a_is_x"] else -1)
-        assert row["comment"] == "nice" and '"plays_a": "1"' in row["raw"]
-        assert "csrf" not in row["raw"]
-        next_assignment, _, _ = open_question(client)
+        assert row["comment"] == "nice"
+        assert json.loads(row["raw"]) == {
+            "fields": {name: float(value) for name, value in PLAYED.items()}
+        }
         assert next_assignment != assignment
+        assert open_question(client)[0] == next_assignment, "the answer handed out the next"
 
 
 def test_every_pair_gets_exactly_its_answers_from_distinct_judges(project_dir):
@@ -133,12 +157,12 @@ def test_every_pair_gets_exactly_its_answers_from_distinct_judges(project_dir):
         # Round-robin until batch 1 is complete (the server then publishes batch 2).
         for _ in range(20):
             for client in clients:
-                response = client.get("/next")
+                response = client.post("/next")
                 if "/hit/" not in str(response.url):
                     continue
                 assignment = str(response.url).rsplit("/", 1)[1]
                 csrf = re.search(r'name="csrf" value="([^"]+)"', response.text).group(1)
-                client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "equal"})
+                client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "equal", **PLAYED})
             answers = answers_frame(project_dir)
             if answers["pair_id"].isin(batch1).sum() == 3 * len(batch1):
                 break
@@ -167,7 +191,7 @@ def test_concurrent_judges_never_overfill_a_pair(project_dir):
             with Project(project_dir) as project:
                 judge = assign.judge_for_token(project, token)
                 while (a := assign.next_assignment(project, judge, assign_settings)) is not None:
-                    form = {"choice": "B"}
+                    form = {"choice": "B", **PLAYED}
                     assert assign.submit(
                         project, judge, a.assignment_id, a.csrf, form, assign_settings
                     )
@@ -199,7 +223,7 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
         # Every other pair goes to judge 2: nothing is left for judge 3 while judge 1 holds one.
         while (a := assign.next_assignment(project, judges[1], settings)) is not None:
             taken.append(a)
-            assign.submit(project, judges[1], a.assignment_id, a.csrf, {"choice": "A"}, settings)
+            assign.submit(project, judges[1], a.assignment_id, a.csrf, ANSWER_A, settings)
         assert len(taken) == pairs
         assert assign.next_assignment(project, judges[2], settings) is None
         # An hour later judge 1's question is released and goes to judge 3 ...
@@ -207,24 +231,24 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
         assert again.pair_id == taken[0].pair_id
         # ... whose answer fills the pair, so judge 1's late answer is refused.
         assign.submit(
-            project, judges[2], again.assignment_id, again.csrf, {"choice": "B"}, settings
+            project, judges[2], again.assignment_id, again.csrf, {**PLAYED, "choice": "B"}, settings
         )
         with pytest.raises(assign.Gone):
             assign.submit(
-                project, judges[0], taken[0].assignment_id, taken[0].csrf, {"choice": "A"}, settings
+                project, judges[0], taken[0].assignment_id, taken[0].csrf, ANSWER_A, settings
             )
         # Judge 1 is never offered that pair again, even with room.
         project.store.conn.execute("UPDATE pairs SET answers_wanted = 3")
         seen = set()
         while (a := assign.next_assignment(project, judges[0], settings, at=later)) is not None:
             seen.add(a.pair_id)
-            assign.submit(project, judges[0], a.assignment_id, a.csrf, {"choice": "A"}, settings)
+            assign.submit(project, judges[0], a.assignment_id, a.csrf, ANSWER_A, settings)
         assert taken[0].pair_id not in seen and len(seen) == pairs - 1
         # A late answer to a released question is taken while the pair still has room.
         a4 = assign.next_assignment(project, judges[3], settings, at=later)
-        assert assign.release_expired(project.store.conn, later + timedelta(hours=1)) == 1
+        assert project.store.release_expired_assignments(stamp(later + timedelta(hours=1))) == 1
         assert assign.submit(
-            project, judges[3], a4.assignment_id, a4.csrf, {"choice": "equal"}, settings
+            project, judges[3], a4.assignment_id, a4.csrf, {**PLAYED, "choice": "equal"}, settings
         )
 
 
@@ -235,11 +259,12 @@ def test_a_judge_cannot_touch_another_judges_question(project_dir):
         assignment, csrf, _ = open_question(first)
         assert second.get(f"/hit/{assignment}").status_code == 403
         assert second.get(f"/clip/{assignment}/query").status_code == 403
-        response = second.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
+        response = second.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})
         assert response.status_code == 403
         anonymous = TestClient(server.app)
         assert anonymous.get(f"/hit/{assignment}").status_code == 403
         assert anonymous.get("/next").status_code == 403
+        assert anonymous.post("/next").status_code == 403
         assert anonymous.get("/invite/not-a-token").status_code == 403
     assert answers_frame(project_dir).empty
 
@@ -250,19 +275,17 @@ def test_posts_are_csrf_checked_validated_and_idempotent(project_dir):
         client = judge_client(server.app, token)
         assignment, csrf, _ = open_question(client)
         url = f"/hit/{assignment}"
-        assert client.post(url, data={"choice": "A"}).status_code == 403
-        assert client.post(url, data={"csrf": csrf[:-1] + "x", "choice": "A"}).status_code == 403
+        assert client.post(url, data=ANSWER_A).status_code == 403
+        assert client.post(url, data={"csrf": csrf[:-1] + "x", **ANSWER_A}).status_code == 403
         foreign = {"origin": "https://evil.example"}
-        assert (
-            client.post(url, data={"csrf": csrf, "choice": "A"}, headers=foreign).status_code == 403
-        )
-        assert client.post(url, data={"csrf": csrf, "choice": "C"}).status_code == 400
-        assert client.post(url, data={"csrf": csrf}).status_code == 400
-        long = {"csrf": csrf, "choice": "A", "comment": "x" * 2001}
+        assert client.post(url, data={"csrf": csrf, **ANSWER_A}, headers=foreign).status_code == 403
+        assert client.post(url, data={"csrf": csrf, **PLAYED, "choice": "C"}).status_code == 400
+        assert client.post(url, data={"csrf": csrf, **PLAYED}).status_code == 400
+        long = {"csrf": csrf, **ANSWER_A, "comment": "x" * 2001}
         assert client.post(url, data=long).status_code == 400
         assert client.get(f"/clip/{assignment}/..%2F..%2Fstate.sqlite").status_code == 404
         assert answers_frame(project_dir).empty
-        ok = {"csrf": csrf, "choice": "B"}
+        ok = {"csrf": csrf, **PLAYED, "choice": "B"}
         same_origin = {"origin": "http://testserver"}
         assert (
             client.post(url, data=ok, headers=same_origin, follow_redirects=False).status_code
@@ -291,7 +314,13 @@ def test_researcher_page_is_token_protected_and_escapes_worker_text(project_dir)
         assignment, csrf, _ = open_question(client)
         client.post(
             f"/hit/{assignment}",
-            data={"csrf": csrf, "choice": "equal", "comment": hostile, "background": hostile},
+            data={
+                "csrf": csrf,
+                **PLAYED,
+                "choice": "equal",
+                "comment": hostile,
+                "background": hostile,
+            },
         )
         outsider = TestClient(server.app)
         assert outsider.get("/researcher").status_code == 403
@@ -304,6 +333,20 @@ def test_researcher_page_is_token_protected_and_escapes_worker_text(project_dir)
         assert "<form" not in page.text and "<button" not in page.text
         assert page.headers["x-frame-options"] == "DENY"
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+
+
+def test_researcher_page_shows_a_dash_for_judges_without_answers(project_dir):
+    t1, _ = invite(project_dir, 2)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, t1)
+        assignment, csrf, _ = open_question(client)
+        client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_B})
+        page = TestClient(server.app).get(f"/researcher/{RESEARCHER}").text
+    rows = re.findall(r"<tr><td>(J000\d)</td>(.*?)</tr>", page, re.S)
+    cells = {judge: re.findall(r"<td>(.*?)</td>", rest) for judge, rest in rows}
+    assert cells["J0001"][:4] == ["invite", "1", "0%", "0%"]
+    assert cells["J0002"] == ["invite", "0", "–", "–", "–", "–"]
+    assert "nan" not in page
 
 
 def test_study_participants_get_a_completion_code(tmp_path):
@@ -320,15 +363,15 @@ def test_study_participants_get_a_completion_code(tmp_path):
         assert client.get(f"/study/{key}?PROLIFIC_PID=abc123").status_code == 200
         for _ in range(2):
             assignment, csrf, _ = open_question(client)
-            client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
-        done = client.get("/next")
+            client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})
+        done = client.post("/next")
         assert str(done.url).endswith("/done")
         code = re.search(r'id="completion-code">([A-Z0-9]+)<', done.text).group(1)
         assert f"https://study.example/done?cc={code}" in done.text
         # The same participant coming back keeps their judge and answers.
         again = TestClient(server.app)
         again.get(f"/study/{key}?PROLIFIC_PID=abc123")
-        assert code in again.get("/next").text
+        assert code in again.post("/next").text
     with Project(root) as project:
         judges = project.store.frame("SELECT judge_id, participant, source FROM web_judges")
     assert judges.to_dict("records") == [
@@ -378,12 +421,10 @@ def test_invite_command_prints_links_and_writes_csv(project_dir, tmp_path):
 
 
 def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tmp_path):
-    from crowdprefs.cli.web import _loopback
-
-    assert all(_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
-    assert not any(_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
+    assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
     result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--port", "70000"])
-    assert result.exit_code != 0 and "--port" in str(result.exception)
+    assert result.exit_code != 0 and "port must be between 1 and 65535" in str(result.exception)
     bad = make_web_project(tmp_path / "bad", queries=1, web={"timeout_minutes": 0})
     result = CliRunner().invoke(cli_app, ["serve", str(bad)])
     assert result.exit_code != 0 and "timeout_minutes" in str(result.exception)
@@ -406,7 +447,7 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
     with Project(root) as project:
         advance(project)
         judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
-        held: dict[int, list[assign.Assignment]] = {j: [] for j in range(4)}
+        held: dict[int, list[WebAssignment]] = {j: [] for j in range(4)}
         conn = project.store.conn
         for who, action in actions:
             judge = judges[who]
@@ -416,17 +457,16 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
             if action == "late" and held[who]:
                 old = held[who][0]
                 with contextlib.suppress(assign.Gone):  # released, and others filled the pair
-                    form = {"choice": "A"}
-                    assign.submit(project, judge, old.assignment_id, old.csrf, form, web, at=clock)
+                    assign.submit(
+                        project, judge, old.assignment_id, old.csrf, ANSWER_A, web, at=clock
+                    )
                 continue
             got = assign.next_assignment(project, judge, web, at=clock)
             if got is None:
                 continue
             held[who].append(got)
             if action == "answer":
-                assign.submit(
-                    project, judge, got.assignment_id, got.csrf, {"choice": "B"}, web, at=clock
-                )
+                assign.submit(project, judge, got.assignment_id, got.csrf, ANSWER_B, web, at=clock)
             rows = conn.execute(
                 """
                 SELECT p.answers_wanted,

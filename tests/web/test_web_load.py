@@ -9,7 +9,7 @@ import pytest
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, Settings, init_project
-from crowdprefs.cli.web import run_web_demo
+from crowdprefs.cli.web import show_web_demo
 from crowdprefs.demo import make_collection
 from crowdprefs.io import write_lists
 
@@ -41,7 +41,8 @@ def test_a_whole_campaign_runs_through_the_web_crowd(tmp_path, capsys):
     settings = Settings(answers_per_pair=3, sections={"simulated": {"truth": "../truth.qrel"}})
     init_project(tmp_path / "project", tmp_path / "candidates.csv", settings=settings).close()
     with Project(tmp_path / "project") as project:
-        report = run_web_demo(project, judges=6, max_seconds=240)
+        demo = show_web_demo(project, judges=6, max_seconds=240)
+    report = demo.report
     assert report.refused == []
     assert "demo campaign (web crowd" in capsys.readouterr().out
     with Project(tmp_path / "project") as project:
@@ -54,3 +55,5 @@ def test_a_whole_campaign_runs_through_the_web_crowd(tmp_path, capsys):
     assert set(answers["crowd"]) == {"web"} and report.answers == len(answers)
     assert (answers.groupby("pair_id").size() == 3).all()
     assert sorted(lists["document"]) == sorted(candidates["document"])
+    assert list(demo.iterations["iteration"]) == list(batches["iteration"])
+    assert demo.iterations["answers"].sum() == len(answers)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from crowdprefs.campaign.store.schema import MIGRATIONS, SCHEMA_VERSION
+from crowdprefs.campaign.store.web import WebStore
 from crowdprefs.errors import StateError
 
 CLIP_JOINS = """
@@ -48,7 +49,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class Store:
+class Store(WebStore):
     """A project's SQLite state. Use :meth:`transaction` for every change."""
 
     def __init__(self, path: Path, *, create: bool = False) -> None:

@@ -1,0 +1,340 @@
+"""The web crowd against hostile or careless requests: body limits while streaming, the
+listening gate on the server, safe GETs, token guessing, weak researcher tokens, token files,
+and a Content-Security-Policy without inline code it does not know."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import re
+import select
+import socket
+import stat
+import warnings
+
+import httpx
+import pytest
+from starlette.exceptions import StarletteDeprecationWarning
+from test_web import (
+    ANSWER_A,
+    PLAYED,
+    RESEARCHER,
+    answers_frame,
+    invite,
+    judge_client,
+    make_web_project,
+    open_question,
+)
+from typer.testing import CliRunner
+
+from crowdprefs.campaign.project import Project
+from crowdprefs.cli.app import app as cli_app
+from crowdprefs.errors import InputError
+from crowdprefs.web import assign
+from crowdprefs.web.app import MAX_BODY, create_app
+from crowdprefs.web.judges import LocalServer
+from crowdprefs.web.security import (
+    RESEARCHER_TOKEN_ENV,
+    Throttle,
+    check_researcher_token,
+    new_token,
+    researcher_token,
+)
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
+
+
+@pytest.fixture
+def project_dir(tmp_path):
+    return make_web_project(tmp_path)
+
+
+def open_assignments(root) -> int:
+    with Project(root) as project:
+        return int(project.store.web_batch_progress()["open_assignments"])
+
+
+# --- request bodies ---------------------------------------------------------------------------
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit_with_413(project_dir):
+    """A body without Content-Length (chunked) is refused once it passes the limit: of 200 MB
+    offered in 16 KB chunks the server pulls only what fits under the limit, plus one chunk."""
+    (token,) = invite(project_dir, 1)
+    chunk = 16 * 1024
+    pulled = 0
+
+    async def two_hundred_megabytes():
+        nonlocal pulled
+        for _ in range(200 * 1024 * 1024 // chunk):
+            pulled += 1
+            yield b"x" * chunk
+
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, _, _ = open_question(client)
+
+        async def post() -> httpx.Response:
+            transport = httpx.ASGITransport(app=server.app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://testserver", cookies=client.cookies
+            ) as streaming:
+                return await streaming.post(
+                    f"/hit/{assignment}",
+                    content=two_hundred_megabytes(),
+                    headers={"content-type": "application/x-www-form-urlencoded"},
+                )
+
+        response = asyncio.run(post())
+    assert response.status_code == 413 and "too large" in response.text
+    assert "content-length" not in response.request.headers
+    assert pulled * chunk <= MAX_BODY + chunk
+    assert answers_frame(project_dir).empty
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_reading(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        big = {"csrf": csrf, **ANSWER_A, "comment": "x" * (MAX_BODY + 1)}
+        assert client.post(f"/hit/{assignment}", data=big).status_code == 413
+        # Every POST is limited, also the ones that read no form.
+        assert client.post("/next", content=b"x" * (MAX_BODY + 1)).status_code == 413
+    assert answers_frame(project_dir).empty
+
+
+def raw_post(port: int, path: str, head: list[str], chunks, timeout: float = 5.0):
+    """Send a request over a plain socket, stopping when the server answers or stops reading;
+    returns (status line, bytes of body sent)."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(("\r\n".join([f"POST {path} HTTP/1.1", *head, "", ""])).encode())
+        for chunk in chunks:
+            if select.select([sock], [], [], 0)[0]:
+                break
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                break
+            sent += len(chunk)
+        sock.settimeout(timeout)
+        status = sock.recv(4096).split(b"\r\n", 1)[0].decode()
+    return status, sent
+
+
+@pytest.mark.slow
+def test_a_real_server_cuts_a_200_megabyte_chunked_post_short(project_dir):
+    """Against uvicorn on loopback: a judge's chunked 200 MB answer gets 413 long before it is
+    sent."""
+    (token,) = invite(project_dir, 1)
+    with LocalServer(project_dir, RESEARCHER) as server:
+        with httpx.Client(base_url=server.url, follow_redirects=True) as client:
+            client.get(f"/invite/{token}")
+            path = client.post("/next").url.path
+        assert path.startswith("/hit/")
+        port = int(server.url.rsplit(":", 1)[1])
+        piece = b"x" * (1024 * 1024)
+        framed = b"%x\r\n%s\r\n" % (len(piece), piece)
+        head = [
+            f"Host: 127.0.0.1:{port}",
+            f"Cookie: crowdprefs_judge={token}",
+            "Content-Type: application/x-www-form-urlencoded",
+            "Transfer-Encoding: chunked",
+        ]
+        status, sent = raw_post(port, path, head, (framed for _ in range(200)))
+    assert status.split()[1] == "413", status
+    assert sent < 50 * 1024 * 1024
+    assert answers_frame(project_dir).empty
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def test_only_the_known_answer_fields_are_stored(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        extra = {f"unknown_{i}": "y" * 1000 for i in range(29)}
+        response = client.post(
+            f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A, **extra}, follow_redirects=False
+        )
+        assert response.status_code == 303
+    (raw,) = answers_frame(project_dir)["raw"]
+    assert json.loads(raw) == {"fields": {k: float(v) for k, v in PLAYED.items()}}
+    assert "unknown" not in raw and len(raw) < 300
+
+
+@pytest.mark.parametrize(
+    "log, status, message",
+    [
+        ({}, 422, "not played to its end"),  # only csrf and choice
+        ({**PLAYED, "plays_b": "0"}, 422, "variation B was not played"),
+        ({**PLAYED, "listen_query": "0.05"}, 422, "the original melody lasts 0.2 s"),
+        ({**PLAYED, "listen_a": "nan"}, 400, "play log is damaged"),
+        ({**PLAYED, "plays_query": "-1"}, 400, "play log is damaged"),
+    ],
+)
+def test_the_server_refuses_answers_without_listening(project_dir, log, status, message):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        response = client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A", **log})
+        assert response.status_code == status and message in response.text
+        assert answers_frame(project_dir).empty
+        ok = client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})
+        assert ok.status_code == 200
+    assert len(answers_frame(project_dir)) == 1
+
+
+def test_the_listening_gate_skips_the_time_of_clips_of_unknown_duration():
+    seconds = {"query": None, "a": 10.0, "b": None}
+    log = {**{k: float(v) for k, v in PLAYED.items()}, "listen_a": 8.95}
+    assign.check_listening(log, seconds, 0.9)
+    with pytest.raises(assign.NotListened, match="variation A lasts 10.0 s"):
+        assign.check_listening({**log, "listen_a": 5.0}, seconds, 0.9)  # heard at double speed
+
+
+# --- safe GETs ---------------------------------------------------------------------------------
+
+
+def test_get_next_changes_nothing_and_post_next_hands_out_a_question(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        for _ in range(3):
+            response = client.get("/next")
+            assert response.status_code == 200 and str(response.url).endswith("/welcome")
+        assert open_assignments(project_dir) == 0
+        assert 'method="post" action="/next"' in response.text
+        assignment, _, _ = open_question(client)
+        assert open_assignments(project_dir) == 1
+        for _ in range(3):
+            assert str(client.get("/next").url).endswith(f"/hit/{assignment}")
+        assert open_question(client)[0] == assignment
+        assert open_assignments(project_dir) == 1
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+def test_failed_token_attempts_are_rate_limited_per_address(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        guesser = TestClient(server.app)
+        limit = server.app.state.throttle.limit
+        for _ in range(limit):
+            assert guesser.get(f"/invite/{new_token()}").status_code == 403
+        refused = guesser.get(f"/invite/{token}")
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+        assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
+        guesser.cookies.set("crowdprefs_judge", token)
+        assert guesser.get("/welcome").status_code == 429
+        server.app.state.throttle.failures.clear()
+        for _ in range(limit):
+            assert guesser.get(f"/researcher/{new_token()}").status_code == 403
+        assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
+
+
+def test_the_throttle_forgets_failures_older_than_its_window():
+    now = [0.0]
+    throttle = Throttle(limit=3, window=60.0, clock=lambda: now[0])
+    for _ in range(3):
+        assert throttle.wait("a") == 0
+        throttle.fail("a")
+        now[0] += 10
+    assert throttle.wait("a") == pytest.approx(30.0) and throttle.wait("b") == 0
+    now[0] = 60.5
+    assert throttle.wait("a") == 0
+
+
+@pytest.mark.parametrize("weak", ["", "short", "a" * 40, "ab" * 20, "researcher-token"])
+def test_a_weak_researcher_token_is_refused(project_dir, weak):
+    with pytest.raises(InputError, match="too weak"):
+        check_researcher_token(weak)
+    with pytest.raises(InputError, match="too weak"):
+        create_app(project_dir, weak)
+
+
+def test_the_researcher_token_comes_from_a_private_file_or_the_environment(tmp_path, monkeypatch):
+    token = new_token()
+    file = tmp_path / "token"
+    file.write_text(token + "\n")
+    file.chmod(0o644)
+    with pytest.raises(InputError, match="open to other users: chmod 600"):
+        researcher_token(file)
+    file.chmod(0o600)
+    assert researcher_token(file) == token
+    monkeypatch.setenv(RESEARCHER_TOKEN_ENV, "weak")
+    with pytest.raises(InputError, match="too weak"):
+        researcher_token()
+    monkeypatch.delenv(RESEARCHER_TOKEN_ENV)
+    made = researcher_token()
+    assert len(made) >= 32 and made != researcher_token()
+
+
+def test_serve_has_no_token_option_and_refuses_a_weak_token(project_dir):
+    result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--researcher-token", "x"])
+    assert result.exit_code != 0 and "No such option" in result.output
+    weak = CliRunner().invoke(
+        cli_app, ["serve", str(project_dir)], env={RESEARCHER_TOKEN_ENV: "password"}
+    )
+    assert weak.exit_code != 0 and "too weak" in str(weak.exception)
+
+
+def test_the_invitation_file_is_readable_by_its_owner_only(project_dir, tmp_path):
+    out = tmp_path / "links.csv"
+    result = CliRunner().invoke(cli_app, ["invite", str(project_dir), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    assert "/invite/" in out.read_text()
+
+
+# --- content security policy -------------------------------------------------------------------
+
+INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
+
+
+def inline_hashes(html: str) -> set[tuple[str, str]]:
+    """``(element, 'sha256-…')`` of each inline script and style element of a page."""
+    return {
+        (kind, f"'sha256-{base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()}'")
+        for kind, body in INLINE.findall(html)
+    }
+
+
+def test_the_csp_allows_only_the_pages_own_inline_code(project_dir):
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        pages = [client.get("/welcome"), client.post("/next"), TestClient(server.app).get("/")]
+        pages.append(TestClient(server.app).get(f"/researcher/{RESEARCHER}"))
+        assert "/hit/" in str(pages[1].url)
+        seen = set()
+        for page in pages:
+            policy = dict(
+                part.strip().split(" ", 1)
+                for part in page.headers["content-security-policy"].split(";")
+            )
+            assert "unsafe-inline" not in page.headers["content-security-policy"]
+            for kind, digest in inline_hashes(page.text):
+                assert digest in policy[f"{kind}-src"].split(), (page.url, kind)
+                seen.add(kind)
+        assert seen == {"script", "style"}
+
+
+def test_a_finished_judge_sees_the_completion_page_after_the_last_answer(tmp_path):
+    root = make_web_project(tmp_path, web={"questions_per_judge": 1})
+    (token,) = invite(root, 1)
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        response = client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})
+        assert str(response.url).endswith("/done") and 'data-state="finished"' in response.text
