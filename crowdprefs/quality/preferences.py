@@ -4,21 +4,30 @@ For people with their own answers — from another platform, a lab study, or cro
 pandas frame of one answer per row, ``worker, query, left, right, label`` (``label`` one of
 ``left``, ``right``, ``equal``, or crowd-kit's preferred item; an optional ``seconds`` column
 holds work times), checked by :func:`crowdprefs.exchange.preference_frame`. Everything here is a
-pure function of such a frame:
+pure function of such a frame, or, for the model, a small class with crowd-kit's
+``fit``/``fit_predict`` surface:
 
 * :func:`verdicts`: one verdict per pair with the Mann-Whitney or vote-margin rule of
   :mod:`crowdprefs.campaign.aggregate` and each pair's inter-agreement;
 * :func:`sort_lists`: partially ordered lists by replaying the modified QuickSort of
   :mod:`crowdprefs.campaign.sorting` on those verdicts (the answers must hold the comparisons
   the sort needs, as a QuickSort campaign's do);
+* :class:`TieBradleyTerry`: the tie-aware Bradley–Terry model with worker reliabilities of
+  :mod:`crowdprefs.campaign.bradley_terry`, fitted on all answers — scores, a tie parameter,
+  reliabilities and lists for answers on arbitrary pairs;
 * :func:`agreement`: inter-agreement, Krippendorff's α and Fleiss' κ;
 * :func:`worker_flags`: the audit's worker-flag rules
   (:func:`crowdprefs.quality.audit.flag_workers`);
+* :func:`transitivity_violations`: how often verdicts, or a worker's own answers, are not
+  transitive, per query or per worker;
 * :func:`to_answers_frame` and :func:`from_answers_frame`: to and from the audit's answers frame
   (a project's answers or an MTurk results file).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -31,7 +40,9 @@ from crowdprefs.campaign.aggregate import (
 from crowdprefs.campaign.aggregate import (
     verdicts as decide,
 )
+from crowdprefs.campaign.bradley_terry import TieModel, fit_bradley_terry
 from crowdprefs.campaign.sorting import Segment, initial_order, lookup, split
+from crowdprefs.campaign.transitivity import violation_rates
 from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.errors import InputError
 from crowdprefs.exchange import preference_frame
@@ -128,7 +139,8 @@ def sort_lists(
     (:func:`crowdprefs.campaign.sorting.initial_order`, as a campaign with that seed orders
     them); the sort is replayed on the :func:`verdicts`, every open segment splitting on the
     last member compared with all the others. Group 1 is the most similar. When the answers lack
-    a comparison the sort needs, :class:`InputError` names it.
+    a comparison the sort needs, :class:`InputError` names it: answers on arbitrary pairs are
+    for :class:`TieBradleyTerry`.
     """
     pairs = verdicts(answers, rule)
     rows = []
@@ -143,7 +155,7 @@ def sort_lists(
                 missing = next(c for c in segment.comparisons() if lookup(known, *c) is None)
                 raise InputError(
                     f"query {query!r}: no answer compares {missing[0]!r} with {missing[1]!r}, "
-                    "which the sort needs"
+                    "which the sort needs; fit TieBradleyTerry for answers on arbitrary pairs"
                 )
         rows.extend(
             (query, document, group)
@@ -261,3 +273,109 @@ def worker_flags(
     frame = to_answers_frame(answers)
     flags = flag_workers(frame, pair_verdicts(frame, rule), rules)
     return flags.rename(columns={"worker_id": "worker"})
+
+
+def transitivity_violations(
+    answers: pd.DataFrame,
+    by: Literal["query", "worker"] = "query",
+    rule: AggregationRule = AggregationRule(),
+) -> pd.DataFrame:
+    """How often preferences are not transitive: ``triples``, ``violations``, ``rate``
+    (:func:`crowdprefs.campaign.transitivity.violation_rates`), indexed by query or worker.
+
+    ``by="query"``: over the :func:`verdicts` of each query (by ``rule``). ``by="worker"``: over
+    each worker's own answers, query by query, summed (a pair a worker answered more than once
+    counts with the sign of their mean answer).
+    """
+    if by not in ("query", "worker"):
+        raise InputError(f"by must be 'query' or 'worker', got {by!r}")
+    if by == "query":
+        pairs = verdicts(answers, rule)
+        judgments = pairs.rename(columns={"left": "x", "right": "y", "verdict": "value"})
+    else:
+        judgments = _oriented(preference_frame(answers)).rename(columns={"score": "value"})
+    return violation_rates(judgments, by=by)
+
+
+@dataclass
+class TieBradleyTerry:
+    """The tie-aware Bradley–Terry model with worker reliabilities
+    (:mod:`crowdprefs.campaign.bradley_terry`), with crowd-kit's ``fit``/``fit_predict`` surface.
+
+    ``ties``: ``davidson`` (Davidson 1970) or ``rao-kupper`` (Rao & Kupper 1967);
+    ``reliability``: fit each worker's reliability and noise (Crowd-BT, Chen et al. 2013) or
+    trust every answer; ``alpha``: the level of the test separating groups.
+
+    After :meth:`fit`: ``scores_`` (Series indexed by ``query, document``; higher = more
+    similar), ``standard_errors_`` (same index), ``lists_`` (``query, document, group``, group 1
+    most similar), ``tie_`` (ν or θ), ``reliabilities_`` (Series by worker, η in (0, 1): the
+    probability that an answer follows the model), ``noise_`` (per worker, the shares of
+    ``left, equal, right`` when they do not), ``log_likelihood_`` and ``converged_``.
+    """
+
+    ties: TieModel = "davidson"
+    reliability: bool = True
+    alpha: float = 0.05
+    scores_: pd.Series = field(init=False, repr=False)
+    standard_errors_: pd.Series = field(init=False, repr=False)
+    lists_: pd.DataFrame = field(init=False, repr=False)
+    tie_: float = field(init=False, repr=False)
+    reliabilities_: pd.Series = field(init=False, repr=False)
+    noise_: pd.DataFrame = field(init=False, repr=False)
+    log_likelihood_: float = field(init=False, repr=False)
+    converged_: bool = field(init=False, repr=False)
+
+    def fit(self, answers: pd.DataFrame) -> TieBradleyTerry:
+        """Fit on every answer of every query (one tie parameter and one reliability per worker
+        across queries, scores per query)."""
+        answers = preference_frame(answers)
+        items = pd.MultiIndex.from_arrays(
+            [
+                np.concatenate([answers["query"], answers["query"]]),
+                np.concatenate([answers["left"], answers["right"]]),
+            ],
+            names=["query", "document"],
+        )
+        codes, unique = pd.factorize(items, sort=True)
+        n = len(answers)
+        workers, worker_names = pd.factorize(answers["worker"], sort=True)
+        block, _ = pd.factorize(unique.get_level_values(0))
+        outcome = answers["label"].map({"left": 1, "equal": 0, "right": -1}).to_numpy()
+        fit = fit_bradley_terry(
+            codes[:n],
+            codes[n:],
+            outcome,
+            workers,
+            block,
+            n_items=len(unique),
+            n_workers=len(worker_names),
+            ties=self.ties,
+            reliability=self.reliability,
+            alpha=self.alpha,
+        )
+        index = pd.MultiIndex.from_tuples(list(unique), names=["query", "document"])
+        self.scores_ = pd.Series(fit.scores, index=index, name="score")
+        self.standard_errors_ = pd.Series(fit.standard_errors, index=index, name="standard_error")
+        lists = pd.DataFrame(
+            {
+                "query": index.get_level_values("query"),
+                "document": index.get_level_values("document"),
+                "group": fit.groups,
+                "score": fit.scores,
+            }
+        )
+        lists = lists.sort_values(["query", "group", "score"], ascending=[True, True, False])
+        self.lists_ = lists[LIST_COLUMNS].reset_index(drop=True)
+        self.tie_ = fit.tie
+        workers_index = pd.Index(worker_names, name="worker")
+        self.reliabilities_ = pd.Series(fit.reliability, index=workers_index, name="reliability")
+        self.noise_ = pd.DataFrame(
+            fit.noise, index=workers_index, columns=["left", "equal", "right"]
+        )
+        self.log_likelihood_ = fit.log_likelihood
+        self.converged_ = fit.converged
+        return self
+
+    def fit_predict(self, answers: pd.DataFrame) -> pd.Series:
+        """:meth:`fit`, then the scores."""
+        return self.fit(answers).scores_

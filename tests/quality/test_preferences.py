@@ -105,17 +105,27 @@ def test_verdicts_count_answers_whichever_side_the_pair_was_shown_on():
     assert cp.verdicts(answers).iloc[0]["p_value"] == pytest.approx(expected)
 
 
-def test_a_perfect_crowd_gives_the_truth_by_sorting():
+def test_a_perfect_crowd_gives_the_truth_by_sorting_and_by_the_model():
     answers, _ = crowd_answers(TRUTH, all_pairs(TRUTH), answers=5, model=PERFECT)
     expected = {q: groups_of(TRUTH, q) for q in ("q1", "q2")}
     lists = cp.sort_lists(answers, AggregationRule("margin"))
     assert {q: groups_of(lists, q) for q in ("q1", "q2")} == expected
+    model = cp.TieBradleyTerry().fit(answers)
+    assert {q: groups_of(model.lists_, q) for q in ("q1", "q2")} == expected
+    scores = model.fit_predict(answers)
+    assert scores.index.names == ["query", "document"]
+    assert scores.loc[("q1", "a")] > scores.loc[("q1", "c")] > scores.loc[("q1", "g")]
+    assert model.converged_ and model.tie_ > 0
+    assert set(model.reliabilities_.index) == set(answers["worker"])
+    assert model.noise_.sum(axis=1).to_numpy() == pytest.approx(1.0)
 
 
 def test_sorting_names_the_comparison_the_answers_lack():
     answers = unanimous([("a", "b", 1), ("c", "d", 0)])
-    with pytest.raises(InputError, match=r"query 'q': no answer compares '.' with '.'"):
+    with pytest.raises(InputError, match=r"query 'q': no answer compares '.' with '.'.*Bradley"):
         cp.sort_lists(answers)
+    lists = cp.TieBradleyTerry().fit(answers).lists_
+    assert set(lists["document"]) == {"a", "b", "c", "d"}
 
 
 def test_agreement_over_all_answers_and_per_query():
@@ -155,6 +165,37 @@ def test_worker_flags_find_the_planted_robots_and_careless_workers():
     assert set(untimed["flag"]) <= {"constant-answer", "low-agreement"}
 
 
+def test_transitivity_violations_per_query_and_per_worker():
+    answers = pd.DataFrame(
+        [
+            # w1 is transitive: a > b > c and a > c
+            ("w1", "q", "a", "b", "left"),
+            ("w1", "q", "b", "c", "left"),
+            ("w1", "q", "a", "c", "left"),
+            # w2 goes round a cycle: a > b, b > c, c > a
+            ("w2", "q", "a", "b", "left"),
+            ("w2", "q", "b", "c", "left"),
+            ("w2", "q", "a", "c", "right"),
+            # w3: a = b, b = c but a > c (weak preferences count too)
+            ("w3", "q", "a", "b", "equal"),
+            ("w3", "q", "b", "c", "equal"),
+            ("w3", "q", "a", "c", "left"),
+            # w4 answered too little to close a triple
+            ("w4", "q", "a", "b", "left"),
+        ],
+        columns=["worker", "query", "left", "right", "label"],
+    )
+    workers = cp.transitivity_violations(answers, by="worker")
+    assert workers["triples"].to_dict() == {"w1": 1, "w2": 1, "w3": 1, "w4": 0}
+    assert workers["violations"].to_dict() == {"w1": 0, "w2": 1, "w3": 1, "w4": 0}
+    assert workers.loc["w2", "rate"] == 1.0 and np.isnan(workers.loc["w4", "rate"])
+    # margin-2 verdicts: a > b (3–0), b > c (2–0), but a = c (2–1): not transitive
+    queries = cp.transitivity_violations(answers, rule=AggregationRule("margin", margin=2))
+    assert queries.loc["q"].to_dict() == {"triples": 1, "violations": 1, "rate": 1.0}
+    consistent = cp.transitivity_violations(unanimous(TABLE_1))
+    assert consistent.loc["q", "violations"] == 0 and consistent.loc["q", "triples"] > 0
+
+
 def test_the_audit_answers_frame_round_trips():
     answers, _ = crowd_answers(TRUTH, all_pairs(TRUTH), answers=3, model=PERFECT)
     frame = cp.to_answers_frame(answers)
@@ -181,5 +222,7 @@ def test_bad_answers_end_in_one_line_naming_the_row_and_column():
         cp.worker_flags(good.assign(seconds=[-3, 4]))
     with pytest.raises(InputError, match="must be a pandas DataFrame"):
         cp.verdicts([("w", "q", "a", "b", "left")])
+    with pytest.raises(InputError, match="by must be"):
+        cp.transitivity_violations(good, by="pair")
     # without a query column, every row is one query
     assert cp.verdicts(good.drop(columns="query"))["query"].tolist() == ["query"]
