@@ -86,7 +86,7 @@ def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
     return p, dp_dd, dp_dtau
 
 
-def tie_parameter(tau: float, ties: TieModel) -> float:
+def _tie_parameter(tau: float, ties: TieModel) -> float:
     """ν = e^τ (Davidson) or θ = 1 + e^τ (Rao-Kupper) from the unconstrained τ."""
     return float(np.exp(tau)) if ties == "davidson" else float(1.0 + np.exp(tau))
 
@@ -235,7 +235,7 @@ def fit_bradley_terry(
         scores=s,
         standard_errors=standard_errors,
         groups=groups,
-        tie=tie_parameter(tau, ties),
+        tie=_tie_parameter(tau, ties),
         ties=ties,
         reliability=eta_w,
         noise=q_w,
