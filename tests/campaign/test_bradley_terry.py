@@ -78,26 +78,34 @@ def test_the_probabilities_are_davidsons_and_rao_kuppers_formulas():
 
 
 @pytest.mark.parametrize("ties", bt.TIE_MODELS)
-def test_the_fit_maximises_the_penalised_likelihood_its_gradient_is_exact(ties, monkeypatch):
-    captured = {}
-    minimize = optimize.minimize
-
-    def spy(objective, start, **options):
-        captured["objective"] = objective
-        return minimize(objective, start, **options)
-
-    monkeypatch.setattr(bt.optimize, "minimize", spy)
+@pytest.mark.parametrize("reliability", [True, False])
+def test_the_log_posterior_s_gradient_and_curvature_are_exact(ties, reliability):
     rng = np.random.default_rng(3)
     first = rng.integers(0, 6, 200)
     second = (first + rng.integers(1, 6, 200)) % 6
-    result = bt.fit_bradley_terry(
-        first, second, rng.integers(-1, 2, 200), rng.integers(0, 5, 200), ties=ties
+    problem = bt._Problem(
+        first, second, rng.integers(0, 3, 200), rng.integers(0, 5, 200), 6, 5, ties,
+        reliability, bt._Blocks.build(np.zeros(6, int), first, second),
+    )  # fmt: skip
+    theta = rng.normal(0, 1, problem.size)
+    value, grad, curvature = bt._log_posterior(theta, problem, order=2)
+    assert bt._log_posterior(theta, problem, order=0) == value
+    error = optimize.check_grad(
+        lambda t: bt._log_posterior(t, problem, 0),
+        lambda t: bt._log_posterior(t, problem)[1],
+        theta,
     )
-    objective = captured["objective"]
-    theta = rng.normal(0, 1, 6 + 1 + 3 * 5)
-    error = optimize.check_grad(lambda t: objective(t)[0], lambda t: objective(t)[1], theta)
-    assert error < 1e-3 * np.linalg.norm(objective(theta)[1])
-    assert result.converged
+    assert error < 1e-5 * np.linalg.norm(grad)
+    # the curvature product is minus the Hessian: compare with differences of the gradient
+    v = rng.normal(0, 1, problem.size)
+    h = 1e-5
+    numeric = -(
+        bt._log_posterior(theta + h * v, problem)[1] - bt._log_posterior(theta - h * v, problem)[1]
+    ) / (2 * h)
+    assert curvature.times(v) == pytest.approx(numeric, rel=1e-4, abs=1e-4)
+    # the preconditioner is the inverse of a positive definite matrix
+    r = rng.normal(0, 1, problem.size)
+    assert r @ curvature.precondition(r) > 0
 
 
 @pytest.mark.parametrize("ties", bt.TIE_MODELS)
