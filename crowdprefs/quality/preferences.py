@@ -32,14 +32,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from crowdprefs.campaign.aggregate import (
-    AggregationRule,
-    count_answers,
-    inter_agreement,
-)
-from crowdprefs.campaign.aggregate import (
-    verdicts as decide,
-)
+from crowdprefs.campaign import aggregate
+from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.bradley_terry import TieModel, fit_bradley_terry
 from crowdprefs.campaign.sorting import Segment, initial_order, lookup, split
 from crowdprefs.campaign.transitivity import violation_rates
@@ -96,13 +90,15 @@ def verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -
     (:func:`crowdprefs.campaign.aggregate.inter_agreement`; NaN below two answers).
     """
     oriented = _oriented(preference_frame(answers))
-    counts = count_answers(oriented[["pair_id", "score"]])
+    counts = aggregate.count_answers(oriented[["pair_id", "score"]])
     info = oriented.groupby("pair_id")[["query", "x", "y"]].first().loc[counts.index]
     table = pd.DataFrame(
         {"query": info["query"], "left": info["x"], "right": info["y"]}, index=counts.index
     ).join(counts)
-    table["verdict"], table["p_value"] = decide(table["more"], table["equal"], table["less"], rule)
-    table["agreement"] = inter_agreement(table["more"], table["equal"], table["less"])
+    table["verdict"], table["p_value"] = aggregate.verdicts(
+        table["more"], table["equal"], table["less"], rule
+    )
+    table["agreement"] = aggregate.inter_agreement(table["more"], table["equal"], table["less"])
     return table.reset_index(drop=True)[VERDICT_COLUMNS]
 
 
