@@ -14,6 +14,9 @@ Formats (see ``DESIGN.md``, "File formats"):
 * ordered lists (group qrels): ``tag query document group``, group 1 = most similar (the format
   of the lists published with seed ``002_b9503f18ee81843c.txt``); :func:`read_lists` gives
   ``[query, document, group]``.
+* preference qrels: the same lists as graded TREC qrels ``query 0 document grade`` that
+  ``ir_measures``' ``Compat`` scores as a partial order (:func:`write_preference_qrels`,
+  :func:`read_preference_qrels`).
 
 Conversions between the two kinds of ground truth: :func:`lists_to_levels` gives each group a
 gain, :func:`levels_to_lists` groups the documents of equal gain.
@@ -303,3 +306,40 @@ def levels_to_lists(levels: pd.DataFrame) -> pd.DataFrame:
             "group": group.to_numpy(dtype=np.int64),
         }
     )
+
+
+# --------------------------------------------------------------------------- preference qrels
+
+
+def write_preference_qrels(lists: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ordered lists ``[query, document, group]`` as graded TREC qrels, atomically.
+
+    Each line is ``query 0 document grade`` with grade ``G − g + 1`` for group ``g`` of a query
+    with ``G`` groups (:func:`lists_to_levels`, linear gains): the most similar group has the
+    highest grade and every listed document a grade of at least 1. This is how preference-based
+    measures read a partial order: ``ir_measures``' ``Compat`` (Clarke, Vtyurina & Smucker,
+    *Assessing top-k preferences*, 2021) builds its ideal ranking by sorting the documents of
+    grade > 0 by grade, documents of equal grade in any order (it takes the run's own order),
+    so it scores these qrels exactly as the groups say. Lines are sorted by query, then group.
+    """
+    ordered = lists.sort_values(["query", "group"], kind="stable")
+    levels = lists_to_levels(ordered)
+    out = pd.DataFrame(
+        {
+            "query": levels["query"],
+            "iteration": "0",
+            "document": levels["document"],
+            "grade": levels["gain"].astype(np.int64),
+        }
+    )
+    write_atomic(Path(path), _lines(out))
+
+
+def read_preference_qrels(path: str | os.PathLike) -> pd.DataFrame:
+    """Read graded qrels (TREC ``query 0 document grade``, or ``query document grade``) as
+    ordered lists ``[query, document, group]``: within a query, the highest grade is group 1,
+    the next distinct grade group 2, and so on (:func:`levels_to_lists`). Documents of grade 0 or
+    less are left out, as ``Compat`` leaves them out of its ideal ranking;
+    :func:`write_preference_qrels` writes the inverse."""
+    levels = read_levels(path)
+    return levels_to_lists(levels[levels["gain"] > 0].reset_index(drop=True))

@@ -1,0 +1,479 @@
+"""A tie-aware Bradley–Terry model with per-worker reliability, fitted on all answers at once.
+
+Every candidate *i* of a query has a score ``s_i``; an answer compares a *first* candidate *i*
+(shown left) with a *second* one *j*, and its outcome is a win for *i*, a tie ("equally
+similar") or a win for *j*. With ``d = s_i − s_j`` the model gives the three outcomes the
+probabilities ``p(d)``:
+
+``davidson`` (Davidson, *On extending the Bradley-Terry model to accommodate ties in paired
+comparison experiments*, JASA 1970), with ``π = exp(s)`` and tie parameter ν ≥ 0::
+
+    p_win = π_i / (π_i + π_j + ν√(π_i π_j)) = e^{d/2} / (e^{d/2} + e^{−d/2} + ν)
+    p_tie = ν√(π_i π_j) / (…)                = ν / (e^{d/2} + e^{−d/2} + ν)
+
+``rao-kupper`` (Rao & Kupper, *Ties in paired-comparison experiments: a generalization of the
+Bradley-Terry model*, JASA 1967), with tie parameter θ ≥ 1::
+
+    p_win = π_i / (π_i + θ π_j) = σ(d − ln θ)
+    p_tie = (θ² − 1) π_i π_j / ((π_i + θ π_j)(θ π_i + π_j))
+
+A worker *w* follows the model with probability η_w (their *reliability*) and otherwise answers
+from a personal distribution ``q_w`` over (first, equal, second) — a careless worker's coin, a
+robot's constant "equal", a lean to the side shown first — in the spirit of Crowd-BT (Chen,
+Bennett, Collins-Thompson & Horvitz, *Pairwise ranking aggregation in a crowdsourced setting*,
+WSDM 2013) and crowd-kit's ``NoisyBradleyTerry``, extended to three outcomes::
+
+    P(answer o of worker w on (i, j)) = η_w · p_o(s_i − s_j) + (1 − η_w) · q_{w,o}
+
+All parameters — the scores of every query's candidates, one tie parameter shared by the crowd,
+η_w = σ(ρ_w) and q_w = softmax(b_w,first, 0, b_w,second) of every worker — maximise the
+log-likelihood Σ log P over *all* answers plus weak Gaussian log-priors that keep the estimate
+finite when a candidate wins every comparison or a worker answers little: s ~ N(0, 10²),
+ln ν or ln(θ − 1) ~ N(0, 10²), ρ_w ~ N(2, 1) (η ≈ 0.88 until the answers say otherwise) and
+b_w ~ N(0, 1). The maximiser is a truncated Newton method with a backtracking line search:
+each step solves H·δ = ∇ log-posterior by conjugate gradients, the Hessian products taken by
+differences of the analytic gradient, preconditioned by the block-diagonal expected information
+(one dense block per query for its scores, one per worker for (ρ_w, b_w), one for the tie
+parameter; the blocks of each size inverted at once as a stacked array); everything is
+vectorised over answers.
+
+Groups of equally similar candidates: within a query, candidates are taken by decreasing score;
+a candidate joins the current group unless its score is significantly below the score of the
+group's first member: a two-sided test at level α of z = (s_head − s_k)/√Var, Var the variance
+of the difference from the inverse expected Fisher information of the query's scores under the
+null hypothesis of equal scores (every answer's information taken at d = 0, the other parameters
+at their estimates, as in a score test). The information at the estimate would vanish when a
+candidate wins every comparison and hide the clearest differences (the Hauck–Donner effect of
+the Wald test). As with the Mann-Whitney rule, a clearer crowd or more answers separate more
+groups. ``standard_errors`` are these null standard errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+from scipy import special
+
+from crowdprefs.errors import InputError
+
+TieModel = Literal["davidson", "rao-kupper"]
+TIE_MODELS = ("davidson", "rao-kupper")
+
+SCORE_PRIOR_SD = 10.0
+TIE_PRIOR_SD = 10.0
+RELIABILITY_PRIOR_MEAN = 2.0
+RELIABILITY_PRIOR_SD = 1.0
+NOISE_PRIOR_SD = 1.0
+_WORKER_PRECISION = np.array(
+    [1 / RELIABILITY_PRIOR_SD**2, 1 / NOISE_PRIOR_SD**2, 1 / NOISE_PRIOR_SD**2]
+)  # prior precision of each worker's (ρ, b_first, b_second)
+
+_C = np.array([0.5, 0.0, -0.5])  # ∂(Davidson logit)/∂d for win, tie, loss
+_T = np.array([0.0, 1.0, 0.0])  # ∂(Davidson logit)/∂τ
+_CHUNK = 1 << 22  # matrix entries stacked per solve (32 MB of float64)
+
+
+def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
+    """``(p, ∂p/∂d, ∂p/∂τ)``, each (n, 3) over (win, tie, loss), with τ = ln ν (Davidson) or
+    ln(θ − 1) (Rao-Kupper)."""
+    if ties == "davidson":
+        half = d / 2
+        top = np.maximum(np.abs(half), tau)
+        p = np.exp(np.stack([half - top, tau - top, -half - top], axis=1))
+        p /= p.sum(axis=1, keepdims=True)
+        dp_dd = p * (_C[None, :] - (p @ _C)[:, None])
+        dp_dtau = p * (_T - p[:, 1:2])
+        return p, dp_dd, dp_dtau
+    h = np.logaddexp(0.0, tau)  # ln θ = ln(1 + e^τ) > 0
+    win, loss = special.expit(d - h), special.expit(-d - h)
+    log_tie = 2 * h + np.log(-np.expm1(-2 * h)) + d - np.logaddexp(d, h) - np.logaddexp(h + d, 0.0)
+    p = np.stack([win, np.exp(log_tie), loss], axis=1)
+    g_win, g_loss = win * (1 - win), loss * (1 - loss)
+    dh = special.expit(tau)
+    dp_dd = np.stack([g_win, g_loss - g_win, -g_loss], axis=1)
+    dp_dtau = np.stack([-g_win * dh, (g_win + g_loss) * dh, -g_loss * dh], axis=1)
+    return p, dp_dd, dp_dtau
+
+
+def _tie_parameter(tau: float, ties: TieModel) -> float:
+    """ν = e^τ (Davidson) or θ = 1 + e^τ (Rao-Kupper) from the unconstrained τ."""
+    return float(np.exp(tau)) if ties == "davidson" else float(1.0 + np.exp(tau))
+
+
+def outcome_probabilities(difference, tie: float, ties: TieModel = "davidson") -> np.ndarray:
+    """The model's ``(p_win, p_tie, p_loss)`` of the first candidate for score differences
+    ``s_i − s_j`` (an (n, 3) array), given ν (Davidson, ≥ 0) or θ (Rao-Kupper, > 1); see the
+    module docstring for the equations."""
+    if ties not in TIE_MODELS:
+        raise InputError(f"unknown tie model {ties!r}: use davidson or rao-kupper")
+    if ties == "davidson" and tie <= 0 or ties == "rao-kupper" and tie <= 1:
+        raise InputError(f"the {ties} tie parameter must be above {0 if ties == 'davidson' else 1}")
+    tau = float(np.log(tie) if ties == "davidson" else np.log(tie - 1.0))
+    return _model(np.atleast_1d(np.asarray(difference, dtype=float)), tau, ties)[0]
+
+
+@dataclass(frozen=True)
+class BradleyTerryFit:
+    """A fitted model (see the module docstring). Arrays are indexed like the codes given to
+    :func:`fit_bradley_terry`: items for ``scores``, ``standard_errors`` and ``groups`` (1 = most
+    similar, numbered within each block), workers for ``reliability`` (η) and ``noise`` (q, an
+    (n_workers, 3) array over first, equal, second)."""
+
+    scores: np.ndarray
+    standard_errors: np.ndarray
+    groups: np.ndarray
+    tie: float
+    ties: TieModel
+    reliability: np.ndarray
+    noise: np.ndarray
+    log_likelihood: float
+    iterations: int
+    converged: bool
+
+
+def _noise(b: np.ndarray) -> np.ndarray:
+    """q_w = softmax(b_first, 0, b_second) per worker."""
+    return special.softmax(np.column_stack([b[:, 0], np.zeros(len(b)), b[:, 1]]), axis=1)
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Where each query's scores sit in stacked dense matrices: queries of one size together,
+    in chunks of at most ``_CHUNK`` entries. Per chunk: ``members`` (blocks × size item codes),
+    and for the answers inside it their ``answers`` indices and flat (i, i), (j, j), (i, j),
+    (j, i) positions in the stacked matrices."""
+
+    chunks: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+
+    @classmethod
+    def build(cls, block: np.ndarray, first: np.ndarray, second: np.ndarray) -> _Blocks:
+        codes, local = np.unique(block, return_inverse=True)
+        order = np.argsort(local, kind="stable")
+        sizes = np.bincount(local, minlength=len(codes))
+        starts = np.cumsum(sizes) - sizes
+        position = np.empty(len(block), np.int64)
+        position[order] = np.arange(len(block)) - np.repeat(starts, sizes)
+        answer_block = local[first]
+        chunks = []
+        for size in np.unique(sizes):
+            chosen = np.flatnonzero(sizes == size)
+            per_chunk = max(1, _CHUNK // (size * size))
+            for part in np.array_split(chosen, -(-len(chosen) // per_chunk)):
+                members = order[starts[part][:, None] + np.arange(size)[None, :]]
+                slot = np.full(len(codes), -1)
+                slot[part] = np.arange(len(part))
+                inside = np.flatnonzero(slot[answer_block] >= 0)
+                base = slot[answer_block[inside]] * size * size
+                i, j = position[first[inside]], position[second[inside]]
+                flat = np.concatenate(
+                    [
+                        base + i * size + i,
+                        base + j * size + j,
+                        base + i * size + j,
+                        base + j * size + i,
+                    ]
+                )
+                chunks.append((members, inside, flat))
+        return cls(tuple(chunks))
+
+    def matrices(self, weight: np.ndarray, chunk: int) -> np.ndarray:
+        """The stacked Σ weight·(e_i − e_j)(e_i − e_j)ᵀ + prior precision of one chunk."""
+        members, inside, flat = self.chunks[chunk]
+        count, size = members.shape
+        w = weight[inside]
+        info = np.bincount(flat, np.concatenate([w, w, -w, -w]), minlength=count * size * size)
+        info = info.reshape(count, size, size)
+        info[:, np.arange(size), np.arange(size)] += 1 / SCORE_PRIOR_SD**2
+        return info
+
+
+@dataclass(frozen=True)
+class _Problem:
+    first: np.ndarray
+    second: np.ndarray
+    col: np.ndarray  # observed outcome: 0 first preferred, 1 equal, 2 second preferred
+    worker: np.ndarray
+    n: int
+    w: int
+    ties: TieModel
+    reliability: bool
+    blocks: _Blocks
+
+    @cached_property
+    def observed(self) -> np.ndarray:
+        """Flat positions of the observed outcomes in (answers, 3) arrays."""
+        return np.arange(len(self.col)) * 3 + self.col
+
+    @property
+    def size(self) -> int:
+        return self.n + 1 + (3 * self.w if self.reliability else 0)
+
+    def unpack(self, theta: np.ndarray):
+        s, tau = theta[: self.n], theta[self.n]
+        if not self.reliability:
+            return s, tau, None, None
+        return s, tau, theta[self.n + 1 : self.n + 1 + self.w], theta[self.n + 1 + self.w :]
+
+
+def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
+    """The log-posterior at ``theta``; with ``order`` ≥ 1 its gradient, with 2 also the
+    curvature for a Newton step (:class:`_Curvature`)."""
+    s, tau, rho, b = pb.unpack(theta)
+    n, w = pb.n, pb.w
+    p, dp_dd, dp_dtau = _model(s[pb.first] - s[pb.second], tau, pb.ties)
+    observed = pb.observed
+    p_o = p.ravel()[observed]
+    if pb.reliability:
+        b = b.reshape(w, 2)
+        eta = special.expit(rho)[pb.worker]
+        q_w = _noise(b)
+        q_o = q_w.ravel()[pb.worker * 3 + pb.col]
+        prob_o = np.maximum(eta * p_o + (1 - eta) * q_o, 1e-300)
+    else:
+        eta, prob_o = 1.0, np.maximum(p_o, 1e-300)
+    value = np.log(prob_o).sum() - (s @ s) / (2 * SCORE_PRIOR_SD**2)
+    value -= tau**2 / (2 * TIE_PRIOR_SD**2)
+    if pb.reliability:
+        shift = rho - RELIABILITY_PRIOR_MEAN
+        value -= (shift @ shift) / (2 * RELIABILITY_PRIOR_SD**2) + (b.ravel() @ b.ravel()) / (
+            2 * NOISE_PRIOR_SD**2
+        )
+    if order == 0:
+        return value
+    g_d = eta * dp_dd.ravel()[observed] / prob_o
+    grad = np.empty(pb.size)
+    grad[:n] = np.bincount(pb.first, g_d, minlength=n) - np.bincount(pb.second, g_d, minlength=n)
+    grad[:n] -= s / SCORE_PRIOR_SD**2
+    grad[n] = (eta * dp_dtau.ravel()[observed] / prob_o).sum() - tau / TIE_PRIOR_SD**2
+    if pb.reliability:
+        # ∂log P/∂(ρ, b_first, b_second) of the observed outcomes
+        noise = (1 - eta) * q_o / prob_o
+        per_answer = (
+            eta * (1 - eta) * (p_o - q_o) / prob_o,
+            noise * ((pb.col == 0) - q_w[pb.worker, 0]),
+            noise * ((pb.col == 2) - q_w[pb.worker, 2]),
+        )
+        per_worker = np.column_stack([np.bincount(pb.worker, g, minlength=w) for g in per_answer])
+        _set_worker_columns(grad, per_worker - np.column_stack([shift, b]) * _WORKER_PRECISION, pb)
+    if order == 1:
+        return value, grad
+    jacobian = None
+    if pb.reliability:
+        eta, q = eta[:, None], q_w[pb.worker]
+        prob = eta * p + (1 - eta) * q
+        # ∂P/∂(ρ, b_first, b_second) for each outcome: (answers, 3 parameters, 3 outcomes)
+        outcome_is = np.eye(3)
+        jacobian = np.stack(
+            [
+                eta * (1 - eta) * (p - q),
+                (1 - eta) * q * (outcome_is[0] - q[:, 0:1]),
+                (1 - eta) * q * (outcome_is[2] - q[:, 2:3]),
+            ],
+            axis=1,
+        )
+    else:
+        prob = p
+    prob = np.maximum(prob, 1e-300)
+    return value, grad, _Curvature(theta, grad, pb, prob, eta * dp_dd, eta * dp_dtau, jacobian)
+
+
+class _Curvature:
+    """The log-posterior's curvature at θ for a Newton step: products with the observed
+    information −∇²ℓ·v, by finite differences of the analytic gradient along v (Hessian-free
+    Newton; Nocedal & Wright, *Numerical Optimization*, §7.1), and as preconditioner the inverse
+    of the block-diagonal part (each query's scores, the tie parameter, each worker's three
+    parameters) of the expected Fisher information Σ_answers Σ_o ∇P_o ∇P_oᵀ / P_o + the prior
+    precision, which is positive definite everywhere."""
+
+    def __init__(self, theta, grad, pb: _Problem, prob, d_dd, d_dtau, d_worker) -> None:
+        self.theta, self.grad, self.pb = theta, grad, pb
+        weight = (d_dd**2 / prob).sum(axis=1)
+        self.score_inverses = [
+            np.linalg.inv(pb.blocks.matrices(weight, chunk))
+            for chunk in range(len(pb.blocks.chunks))
+        ]
+        self.tie_inverse = 1 / ((d_dtau**2 / prob).sum() + 1 / TIE_PRIOR_SD**2)
+        if pb.reliability:
+            outer = np.einsum("nao,nbo,no->nab", d_worker, d_worker, 1 / prob).reshape(-1, 9)
+            info = np.stack(
+                [np.bincount(pb.worker, outer[:, k], minlength=pb.w) for k in range(9)], axis=1
+            ).reshape(pb.w, 3, 3)
+            info += np.diag(_WORKER_PRECISION)
+            self.worker_inverses = np.linalg.inv(info)
+
+    def times(self, v: np.ndarray) -> np.ndarray:
+        """−∇²ℓ(θ)·v ≈ (∇ℓ(θ) − ∇ℓ(θ + εv))/ε."""
+        epsilon = 1e-6 / np.abs(v).max()
+        return (self.grad - _log_posterior(self.theta + epsilon * v, self.pb)[1]) / epsilon
+
+    def precondition(self, r: np.ndarray) -> np.ndarray:
+        """The block-diagonal inverse times r."""
+        pb = self.pb
+        out = np.empty_like(r)
+        for inverse, (members, _, _) in zip(self.score_inverses, pb.blocks.chunks, strict=True):
+            out[members] = np.einsum("kij,kj->ki", inverse, r[members])
+        out[pb.n] = r[pb.n] * self.tie_inverse
+        if pb.reliability:
+            per = np.einsum("wij,wj->wi", self.worker_inverses, _worker_columns(r, pb))
+            _set_worker_columns(out, per, pb)
+        return out
+
+
+def _worker_columns(v: np.ndarray, pb: _Problem) -> np.ndarray:
+    """The workers' (ρ, b_first, b_second) entries of a parameter vector as a (w, 3) array."""
+    n, w = pb.n, pb.w
+    return np.column_stack([v[n + 1 : n + 1 + w], v[n + 1 + w :].reshape(w, 2)])
+
+
+def _set_worker_columns(v: np.ndarray, columns: np.ndarray, pb: _Problem) -> None:
+    n, w = pb.n, pb.w
+    v[n + 1 : n + 1 + w] = columns[:, 0]
+    v[n + 1 + w :] = columns[:, 1:].ravel()
+
+
+def _direction(grad: np.ndarray, curvature: _Curvature, max_steps: int = 50) -> np.ndarray:
+    """The Newton step H⁻¹g (H = −∇²ℓ) by preconditioned conjugate gradients, to a relative
+    residual of min(0.1, √‖g‖) (a truncated Newton step, Nocedal & Wright §7.1). CG stops at
+    the first direction of negative curvature (far from the maximum, where ℓ is not concave);
+    without any positive step the preconditioned gradient (a Fisher-scoring step) is taken."""
+    norm = np.linalg.norm(grad)
+    target = min(0.1, np.sqrt(norm)) * norm
+    x = np.zeros_like(grad)
+    r = grad.copy()
+    z = curvature.precondition(r)
+    direction = z.copy()
+    rz = r @ z
+    for _ in range(max_steps):
+        product = curvature.times(direction)
+        bend = direction @ product
+        if bend <= 0:
+            break
+        step = rz / bend
+        x += step * direction
+        r -= step * product
+        if np.linalg.norm(r) <= target:
+            break
+        z = curvature.precondition(r)
+        rz, previous = r @ z, rz
+        direction = z + (rz / previous) * direction
+    return x if x.any() else curvature.precondition(grad)
+
+
+def fit_bradley_terry(
+    first,
+    second,
+    outcome,
+    worker=None,
+    block=None,
+    *,
+    n_items: int | None = None,
+    n_workers: int | None = None,
+    ties: TieModel = "davidson",
+    reliability: bool = True,
+    alpha: float = 0.05,
+    max_iter: int = 500,
+    tolerance: float = 1e-8,
+) -> BradleyTerryFit:
+    """Fit the model on every answer at once (penalised maximum likelihood; module docstring).
+
+    ``first``, ``second``: item codes (0 … n_items − 1) of each answer's candidates;
+    ``outcome``: +1 the first preferred, 0 equal, −1 the second preferred; ``worker``: worker
+    codes (0 … n_workers − 1; all answers from one worker when omitted); ``block``: per item, the
+    code of its query (items are compared and grouped within their block; one block when
+    omitted). ``reliability=False`` fits the plain tie model (η ≡ 1). ``alpha`` is the level of
+    the test that separates groups. The fit stops when the step's predicted gain of
+    log-posterior (half the Newton decrement gᵀH⁻¹g) is below ``tolerance``.
+    """
+    if ties not in TIE_MODELS:
+        raise InputError(f"unknown tie model {ties!r}: use davidson or rao-kupper")
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must lie between 0 and 1, got {alpha}")
+    first = np.asarray(first, dtype=np.int64)
+    second = np.asarray(second, dtype=np.int64)
+    outcome = np.asarray(outcome, dtype=np.int64)
+    if not len(first):
+        raise InputError("there are no answers to fit")
+    if not np.isin(outcome, (-1, 0, 1)).all():
+        raise InputError("outcomes must be +1 (first preferred), 0 (equal) or -1")
+    worker = np.zeros(len(first), np.int64) if worker is None else np.asarray(worker, np.int64)
+    n = int(max(first.max(), second.max()) + 1) if n_items is None else n_items
+    w = int(worker.max() + 1) if n_workers is None else n_workers
+    block = np.zeros(n, np.int64) if block is None else np.asarray(block, np.int64)
+    if (block[first] != block[second]).any():
+        raise InputError("an answer compares candidates of two different queries")
+    pb = _Problem(
+        first, second, 1 - outcome, worker, n, w, ties, reliability,
+        _Blocks.build(block, first, second),
+    )  # fmt: skip
+
+    theta = np.zeros(pb.size)
+    if reliability:
+        theta[n + 1 : n + 1 + w] = RELIABILITY_PRIOR_MEAN
+    value, grad, curvature = _log_posterior(theta, pb, order=2)
+    converged, iterations = False, 0
+    while iterations < max_iter:
+        step = _direction(grad, curvature)
+        gain = float(grad @ step)
+        if gain / 2 < tolerance:
+            converged = True
+            break
+        length = 1.0  # backtrack until the log-posterior rises enough (Armijo)
+        while _log_posterior(theta + length * step, pb, order=0) < value + 1e-4 * length * gain:
+            length /= 2
+            if length < 1e-12:  # no ascent left along the step: as close as the numbers allow
+                break
+        if length < 1e-12:
+            converged = True
+            break
+        theta = theta + length * step
+        iterations += 1
+        value, grad, curvature = _log_posterior(theta, pb, order=2)
+
+    s, tau, rho, b = pb.unpack(theta)
+    eta_w = special.expit(rho) if reliability else np.ones(w)
+    q_w = _noise(b.reshape(w, 2)) if reliability else np.full((w, 3), 1 / 3)
+    rows = np.arange(len(first))
+    eta = eta_w[worker][:, None]
+    p = _model(s[first] - s[second], tau, ties)[0]
+    p_obs = np.maximum(eta[:, 0] * p[rows, pb.col] + (1 - eta[:, 0]) * q_w[worker, pb.col], 1e-300)
+    # Expected Fisher information of each answer about d = s_first − s_second, under d = 0.
+    p0, dp0_dd, _ = _model(np.zeros(len(first)), tau, ties)
+    prob0 = np.maximum(eta * p0 + (1 - eta) * q_w[worker], 1e-300)
+    weight = ((eta * dp0_dd) ** 2 / prob0).sum(axis=1)
+    standard_errors, groups = _groups(s, pb.blocks, weight, alpha)
+    return BradleyTerryFit(
+        scores=s,
+        standard_errors=standard_errors,
+        groups=groups,
+        tie=_tie_parameter(tau, ties),
+        ties=ties,
+        reliability=eta_w,
+        noise=q_w,
+        log_likelihood=float(np.log(p_obs).sum()),
+        iterations=iterations,
+        converged=converged,
+    )
+
+
+def _groups(
+    scores: np.ndarray, blocks: _Blocks, weight: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Standard errors and groups of every item (module docstring: tests within a query)."""
+    z_critical = special.ndtri(1 - alpha / 2)
+    standard_errors = np.empty(len(scores))
+    groups = np.empty(len(scores), np.int64)
+    for chunk, (members, _, _) in enumerate(blocks.chunks):
+        covariances = np.linalg.inv(blocks.matrices(weight, chunk))
+        standard_errors[members] = np.sqrt(np.diagonal(covariances, axis1=1, axis2=2))
+        for items, cov in zip(members, covariances, strict=True):
+            ranked = np.argsort(-scores[items], kind="stable")  # positions, best first
+            head, group = ranked[0], 1
+            for item in ranked:
+                var = cov[head, head] + cov[item, item] - 2 * cov[head, item]
+                if scores[items[head]] - scores[items[item]] > z_critical * np.sqrt(var):
+                    head, group = item, group + 1
+                groups[items[item]] = group
+    return standard_errors, groups
