@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
-from crowdprefs.campaign.store import ANSWER_COLUMNS
+from crowdprefs.campaign.store.answers import ANSWER_COLUMNS
 from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash

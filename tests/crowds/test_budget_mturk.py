@@ -17,6 +17,7 @@ from crowdprefs.campaign.budget import FeeModel, batch_cost
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 from crowdprefs.errors import BudgetError
+from crowdprefs.quality.review import Reviewer
 
 
 def _spent(fake, reward: float, fees: FeeModel) -> float:
@@ -66,7 +67,7 @@ def test_spending_never_crosses_the_budget(
                 if status == "built":
                     driver.publish(project, crowd, partial=partial)
                 elif status == "published":
-                    driver.collect(project, crowd)
+                    driver.collect(project, crowd, Reviewer())
             if status == "collected":
                 driver.aggregate(project)
         except BudgetError:
