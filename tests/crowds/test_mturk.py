@@ -195,6 +195,18 @@ def test_answer_parsing_is_safe_and_validated():
     assert check_answer({"choice": "A", "comment": lines, **played})[1] == []
 
 
+def test_listening_evidence_is_checked_against_the_clips_durations():
+    played = {f"plays_{role}": "1" for role in ("query", "a", "b")}
+    heard = {"listen_query": "9.9", "listen_a": "4.6", "listen_b": "2.0"}
+    durations = {"query": 10.0, "a": 5.0, "b": 6.0}
+    answer, problems = check_answer({"choice": "B", **played, **heard}, durations)
+    assert answer["listen_b"] == 2.0
+    assert problems == ["clips heard too briefly: b for 2 s of its 6 s"]
+    assert check_answer({"choice": "B", **played, **heard, "listen_b": "5"}, durations)[1] == []
+    unknown = {"query": None, "a": float("nan"), "b": None}  # durations unknown: plays suffice
+    assert check_answer({"choice": "B", **played}, unknown)[1] == []
+
+
 def test_malformed_answers_are_rejected_with_a_reason_and_replaced(campaign):
     project, fake, crowd = campaign
     real = fake.responder
@@ -449,3 +461,65 @@ def test_adaptive_answers_under_ten_with_rejections_close_every_batch(tmp_path):
     assert (hits["pair_id"].map(remote) == hits["max_assignments"]).all()
     fake.stop()
     project.close()
+
+
+class FixedResponder:
+    """Five workers answer every HIT: W1 and W2 prefer x, W3–W5 find the two equal (2–3–0:
+    "more similar" under a vote margin of 2, "equal" under Mann-Whitney, p = 0.075)."""
+
+    def __init__(self, state_path, crowd) -> None:
+        self.state_path = state_path
+
+    def __call__(self, hit: dict, first: int, count: int) -> list[dict]:
+        from datetime import UTC, datetime, timedelta
+
+        from crowdprefs.campaign.store import Store
+
+        store = Store(self.state_path)
+        pair = store.pair(int(hit["RequesterAnnotation"].rsplit(" ", 1)[1]))
+        store.close()
+        x_side = "A" if pair["a_is_x"] else "B"
+        start = datetime.fromtimestamp(hit["CreationTime"], UTC)
+        answers = []
+        for k in range(first, min(first + count, 5)):
+            seconds = 20.0 + 3 * k + int(pair["pair_id"]) % 7  # plausible, varied work times
+            answers.append(
+                {
+                    "WorkerId": f"W{k + 1}",
+                    "AcceptTime": start,
+                    "SubmitTime": start + timedelta(seconds=seconds),
+                    "fields": {
+                        "choice": x_side if k < 2 else "equal",
+                        **{f"plays_{c}": "1" for c in ("query", "a", "b")},
+                    },
+                }
+            )
+        return answers
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "blocked"),
+    [({"rule": "margin", "margin": 2}, set()), ({"rule": "mann-whitney"}, {"W1", "W2"})],
+)
+def test_audit_flags_judge_workers_by_the_projects_own_rule(
+    tmp_path, monkeypatch, aggregation, blocked
+):
+    """``mturk collect --audit`` judges agreement against the verdicts of the project's rule:
+    W1 and W2 agree with every margin verdict, but disagree with every Mann-Whitney one."""
+    import crowdprefs.crowds.mturk.fake as fake_module
+
+    monkeypatch.setattr(fake_module, "SimulatedResponder", FixedResponder)
+    project = make_project(tmp_path / "a", aggregation=aggregation)
+    root = str(project.root)
+    project.close()
+    runner = CliRunner()
+    for args in (["publish", root, "--fake"], ["collect", root, "--fake", "--audit"]):
+        result = runner.invoke(app, ["mturk", *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    with Project(root) as reopened:
+        blocks = reopened.store.worker_blocks()
+        assert set(blocks["worker_id"]) == blocked
+        assert blocks["reason"].str.startswith("low-agreement: ").all()
+        answers = reopened.store.answers(include_rejected=True)
+        rejected = answers.loc[answers["status"] == "rejected", "worker_id"]
+        assert set(rejected) == blocked
