@@ -97,7 +97,7 @@ def load_test(folder: Path, judges: int, answers: int, max_seconds: float) -> Ju
 
     def complete() -> bool:
         with Project(root) as project:
-            return driver.missing_answers(project, 1).empty
+            return project.store.missing_answers(1).empty
 
     with ServerProcess(root, new_token()) as server:
         floor = baseline(server.url, judges, 10)

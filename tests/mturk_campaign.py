@@ -10,6 +10,7 @@ from crowdprefs.crowds.mturk.fake import FakeMTurk, SimulatedResponder
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import make_collection
 from crowdprefs.io import write_lists
+from crowdprefs.quality.review import Reviewer
 
 SIZES = (4, 5, 3)
 
@@ -35,8 +36,9 @@ def start_fake(
     return fake, fake.start()
 
 
-def run_campaign(project: Project, crowd, limit: int = 60) -> None:
-    """Every step of the loop, as a user would repeat them, until all lists are closed."""
+def run_campaign(project: Project, crowd, limit: int = 60, review: Reviewer | None = None) -> None:
+    """Every step of the loop, as a user would repeat them, until all lists are closed; each
+    collection is reviewed (``review``, by default the project's ``[review]`` rules)."""
     for _ in range(limit):
         if driver.next_batch(project) is None:
             return
@@ -44,7 +46,7 @@ def run_campaign(project: Project, crowd, limit: int = 60) -> None:
         if status == "built":
             driver.publish(project, crowd)
         elif status == "published":
-            driver.collect(project, crowd)
+            driver.collect(project, crowd, review or Reviewer())
         else:
             driver.aggregate(project)
     raise AssertionError("the campaign did not finish")

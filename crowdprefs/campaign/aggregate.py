@@ -228,3 +228,26 @@ def count_answers(answers: pd.DataFrame) -> pd.DataFrame:
     counts.columns = ["more", "equal", "less"]
     counts.index.name = "pair_id"
     return counts.astype(np.int64)
+
+
+def usable(answers: pd.DataFrame) -> pd.DataFrame:
+    """The answers that count: not rejected and not empty (``status``, ``choice``)."""
+    return answers[(answers["status"] != "rejected") & (answers["choice"] != "")]
+
+
+def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -> pd.DataFrame:
+    """Per pair: ``iteration, query, x, y, kind, pivot_known, more, equal, less, verdict,
+    p_value, agreement`` from the usable answers of an answers frame (one row per answer with
+    ``pair_id, iteration, query, x, y, kind, pivot_known, status, choice, score``, as
+    :data:`crowdprefs.crowds.results.FRAME_COLUMNS`), decided with ``rule`` (seed 002 §3.2)
+    and scored with the §5.3 inter-agreement. Indexed by ``pair_id``; pairs without usable
+    answers are left out.
+    """
+    good = usable(answers)
+    info = good.groupby("pair_id")[["iteration", "query", "x", "y", "kind", "pivot_known"]].first()
+    pairs = info.join(count_answers(good.assign(score=good["score"].astype(int))))
+    pairs["verdict"], pairs["p_value"] = verdicts(
+        pairs["more"], pairs["equal"], pairs["less"], rule
+    )
+    pairs["agreement"] = inter_agreement(pairs["more"], pairs["equal"], pairs["less"])
+    return pairs

@@ -5,6 +5,10 @@ HITs with fewer than 10 assignments, ``rate_10_or_more`` (40%) for HITs with 10 
 least ``minimum`` ($0.01) per assignment. Seed 002 (§4.1) paid $0.02 per answer plus half a cent
 of fee (the 2010 terms); set the fee fields to reproduce other terms. The simulated and web crowds
 report what the same answers would cost on MTurk, so a campaign can be planned before paying.
+
+Money already committed is priced at what each HIT was published at (its reward and fee terms
+are stored with it, :data:`PRICE_COLUMNS`), never at today's settings: lowering the reward
+between iterations must not make the past look cheaper.
 """
 
 from __future__ import annotations
@@ -12,8 +16,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from crowdprefs.errors import BudgetError, InputError
+
+PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
+"""A HIT's price as stored when it was published: the reward and the :class:`FeeModel` terms."""
+
+
+def assignment_price(reward, rate, rate_10_or_more, minimum, assignments_per_hit) -> np.ndarray:
+    """Reward plus commission of one assignment: ``reward + max(minimum, reward × r)`` with
+    ``r`` the rate of the HIT's size (vectorised over HITs and over prices)."""
+    sizes = np.asarray(assignments_per_hit)
+    applied = np.where(sizes >= 10, rate_10_or_more, rate)
+    return np.asarray(reward) + np.maximum(minimum, np.asarray(reward) * applied)
 
 
 @dataclass(frozen=True)
@@ -30,15 +46,36 @@ class FeeModel:
 
     def per_assignment(self, reward: float, assignments_per_hit) -> np.ndarray:
         """Reward plus commission of one assignment, for HITs of the given sizes (vectorised)."""
-        sizes = np.asarray(assignments_per_hit)
-        rate = np.where(sizes >= 10, self.rate_10_or_more, self.rate)
-        return reward + np.maximum(self.minimum, reward * rate)
+        return assignment_price(
+            reward, self.rate, self.rate_10_or_more, self.minimum, assignments_per_hit
+        )
 
 
 def batch_cost(reward: float, assignments_per_hit, fees: FeeModel = FeeModel()) -> float:
     """Total cost of HITs with the given numbers of assignments, rounded to cents."""
     sizes = np.asarray(assignments_per_hit)
     return round(float(np.sum(fees.per_assignment(reward, sizes) * sizes)), 2)
+
+
+def hit_costs(
+    prices: pd.DataFrame, assignments_per_hit, reward: float, fees: FeeModel
+) -> np.ndarray:
+    """What HITs of the given sizes cost at the prices they were published at.
+
+    ``prices`` has the :data:`PRICE_COLUMNS`, one row per HIT; a missing price (a HIT published
+    before prices were stored) is taken as today's ``reward`` and ``fees``.
+    """
+    values = (reward, fees.rate, fees.rate_10_or_more, fees.minimum)
+    today = dict(zip(PRICE_COLUMNS, values, strict=True))
+    price = {c: pd.to_numeric(prices[c]).fillna(today[c]).to_numpy(float) for c in PRICE_COLUMNS}
+    sizes = np.asarray(assignments_per_hit, dtype=float)
+    return sizes * assignment_price(
+        price["reward"],
+        price["fee_rate"],
+        price["fee_rate_10_or_more"],
+        price["fee_minimum"],
+        sizes,
+    )
 
 
 def check_budget(cost: float, committed: float, budget: float | None) -> None:

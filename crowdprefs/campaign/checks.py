@@ -16,16 +16,18 @@ module.
 from __future__ import annotations
 
 import math
-import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign.sorting import SortState
 
 
 @dataclass(frozen=True)
@@ -52,20 +54,19 @@ class CheckSettings:
         return min(self.max_per_batch, math.ceil(self.share * sorting_pairs - 1e-9))
 
 
-def plan_checks(project: Project, iteration: int, queries: list[str]) -> list[tuple[str, str]]:
+def plan_checks(
+    project: Project, iteration: int, queries: list[str], states: Mapping[str, SortState]
+) -> list[tuple[str, str]]:
     """``(query, candidate)`` for the batch's checks, seeded by the project and iteration.
 
-    ``queries`` lists the batch's sorting pairs' queries (one entry per pair), so checks go to
-    queries in proportion to their share of the batch; each candidate is drawn from the query's
-    least similar group known so far.
+    ``queries`` lists the batch's sorting pairs' queries (one entry per pair, in asking order),
+    so checks go to queries in proportion to their share of the batch; each candidate is drawn
+    from the query's least similar group known so far (``states``: each query's sort state).
     """
-    from crowdprefs.campaign.driver import sort_states
-
     count = CheckSettings.from_project(project).count(len(queries))
     if count == 0:
         return []
     rng = np.random.default_rng([project.seed, iteration, 0xC4EC])
-    states = sort_states(project)
     chosen = rng.choice(np.asarray(queries, dtype=object), size=count, replace=True)
     planned: list[tuple[str, str]] = []
     for query in chosen:
@@ -78,41 +79,35 @@ def plan_checks(project: Project, iteration: int, queries: list[str]) -> list[tu
     return planned
 
 
-def add_checks(conn: sqlite3.Connection, project: Project, iteration: int, wanted: int) -> int:
-    """Insert the batch's checks (inside the caller's transaction) and reshuffle its order.
-
-    Returns how many checks were added (0 leaves the batch untouched).
+def add_checks(
+    project: Project, iteration: int, pairs: pd.DataFrame, states: Mapping[str, SortState]
+) -> pd.DataFrame:
+    """The batch's sorting ``pairs`` (``query, x, y, a_is_x, position, answers_wanted``) with
+    its checks appended (``kind = 'check'``, ``expected = 1``) and every pair given a new,
+    shuffled position; the pairs unchanged when the batch gets no checks.
     """
-    queries = [
-        row[0]
-        for row in conn.execute(
-            "SELECT query FROM pairs WHERE iteration = ? AND kind = 'sort' ORDER BY position",
-            (iteration,),
-        )
-    ]
-    planned = plan_checks(project, iteration, queries)
+    ordered = pairs.sort_values("position", kind="stable")
+    planned = plan_checks(project, iteration, ordered["query"].tolist(), states)
     if not planned:
-        return 0
+        return pairs
     rng = np.random.default_rng([project.seed, iteration, 0xC4ED])
     a_is_x = rng.integers(0, 2, len(planned))
-    first = len(queries)
-    conn.executemany(
-        "INSERT INTO pairs (iteration, query, x, y, a_is_x, position, kind, expected,"
-        " answers_wanted) VALUES (?, ?, ?, ?, ?, ?, 'check', 1, ?)",
-        [
-            (iteration, query, query, document, int(a), first + i, wanted)
-            for i, ((query, document), a) in enumerate(zip(planned, a_is_x, strict=True))
-        ],
+    checks = pd.DataFrame(
+        {
+            "query": [query for query, _ in planned],
+            "x": [query for query, _ in planned],
+            "y": [document for _, document in planned],
+            "a_is_x": a_is_x.astype(int),
+            "kind": "check",
+            "expected": 1,
+            "answers_wanted": int(pairs["answers_wanted"].iloc[0]),
+        }
     )
-    ids = [
-        row[0]
-        for row in conn.execute(
-            "SELECT pair_id FROM pairs WHERE iteration = ? ORDER BY position", (iteration,)
-        )
-    ]
-    order = rng.permutation(len(ids))
-    conn.executemany(
-        "UPDATE pairs SET position = ? WHERE pair_id = ?",
-        [(int(p), pid) for p, pid in zip(order, ids, strict=True)],
-    )
-    return len(planned)
+    batch = pd.concat([pairs, checks], ignore_index=True)
+    # the k-th pair in asking order (sorting pairs by position, then the checks) moves to order[k]
+    in_order = np.concatenate([ordered.index.map(pairs.index.get_loc), np.arange(len(checks))])
+    in_order[len(ordered) :] += len(pairs)
+    order = rng.permutation(len(batch))
+    position = np.empty(len(batch), dtype=int)
+    position[in_order] = order
+    return batch.assign(position=position)

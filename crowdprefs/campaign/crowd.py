@@ -1,13 +1,18 @@
-"""What every crowd backend provides: publish a batch's pairs, collect their answers.
+"""The campaign's port to the crowds: what every crowd adapter provides, and what the driver
+hands a crowd that reviews answers.
 
-Both calls are idempotent and resumable: ``publish`` skips pairs the crowd already holds and
-records each one as it is created; ``collect`` stores answers with their crowd assignment ids,
-so answers already stored are never stored twice.
+Adapters (:mod:`crowdprefs.crowds`) implement :class:`Crowd`: publish a batch's pairs and
+collect their answers. Both calls are idempotent and resumable: ``publish`` skips pairs the
+crowd already holds and records each one as it is created; ``collect`` stores answers with their
+crowd assignment ids, so answers already stored are never stored twice. A crowd that pays for
+answers (MTurk) also offers the primitives of :class:`ReviewedCrowd`; the driver then runs a
+:class:`Review` after each collection (collect → review → replace rejected answers), so the
+adapter never decides what to approve.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -31,6 +36,28 @@ class Crowd(Protocol):
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
         """Store the answers available for ``pairs``; return how many were new."""
         ...
+
+
+@runtime_checkable
+class ReviewedCrowd(Crowd, Protocol):
+    """A crowd whose answers are reviewed: the calls a review applies (each idempotent)."""
+
+    def block_worker(self, worker_id: str, reason: str) -> None: ...
+
+    def reject_assignment(self, assignment_id: str, reason: str) -> None: ...
+
+    def approve_assignment(self, assignment_id: str) -> None: ...
+
+    def add_assignments(self, hit_id: str, before: int, after: int) -> None: ...
+
+
+class Review(Protocol):
+    """One review pass over a batch's answers from ``crowd`` (approve, reject, block, replace);
+    returns how many of each it did: ``blocked, rejected, replaced, approved``."""
+
+    def __call__(
+        self, project: Project, crowd: ReviewedCrowd, iteration: int
+    ) -> dict[str, int]: ...
 
 
 def reachable_size(have, wanted, barrier: int | None) -> np.ndarray:

@@ -2,10 +2,16 @@
 
 Each step is one transaction on the project's state and may be repeated or resumed after a
 crash: ``next_batch`` returns the open batch until it is aggregated; ``publish`` and ``collect``
-skip what the crowd already holds; ``aggregate`` runs once every pair has its answers. The
-sort's segments are never stored: they are replayed from the candidates' initial order and the
-aggregated verdicts (:func:`crowdprefs.campaign.sorting.replay`), so state and lists cannot
-disagree.
+skip what the crowd already holds; ``aggregate`` runs once every pair has its answers. A batch
+moves on only through the one state machine (:mod:`crowdprefs.campaign.batches`, applied by
+:meth:`~crowdprefs.campaign.store.Store.advance_batch`). The sort's segments are never stored:
+they are replayed from the candidates' initial order and the aggregated verdicts
+(:func:`crowdprefs.campaign.sorting.replay`), so state and lists cannot disagree.
+
+Collecting from a crowd that reviews its answers (:class:`~crowdprefs.campaign.crowd.
+ReviewedCrowd`) runs the :class:`~crowdprefs.campaign.crowd.Review` it is handed after each
+collection, and collects the replacements of rejected answers: the driver orchestrates, the
+crowd adapter only offers the calls.
 """
 
 from __future__ import annotations
@@ -19,13 +25,13 @@ import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
 from crowdprefs.campaign.aggregate import count_answers, inter_agreement, verdicts
-from crowdprefs.campaign.budget import batch_cost, check_budget
+from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
-from crowdprefs.campaign.crowd import Crowd, reachable_size
+from crowdprefs.campaign.crowd import Crowd, Review, ReviewedCrowd, reachable_size
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.sorting import SortState, contradictions, initial_orders, replay
-from crowdprefs.campaign.store import now
 from crowdprefs.errors import BudgetError, InputError, StateError
+from crowdprefs.progress import note
 
 
 def sort_states(project: Project) -> dict[str, SortState]:
@@ -64,15 +70,15 @@ def next_batch(project: Project) -> int | None:
 
     Returns ``None`` when every query's list is closed. The pairs of a new batch come in a
     random order and with a random side shown as variation A (seed 002 §4.2), both fixed by the
-    project seed and the iteration number.
+    project seed and the iteration number; attention checks are mixed in when ``[checks]`` asks
+    for them (:mod:`crowdprefs.campaign.checks`).
     """
     store = project.store
     last = store.last_batch()
     if last is not None and last["status"] != "aggregated":
         return last["iteration"]
-    needed = [
-        (query, x, y) for query, state in sort_states(project).items() for x, y in state.needed
-    ]
+    states = sort_states(project)
+    needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
     if not needed:
         return None
     iteration = 1 if last is None else last["iteration"] + 1
@@ -81,42 +87,32 @@ def next_batch(project: Project) -> int | None:
     a_is_x = rng.integers(0, 2, len(needed))
     rule = stopping_rule(project)
     wanted = project.settings.answers_per_pair if rule is None else rule.initial
-    with store.transaction() as conn:
-        conn.execute(
-            "INSERT INTO batches (iteration, status, created_at) VALUES (?, 'built', ?)",
-            (iteration, now()),
-        )
-        conn.executemany(
-            "INSERT INTO pairs (iteration, query, x, y, a_is_x, position, answers_wanted)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (iteration, q, x, y, int(a), int(p), wanted)
-                for (q, x, y), a, p in zip(needed, a_is_x, position, strict=True)
-            ],
-        )
-        add_checks(conn, project, iteration, wanted)  # attention checks ([checks]; off by default)
+    pairs = pd.DataFrame(needed, columns=["query", "x", "y"]).assign(
+        a_is_x=a_is_x.astype(int), position=position, kind="sort", answers_wanted=wanted
+    )
+    store.create_batch(iteration, add_checks(project, iteration, pairs, states))
     return iteration
 
 
 def committed_cost(project: Project) -> float:
-    """What every published HIT of the project costs, at the configured reward and fees."""
-    sizes = project.store.frame(
-        "SELECT max_assignments AS n, COUNT(*) AS hits FROM hits GROUP BY n"
-    )
-    return batch_cost(
-        project.settings.reward, sizes["n"].repeat(sizes["hits"]).to_numpy(), project.settings.fees
-    )
+    """What every published HIT of the project costs, at the price it was published at (HITs
+    published before prices were stored: at the configured reward and fees)."""
+    prices = project.store.hit_prices()
+    settings = project.settings
+    costs = hit_costs(prices, prices["size"], settings.reward, settings.fees)
+    return round(float(np.sum(costs * prices["hits"].to_numpy())), 2)
 
 
-_UNPUBLISHED = "pair_id NOT IN (SELECT pair_id FROM hits WHERE crowd = ?)"
-
-
-def _open_batch(project: Project, allowed: tuple[str, ...]) -> int:
+def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:
     last = project.store.last_batch()
     if last is None or last["status"] not in allowed:
         state = "no batch yet" if last is None else f"batch {last['iteration']} is {last['status']}"
         raise StateError(
             f"nothing to do ({state}); expected a batch that is {' or '.join(allowed)}"
+        )
+    if crowd is not None and last["crowd"] not in (None, crowd.name):
+        raise StateError(
+            f"batch {last['iteration']} belongs to the {last['crowd']} crowd, not {crowd.name}"
         )
     return last["iteration"]
 
@@ -125,9 +121,10 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
     """Publish the open batch's pairs not yet published, after checking the budget.
 
     With ``partial``, a batch that would cross the budget is published up to what fits (in the
-    batch's order); otherwise nothing is published and :class:`BudgetError` is raised.
+    batch's order); otherwise nothing is published and :class:`BudgetError` is raised. The batch
+    is ``published`` once the crowd holds every pair.
     """
-    iteration = _open_batch(project, ("built", "published"))
+    iteration = _open_batch(project, ("built", "published"), crowd)
     rule, barrier = stopping_rule(project), crowd.extension_barrier
     if rule is not None and barrier is not None and rule.initial < barrier <= rule.maximum:
         raise InputError(
@@ -137,10 +134,7 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
             f"{barrier}"
         )
     store = project.store
-    pairs = store.frame(
-        f"SELECT * FROM pairs WHERE iteration = ? AND {_UNPUBLISHED} ORDER BY position",
-        (iteration, crowd.name),
-    )
+    pairs = store.unpublished_pairs(iteration, crowd.name)
     settings = project.settings
     if len(pairs):
         committed = committed_cost(project)
@@ -160,30 +154,8 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
                 raise
             pairs = pairs.iloc[:fits]
         crowd.publish(project, pairs)
-    with store.transaction() as conn:
-        remaining = conn.execute(
-            f"SELECT COUNT(*) FROM pairs WHERE iteration = ? AND {_UNPUBLISHED}",
-            (iteration, crowd.name),
-        ).fetchone()[0]
-        if remaining == 0:
-            store.set_status(conn, iteration, "published")
-            conn.execute(
-                "UPDATE batches SET crowd = ? WHERE iteration = ?", (crowd.name, iteration)
-            )
+    store.advance_batch(iteration, "published", crowd=crowd.name)
     return len(pairs)
-
-
-def missing_answers(project: Project, iteration: int) -> pd.DataFrame:
-    """Pairs of the batch with fewer accepted answers than wanted: ``pair_id, have, wanted``."""
-    return project.store.frame(
-        """
-        SELECT p.pair_id, COUNT(a.answer_id) AS have, p.answers_wanted AS wanted
-        FROM pairs p LEFT JOIN answers a ON a.pair_id = p.pair_id AND a.status != 'rejected'
-        WHERE p.iteration = ?
-        GROUP BY p.pair_id HAVING COUNT(a.answer_id) < p.answers_wanted
-        """,
-        (iteration,),
-    )
 
 
 def stopping_rule(project: Project) -> StoppingRule | None:
@@ -199,13 +171,14 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
     undecided sorting pairs by the rule's step, after checking the budget; returns how many.
 
     A pair never wants more than its HIT can reach on ``crowd`` (its extension barrier) less
-    its rejected answers, so a batch never waits for answers that cannot come."""
+    its rejected answers, so a batch never waits for answers that cannot come. The extra
+    assignments cost what each HIT was published at."""
     store = project.store
     pairs = store.pairs(iteration).set_index("pair_id")
     pairs = pairs[pairs["kind"] == "sort"]
     counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
-    hits = store.batch_hits(crowd.name, iteration)[["size", "rejected"]]
-    hits = hits.reindex(pairs.index, fill_value=0)
+    hits = store.batch_hits(crowd.name, iteration).reindex(pairs.index)
+    hits[["size", "rejected"]] = hits[["size", "rejected"]].fillna(0).astype(int)
     rejected = hits["rejected"].to_numpy()
     wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
     reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)
@@ -214,51 +187,66 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
     if not grow.any():
         return 0
     settings = project.settings
-    old, new = pairs["answers_wanted"].to_numpy()[grow], wanted[grow]
-    extra = batch_cost(settings.reward, new, settings.fees) - batch_cost(
-        settings.reward, old, settings.fees
+    grown, new = pairs.index[grow], wanted[grow]
+    before, after = hits["size"].to_numpy()[grow], new + rejected[grow]
+    prices = hits[grow]
+    extra = float(
+        np.sum(hit_costs(prices, after, settings.reward, settings.fees))
+        - np.sum(hit_costs(prices, before, settings.reward, settings.fees))
     )
-    check_budget(extra, committed_cost(project), settings.budget)
-    grown = pairs.index[grow]
-    with store.transaction() as conn:
-        conn.executemany(
-            "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
-            [(int(n), int(p)) for n, p in zip(new, grown, strict=True)],
-        )
-        conn.executemany(
-            "UPDATE hits SET max_assignments = ? WHERE crowd = ? AND pair_id = ?",
-            [
-                (int(n + r), crowd.name, int(p))
-                for n, r, p in zip(new, rejected[grow], grown, strict=True)
-            ],
-        )
+    check_budget(round(extra, 2), committed_cost(project), settings.budget)
+    store.resize_pairs(
+        crowd.name,
+        wanted=dict(zip(grown, new, strict=True)),
+        sizes=dict(zip(grown, after, strict=True)),
+    )
     return int(grow.sum())
 
 
-def collect(project: Project, crowd: Crowd) -> int:
+def _gather(
+    project: Project, crowd: Crowd, pairs: pd.DataFrame, iteration: int, review: Review | None
+) -> int:
+    """Collect the pairs' answers; for a reviewed crowd, review them and collect the
+    replacements of rejected answers (a few rounds: they may be answered at once). Returns how
+    many answers were new."""
+    new = crowd.collect(project, pairs)
+    if review is None or not isinstance(crowd, ReviewedCrowd):
+        return new
+    last = done = review(project, crowd, iteration)
+    for _ in range(3):
+        if not last["replaced"]:
+            break
+        short = set(project.store.missing_answers(iteration, crowd.name)["pair_id"])
+        arrived = crowd.collect(project, pairs[pairs["pair_id"].isin(short)])
+        if not arrived:
+            break
+        new += arrived
+        last = review(project, crowd, iteration)
+        done = {what: done[what] + last[what] for what in done}
+    if any(done.values()):
+        note("review: " + ", ".join(f"{count} {what}" for what, count in done.items() if count))
+    return new
+
+
+def collect(project: Project, crowd: Crowd, review: Review | None = None) -> int:
     """Collect the published batch's answers; marks it collected once every pair has them.
 
-    With adaptive answers, pairs still undecided once they have their answers get more wanted
+    ``review`` reviews the answers of a crowd that offers it (:func:`_gather`). With adaptive
+    answers, pairs still undecided once they have their answers get more wanted
     (:func:`_extend_undecided`) and are collected again, until every pair is decided.
     """
-    iteration = _open_batch(project, ("published", "collected"))
+    iteration = _open_batch(project, ("published", "collected"), crowd)
     store = project.store
-    query = (
-        "SELECT p.* FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?"
-        " WHERE p.iteration = ? ORDER BY p.position"
-    )
-    new = crowd.collect(project, store.frame(query, (crowd.name, iteration)))
+    new = _gather(project, crowd, store.published_pairs(iteration, crowd.name), iteration, review)
     rule = stopping_rule(project)
     while (
         rule is not None
-        and missing_answers(project, iteration).empty
+        and store.missing_answers(iteration).empty
         and _extend_undecided(project, iteration, rule, crowd)
     ):
-        new += crowd.collect(project, store.frame(query, (crowd.name, iteration)))
-    if missing_answers(project, iteration).empty:
-        with store.transaction() as conn:
-            if store.last_batch()["status"] == "published":
-                store.set_status(conn, iteration, "collected")
+        pairs = store.published_pairs(iteration, crowd.name)
+        new += _gather(project, crowd, pairs, iteration, review)
+    store.advance_batch(iteration, "collected")
     return new
 
 
@@ -281,15 +269,9 @@ def aggregate(project: Project) -> pd.DataFrame:
     result = pairs.drop(columns=["verdict", "p_value"]).join(counts)
     result["verdict"], result["p_value"] = verdict, p
     result["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
-    with store.transaction() as conn:
-        conn.executemany(
-            "UPDATE pairs SET verdict = ?, p_value = ? WHERE pair_id = ?",
-            [
-                (int(v), None if np.isnan(pv) else float(pv), int(pid))
-                for pid, v, pv in zip(result.index, verdict, p, strict=True)
-            ],
-        )
-        store.set_status(conn, iteration, "aggregated")
+    store.save_verdicts(
+        iteration, pd.DataFrame({"pair_id": result.index, "verdict": verdict, "p_value": p})
+    )
     sort_states(project)  # replay the batch's queries once, here, so status and next find them
     return result.reset_index()
 
@@ -322,13 +304,7 @@ def status(project: Project) -> dict:
     """Per query: iterations, open segments, pairs judged, closed; and campaign totals."""
     store = project.store
     states = sort_states(project)
-    per_query = store.frame(
-        """
-        SELECT query, COUNT(DISTINCT iteration) AS iterations,
-               SUM(verdict IS NOT NULL) AS pairs_judged, COUNT(*) AS pairs_asked
-        FROM pairs WHERE kind = 'sort' GROUP BY query
-        """
-    ).set_index("query")
+    per_query = store.query_progress()
     queries = [
         {
             "query": query,
@@ -341,10 +317,7 @@ def status(project: Project) -> dict:
         }
         for query, state in states.items()
     ]
-    answers = store.conn.execute(  # two indexed counts: far faster than a scan with "!="
-        "SELECT (SELECT COUNT(*) FROM answers)"
-        " - (SELECT COUNT(*) FROM answers WHERE status = 'rejected')"
-    ).fetchone()[0]
+    answers = store.answer_total()
     last = store.last_batch()
     return {
         "queries": queries,
@@ -376,37 +349,35 @@ class IterationSummary:
 
 
 def run_iteration(
-    project: Project, crowd: Crowd, *, partial: bool = False
+    project: Project, crowd: Crowd, *, review: Review | None = None, partial: bool = False
 ) -> IterationSummary | None:
     """Take the campaign through one whole iteration (resuming wherever it stands)."""
     started = time.perf_counter()
     iteration = next_batch(project)
     if iteration is None:
         return None
-    status_now = project.store.last_batch()["status"]
-    if status_now == "built":
+    store = project.store
+    if store.last_batch()["status"] == "built":
         publish(project, crowd, partial=partial)
-        status_now = project.store.last_batch()["status"]
-        if status_now == "built":
+        if store.last_batch()["status"] == "built":
             raise BudgetError(f"batch {iteration} was published only in part: the budget is spent")
-    if status_now == "published":
-        collect(project, crowd)
-        if project.store.last_batch()["status"] != "collected":
-            missing = missing_answers(project, iteration)
+    if store.last_batch()["status"] == "published":
+        collect(project, crowd, review)
+        if store.last_batch()["status"] != "collected":
+            missing = store.missing_answers(iteration)
             raise StateError(
                 f"batch {iteration} still waits for answers to {len(missing)} pair(s); "
                 "collect again later"
             )
     result = aggregate(project)
-    answers = project.store.answers(iteration)
+    answers = store.answers(iteration)
     open_queries = sum(not s.closed for s in sort_states(project).values())
+    hits, settings = store.batch_hits(crowd.name, iteration), project.settings
     return IterationSummary(
         iteration=iteration,
         pairs=len(result),
         answers=len(answers),
-        cost=batch_cost(
-            project.settings.reward, result["answers_wanted"].to_numpy(), project.settings.fees
-        ),
+        cost=round(float(np.sum(hit_costs(hits, hits["size"], settings.reward, settings.fees))), 2),
         agreement=float(np.nanmean(result["agreement"])) if len(result) else float("nan"),
         median_seconds=float(answers["seconds"].median()) if len(answers) else float("nan"),
         seconds=time.perf_counter() - started,
@@ -418,6 +389,7 @@ def run(
     project: Project,
     crowd: Crowd,
     *,
+    review: Review | None = None,
     max_iterations: int | None = None,
     on_iteration: Callable[[IterationSummary], None] | None = None,
 ) -> list[IterationSummary]:
@@ -425,10 +397,37 @@ def run(
     stops it (:class:`BudgetError` propagates after the finished iterations were reported)."""
     done: list[IterationSummary] = []
     while max_iterations is None or len(done) < max_iterations:
-        summary = run_iteration(project, crowd)
+        summary = run_iteration(project, crowd, review=review)
         if summary is None:
             break
         done.append(summary)
         if on_iteration:
             on_iteration(summary)
     return done
+
+
+def advance(project: Project, crowd: Crowd, review: Review | None = None) -> str:
+    """Take the campaign as far as the answers ``crowd`` holds allow (the web server calls it
+    after each answer; for a crowd that answers at once it runs the whole campaign).
+
+    Builds and publishes the next batch when none is open, collects and aggregates a batch once
+    every pair has its answers, and repeats. Returns ``"waiting"`` (a batch awaits answers),
+    ``"done"`` (every list is closed) or ``"other crowd"`` (the open batch belongs to another
+    crowd). :class:`~crowdprefs.errors.BudgetError` propagates when the next batch does not fit.
+    """
+    store = project.store
+    while True:
+        if next_batch(project) is None:
+            return "done"
+        batch = store.last_batch()
+        if batch["crowd"] not in (None, crowd.name):
+            return "other crowd"
+        if batch["status"] == "built":
+            publish(project, crowd)
+            if store.last_batch()["status"] == "built":
+                return "waiting"
+        if store.last_batch()["status"] == "published":
+            collect(project, crowd, review)
+            if store.last_batch()["status"] == "published":
+                return "waiting"
+        aggregate(project)

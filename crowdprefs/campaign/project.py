@@ -3,6 +3,10 @@
 The seed and the candidates are fixed at ``init`` (they live in the state); the other settings
 (answers per pair, reward, budget, aggregation rule, fees, crowd sections) are read from the TOML
 file by every command, so a user can change them between iterations.
+
+One process writes a project at a time: its first change takes the project lock
+(``state.lock``, :mod:`crowdprefs.campaign.store.lock`), held until the project is closed; a
+second writer stops with one line naming the holder's process and command.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.campaign.store import Store, now
+from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import write_atomic
 
@@ -219,25 +223,10 @@ def init_project(
     try:
         _write_toml(staging / CONFIG_NAME, settings.to_toml(seed))
         store = Store(staging / STATE_NAME, create=True)
-        with store.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("seed", str(seed)), ("created_at", now())],
-            )
-            queries = frame.groupby("query", sort=False)["query_audio"].first()
-            conn.executemany(
-                "INSERT INTO queries (query, audio) VALUES (?, ?)",
-                list(queries.items()),
-            )
-            conn.executemany(
-                "INSERT INTO candidates (query, document, audio, position) VALUES (?, ?, ?, ?)",
-                [
-                    (row.query, row.document, row.audio, i)
-                    for i, row in enumerate(frame.itertuples(index=False))
-                ],
-            )
-        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        store.close()
+        try:
+            store.initialise(seed, frame)
+        finally:
+            store.close()
         if root.exists():
             root.rmdir()
         os.rename(staging, root)

@@ -33,10 +33,9 @@ from typing import Literal
 
 import pandas as pd
 
-from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
 from crowdprefs.campaign.sorting import Segment, lookup, split
 from crowdprefs.errors import InputError
-from crowdprefs.quality.audit import pair_verdicts
 
 ISSUE_COLUMNS = ["iteration", "query", "issue", "detail"]
 
@@ -127,6 +126,8 @@ def replay_campaign(
     """Rebuild the lists of a recorded campaign (see the module docstring)."""
     if pivot_side not in ("a", "b"):
         raise InputError(f"the pivot side must be a or b, got {pivot_side!r}")
+    if answers["iteration"].isna().any():
+        raise InputError("answers without an iteration: number the batches first")
     pairs = pair_verdicts(answers, rule)
     sort = pairs[pairs["kind"] == "sort"].copy()
     sides = answers.groupby("pair_id")["a_is_x"].first()

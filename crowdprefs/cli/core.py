@@ -67,6 +67,8 @@ def run_with_progress(
     project: Project, crowd_name: str, title: str
 ) -> list[driver.IterationSummary]:
     """Run the campaign to the end, with a progress bar over closed queries and a live table."""
+    from crowdprefs.quality.review import Reviewer
+
     crowd = get_crowd(crowd_name, project)
     total = len(project.store.candidates()["query"].unique())
     summaries: list[driver.IterationSummary] = []
@@ -82,7 +84,7 @@ def run_with_progress(
             )
 
         try:
-            driver.run(project, crowd, on_iteration=report)
+            driver.run(project, crowd, review=Reviewer(), on_iteration=report)
         finally:
             table = _iteration_table(title)
             for s in summaries:
@@ -203,8 +205,10 @@ def publish(
 @app.command()
 def collect(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
     """Collect the answers of the published batch."""
+    from crowdprefs.quality.review import Reviewer
+
     with Project(directory) as project:
-        new = driver.collect(project, get_crowd(crowd, project))
+        new = driver.collect(project, get_crowd(crowd, project), Reviewer())
         batch = project.store.last_batch()
         console.print(
             f"collected {new} new answers; batch {batch['iteration']} is {batch['status']}"

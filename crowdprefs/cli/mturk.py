@@ -57,28 +57,18 @@ Audited = Annotated[
 ]
 
 
-def _crowd(
-    project: Project,
-    live: bool,
-    fake: bool,
-    flags: Path | None = None,
-    audited: bool = False,
-) -> MTurkCrowd:
+def _crowd(project: Project, live: bool, fake: bool) -> MTurkCrowd:
     if live and fake:
         raise InputError("--live and --fake exclude each other")
     if fake:
-        crowd = MTurkCrowd.for_crowd_name("mturk-fake", project)
-    else:
-        crowd = MTurkCrowd(project, target="live" if live else "sandbox")
-    parts = [_read_flags(flags)] if flags else []
-    if audited:
-        from crowdprefs.quality import audit
+        return MTurkCrowd.for_crowd_name("mturk-fake", project)
+    return MTurkCrowd(project, target="live" if live else "sandbox")
 
-        answers = audit.project_answers(project)
-        if len(answers):
-            parts.append(audit.review_reasons(audit.flag_workers(answers)))
-    crowd.flags = pd.concat(parts, ignore_index=True) if parts else None
-    return crowd
+
+def _reviewer(flags: Path | None, audited: bool):
+    from crowdprefs.quality.review import Reviewer
+
+    return Reviewer(_read_flags(flags) if flags else None, audit=audited)
 
 
 def _read_flags(path: Path) -> pd.DataFrame:
@@ -181,11 +171,7 @@ def publish(
             return
         crowd = _crowd(project, live, fake)
         if live:
-            todo = project.store.frame(
-                "SELECT answers_wanted FROM pairs WHERE iteration = ? AND pair_id NOT IN"
-                " (SELECT pair_id FROM hits WHERE crowd = ?)",
-                (iteration, crowd.name),
-            )["answers_wanted"]
+            todo = project.store.unpublished_pairs(iteration, crowd.name)["answers_wanted"]
             settings = project.settings
             cost = batch_cost(settings.reward, todo.to_numpy(), settings.fees)
             budget = (
@@ -211,8 +197,8 @@ def collect(
 ) -> None:
     """Fetch the published batch's answers and review them."""
     with Project(directory) as project:
-        crowd = _crowd(project, live, fake, flags, audited)
-        new = driver.collect(project, crowd)
+        crowd = _crowd(project, live, fake)
+        new = driver.collect(project, crowd, _reviewer(flags, audited))
         batch = project.store.last_batch()
         console.print(
             f"collected {new} new answers; batch {batch['iteration']} is {batch['status']}"
@@ -228,14 +214,12 @@ def review_(
     audited: Audited = False,
 ) -> None:
     """Apply the review rules to the collected answers (e.g. after adding --flags)."""
-    from crowdprefs.quality.review import review
-
     with Project(directory) as project:
-        crowd = _crowd(project, live, fake, flags, audited)
+        crowd = _crowd(project, live, fake)
         last = project.store.last_batch()
         if last is None:
             raise StateError("the project has no batch to review")
-        done = review(project, crowd, last["iteration"], flags=crowd.flags)
+        done = _reviewer(flags, audited)(project, crowd, last["iteration"])
         console.print(", ".join(f"{n} {what}" for what, n in done.items()))
 
 

@@ -5,8 +5,10 @@
 ``mturk-sandbox``  Amazon Mechanical Turk's sandbox (live MTurk only via ``mturk ... --live``).
 ``mturk-fake``     the MTurk code path against a local fake answered by the simulated workers.
 
-Every backend implements :class:`crowdprefs.campaign.crowd.Crowd`; :func:`get_crowd` builds one
-by name for a project.
+Every backend implements :class:`crowdprefs.campaign.crowd.Crowd` (the MTurk ones also the
+review's calls, :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); this module is the one
+registry of them: :func:`get_crowd` builds one by name for a project. Adapters are handed what
+they need (the project and its store) and never import the driver: the driver calls them.
 """
 
 from __future__ import annotations

@@ -390,16 +390,12 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     x and A side. Rows without an answer are not stored (the schema holds answers only) but are
     counted in ``empty_rows``; a row matching no pair of the project raises :class:`InputError`.
     Answers already stored (same crowd and assignment id) are skipped. When the open batch then
-    has all its answers it is marked collected, ready for ``aggregate``.
+    has all its answers it moves on to collected (through the batch state machine,
+    :meth:`~crowdprefs.campaign.store.Store.advance_batch`), ready for ``aggregate``.
     """
-    from crowdprefs.campaign.driver import missing_answers
-
     source = answers.attrs.get("source", "the results file")
     store = project.store
-    pairs = store.frame(
-        "SELECT p.pair_id, p.iteration, p.query, p.x, p.y, p.a_is_x, h.hit_id"
-        " FROM pairs p LEFT JOIN hits h ON h.pair_id = p.pair_id ORDER BY p.iteration"
-    )
+    pairs = store.pair_matches()
     by_hit = pairs.dropna(subset=["hit_id"]).drop_duplicates("hit_id").set_index("hit_id")
     key = (
         pairs["query"]
@@ -434,7 +430,6 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     rows = pd.DataFrame(
         {
             "pair_id": pair_id.astype(np.int64).to_numpy(),
-            "crowd": crowd,
             "assignment_id": answers["assignment_id"].to_numpy(),
             "worker_id": answers["worker_id"].to_numpy(),
             "choice": choice.to_numpy(),
@@ -448,26 +443,13 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
         }
     )[given]
     rows["score"] = rows["score"].astype(int)
-    with store.transaction() as conn:
-        new = store.insert_answers(conn, rows)
-        conn.executemany(
-            "UPDATE answers SET status = ? WHERE crowd = ? AND assignment_id = ? AND status = ?",
-            [
-                (s, crowd, a, "submitted")
-                for a, s in zip(rows["assignment_id"], rows["status"], strict=True)
-                if s != "submitted"
-            ],
-        )
+    new = store.add_answers(crowd, rows)
     last = store.last_batch()
-    collected = False
-    if (
-        last
+    collected = (
+        last is not None
         and last["status"] in ("built", "published")
-        and missing_answers(project, last["iteration"]).empty
-    ):
-        with store.transaction() as conn:
-            store.set_status(conn, last["iteration"], "collected")
-        collected = True
+        and store.advance_batch(last["iteration"], "collected")
+    )
     return {
         "rows": len(answers),
         "new": new,

@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.crowd import score_of
-from crowdprefs.campaign.store import CLIP_JOINS, LISTEN_SECONDS, now
+from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists
 from crowdprefs.rng import counter_uniform
@@ -159,7 +159,7 @@ def simulate_answers(
 
     ``pairs`` needs ``pair_id, query, x, y, a_is_x, answers_wanted``. An ``x`` equal to its
     query (an attention check) is identical to the query, so more similar than any candidate.
-    Returns rows ready for :meth:`crowdprefs.campaign.store.Store.insert_answers`.
+    Returns rows ready for :meth:`crowdprefs.campaign.store.Store.add_answers`.
     """
     wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
     first = (
@@ -250,12 +250,7 @@ def simulate_answers(
 
 def listening_seconds(project: Project, pairs: pd.DataFrame) -> np.ndarray:
     """Seconds to hear each pair's three clips once (NaN while a duration is unknown)."""
-    iterations = sorted(set(pairs["iteration"]))
-    seconds = project.store.frame(
-        f"SELECT p.pair_id, {LISTEN_SECONDS} AS seconds FROM pairs p {CLIP_JOINS}"
-        f" WHERE p.iteration IN ({', '.join('?' * len(iterations))})",
-        [int(i) for i in iterations],
-    ).set_index("pair_id")["seconds"]
+    seconds = project.store.clip_seconds(pairs["pair_id"]).sum(axis=1, min_count=3)
     return pairs["pair_id"].map(seconds).to_numpy(dtype=np.float64)
 
 
@@ -284,18 +279,14 @@ class SimulatedCrowd:
         return cls(truth, CrowdModel.from_dict(section), seed)
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        project.store.record_hits(self.name, pairs)
+        settings = project.settings
+        project.store.add_hits(self.name, pairs, settings.reward, settings.fees)
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
-        have = project.store.frame(
-            "SELECT pair_id, COUNT(*) AS n FROM answers WHERE crowd = ? GROUP BY pair_id",
-            (self.name,),
-        ).set_index("pair_id")["n"]
+        have = project.store.answers_per_pair(self.name)
         first = pairs["pair_id"].map(have).fillna(0).to_numpy(dtype=np.int64)
-        published = project.store.frame(
-            "SELECT pair_id, created_at FROM hits WHERE crowd = ?", (self.name,)
-        ).set_index("pair_id")["created_at"]
+        published = project.store.hits(self.name).set_index("pair_id")["created_at"]
         start = pairs["pair_id"].map(published).dropna()
         published_at = datetime.fromisoformat(start.iloc[0]) if len(start) else None
         answers = simulate_answers(
@@ -309,5 +300,4 @@ class SimulatedCrowd:
         )
         if answers.empty:
             return 0
-        with project.store.transaction() as conn:
-            return project.store.insert_answers(conn, answers)
+        return project.store.add_answers(self.name, answers)

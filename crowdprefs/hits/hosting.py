@@ -189,11 +189,7 @@ class FolderHost:
 
 def clip_paths(project: Project) -> list[str]:
     """Every clip path (or URL) the project's HITs may show."""
-    rows = project.store.conn.execute(
-        "SELECT audio FROM queries WHERE audio IS NOT NULL"
-        " UNION SELECT audio FROM candidates WHERE audio IS NOT NULL"
-    ).fetchall()
-    return sorted(r[0] for r in rows)
+    return project.store.clip_paths()
 
 
 def host_for_project(project: Project, *, s3_client=None) -> ClipHost | None:

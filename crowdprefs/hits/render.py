@@ -152,20 +152,7 @@ def pair_clips(project: Project, pair: Mapping[str, Any]) -> dict[str, str | Non
 
     ``x`` equal to the query (an attention check) shows the query's own clip.
     """
-    conn = project.store.conn
-    query = pair["query"]
-    row = conn.execute("SELECT audio FROM queries WHERE query = ?", (query,)).fetchone()
-    query_audio = None if row is None else row[0]
-
-    def audio(document: str) -> str | None:
-        if document == query:
-            return query_audio
-        found = conn.execute(
-            "SELECT audio FROM candidates WHERE query = ? AND document = ?", (query, document)
-        ).fetchone()
-        return None if found is None else found[0]
-
-    x, y = audio(pair["x"]), audio(pair["y"])
+    query_audio, x, y = project.store.pair_audio(pair["query"], pair["x"], pair["y"])
     a_is_x = bool(int(pair["a_is_x"]))
     return {"query": query_audio, "a": x if a_is_x else y, "b": y if a_is_x else x}
 

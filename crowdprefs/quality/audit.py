@@ -11,7 +11,9 @@ of every agreement and aggregation.
   :func:`fleiss_kappa`) beside the seed's inter-agreement score (§5.3,
   :func:`crowdprefs.campaign.aggregate.inter_agreement`).
 * :func:`worker_profiles` and :func:`flag_workers`: who answered what, how fast, how well, and
-  which workers look careless or automatic (the rules are in :class:`FlagRules`).
+  which workers look careless or automatic (the rules are in :class:`FlagRules`). These are the
+  one set of worker-flag rules: the review of MTurk answers (:mod:`crowdprefs.quality.review`)
+  flags with them too, against the verdicts of the project's aggregation rule.
 * :func:`reference_agreement`: seed 002 Tables 3–6, the less/equal/more confusion of aggregated
   verdicts and of single answers against reference lists (e.g. an expert ground truth).
 * :func:`contradictions`: non-transitive verdict triples per query.
@@ -26,16 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from crowdprefs.campaign.aggregate import (
-    AggregationRule,
-    count_answers,
-    inter_agreement,
-    tally,
-    verdicts,
-)
+from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, tally, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.campaign.sorting import contradictions as triple_contradictions
-from crowdprefs.campaign.store import CLIP_JOINS, LISTEN_SECONDS
 from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.errors import InputError
 
@@ -51,32 +46,18 @@ OUTCOMES = {-1: "less", 0: "equal", 1: "more"}
 # --------------------------------------------------------------------------- answers frames
 
 
-def project_answers(project: Project) -> pd.DataFrame:
-    """A project's answers (rejected ones included) as an answers frame.
+def project_answers(project: Project, crowd: str | None = None) -> pd.DataFrame:
+    """A project's answers (rejected ones included; only ``crowd``'s when given) as an answers
+    frame.
 
     The listening time of a HIT is the sum of the three clips' durations when all are known.
-    The reward is the project's current ``[crowd] reward``; a HIT not recorded in ``hits``
-    (answers imported from a CSV) takes its batch's publication time as creation time.
+    The reward is the one the HIT was published at (the project's current ``[crowd] reward``
+    when unknown); a HIT not recorded in ``hits`` (answers imported from a CSV) takes its
+    batch's publication time as creation time.
     """
-    frame = project.store.frame(
-        f"""
-        SELECT p.iteration, a.pair_id, h.hit_id,
-               COALESCE(h.created_at, b.published_at, b.created_at) AS created_at,
-               COALESCE(h.max_assignments, p.answers_wanted) AS max_assignments,
-               p.query, p.x, p.y, p.a_is_x, p.kind, p.expected,
-               a.worker_id, a.assignment_id, a.status, a.choice, a.score, a.seconds,
-               {LISTEN_SECONDS} AS listen_seconds,
-               a.accepted_at, a.submitted_at, a.background, a.comment
-        FROM answers a
-        JOIN pairs p USING (pair_id)
-        JOIN batches b ON b.iteration = p.iteration
-        LEFT JOIN hits h ON h.pair_id = a.pair_id AND h.crowd = a.crowd
-        {CLIP_JOINS}
-        ORDER BY a.answer_id
-        """
-    )
+    frame = project.store.audit_answers(crowd)
     frame["hit_id"] = frame["hit_id"].fillna("pair-" + frame["pair_id"].astype(str))
-    frame["reward"] = project.settings.reward
+    frame["reward"] = pd.to_numeric(frame["reward"]).fillna(project.settings.reward)
     frame["pivot_known"] = frame["kind"] == "sort"
     for column in ("created_at", "accepted_at", "submitted_at"):
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
@@ -115,11 +96,6 @@ def validate(answers: pd.DataFrame) -> pd.DataFrame:
     return answers
 
 
-def usable(answers: pd.DataFrame) -> pd.DataFrame:
-    """The answers that count: not rejected and not empty."""
-    return answers[(answers["status"] != "rejected") & (answers["choice"] != "")]
-
-
 def infer_iterations(answers: pd.DataFrame, batch_gap: float = 600.0) -> pd.DataFrame:
     """Number the batches of a recorded campaign from its HITs' creation times.
 
@@ -140,21 +116,6 @@ def infer_iterations(answers: pd.DataFrame, batch_gap: float = 600.0) -> pd.Data
 
 
 # --------------------------------------------------------------------------- verdicts
-
-
-def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -> pd.DataFrame:
-    """Per pair (HIT): ``iteration, query, x, y, kind, more, equal, less, verdict, p_value,
-    agreement`` from the usable answers, aggregated with ``rule`` (seed 002 §3.2) and scored with
-    the §5.3 inter-agreement. Indexed by ``pair_id``; pairs without usable answers are left out.
-    """
-    good = usable(validate(answers))
-    info = good.groupby("pair_id")[["iteration", "query", "x", "y", "kind", "pivot_known"]].first()
-    pairs = info.join(count_answers(good.assign(score=good["score"].astype(int))))
-    pairs["verdict"], pairs["p_value"] = verdicts(
-        pairs["more"], pairs["equal"], pairs["less"], rule
-    )
-    pairs["agreement"] = inter_agreement(pairs["more"], pairs["equal"], pairs["less"])
-    return pairs
 
 
 def answer_agreement(score, verdict) -> np.ndarray:
@@ -384,8 +345,9 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     over the HIT's listening time); ``verdict_agreement`` (mean of :func:`answer_agreement`
     against the aggregated verdicts of the sorting pairs) over ``verdict_answers``;
     ``checks`` and ``check_failures`` (attention checks whose answer differs from the known
-    one); ``iterations`` worked and the ``first_iteration``; the last ``background`` answer and
-    its :func:`background_class`; ``comments``.
+    one; rejected answers count here, since a failed check is a reason to reject);
+    ``iterations`` worked and the ``first_iteration``; the last ``background`` answer and its
+    :func:`background_class`; ``comments``.
     """
     validate(answers)
     if pairs is None:
@@ -411,7 +373,8 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     by_worker = pd.Series(points, index=sort.index).groupby(sort["worker_id"])
     profile["verdict_agreement"] = by_worker.mean()
     profile["verdict_answers"] = by_worker.size()
-    checks = good[(good["kind"] == "check") & good["expected"].notna()]
+    given = answers[answers["choice"] != ""]
+    checks = given[(given["kind"] == "check") & given["expected"].notna()]
     failed = checks["score"] != checks["expected"]
     profile["checks"] = checks.groupby("worker_id").size()
     profile["check_failures"] = failed.groupby(checks["worker_id"]).sum()
@@ -438,14 +401,17 @@ class FlagRules:
                          seed 002's two robots always answered "equal").
     ``constant-time``    at least ``min_answers`` answers, all with the same work time (the
                          robots took exactly 8 s each time).
+    ``bot``              at least ``bot_answers`` answers, all the same option in the same work
+                         time, whatever the crowd's shares (both robots at once; the rule the
+                         MTurk review blocks on).
     ``too-fast``         at least ``min_answers`` answers and a median work time shorter than the
                          clips' listening time (when the durations are known:
                          ``listen_ratio < 1``), else shorter than ``fast_seconds`` (seed 002 §4.1:
                          hearing a HIT's three clips once took 13 s on average and never less
                          than 4 s). One fast answer is no evidence: clips can be heard in MTurk's
                          preview, before the work time starts.
-    ``failed-checks``    at least ``check_failures`` failed attention checks making at least
-                         ``check_share`` of the worker's checks.
+    ``failed-checks``    at least ``min_checks`` attention checks, at least ``check_failures``
+                         of them failed, making more than ``check_share`` of them.
     ``low-agreement``    at least ``min_answers`` answers on decided pairs whose agreement with the
                          aggregated verdicts lies ``z`` standard errors or more below the crowd's
                          (z = (a_w − ā)/(s/√n_w), ā and s the mean and standard deviation over all
@@ -456,21 +422,30 @@ class FlagRules:
     min_answers: int = 5
     constant_p: float = 0.001
     fast_seconds: float = 8.0
+    bot_answers: int = 5
+    min_checks: int = 1
     check_failures: int = 1
-    check_share: float = 0.5
+    check_share: float = 0.4
     z: float = 3.0
     empty_answers: int = 2
 
     def __post_init__(self) -> None:
-        if self.min_answers < 2 or self.z <= 0 or self.fast_seconds < 0:
-            raise InputError("flag rules need min_answers >= 2, z > 0 and fast_seconds >= 0")
+        if self.min_answers < 2 or self.bot_answers < 2 or self.z <= 0 or self.fast_seconds < 0:
+            raise InputError(
+                "flag rules need min_answers >= 2, bot_answers >= 2, z > 0 and fast_seconds >= 0"
+            )
         if not 0 < self.constant_p <= 1:
             raise InputError(f"constant_p must lie in (0, 1], got {self.constant_p}")
+        if self.min_checks < 1 or self.check_failures < 1 or not 0 <= self.check_share <= 1:
+            raise InputError(
+                "flag rules need min_checks >= 1, check_failures >= 1 and check_share in [0, 1]"
+            )
 
 
 FLAGS = (
     "constant-answer",
     "constant-time",
+    "bot",
     "too-fast",
     "failed-checks",
     "low-agreement",
@@ -480,18 +455,26 @@ FLAGS = (
 
 def flag_workers(
     answers: pd.DataFrame,
-    pairs: pd.DataFrame | None = None,
+    verdicts: pd.DataFrame | AggregationRule,
     rules: FlagRules = FlagRules(),
     profiles: pd.DataFrame | None = None,
+    *,
+    select: tuple[str, ...] = FLAGS,
 ) -> pd.DataFrame:
-    """``worker_id, flag, evidence``: one row per rule a worker breaks (see :class:`FlagRules`).
+    """``worker_id, flag, evidence``: one row per rule of ``select`` a worker breaks (see
+    :class:`FlagRules`).
 
-    Meant for review (reject or block, the MTurk backend's review step); the evidence is one
-    line a person can check. Workers are in profile order (most answers first).
+    ``verdicts`` are the pairs' verdicts to judge agreement against (:func:`pair_verdicts`,
+    e.g. a project's own), or the aggregation rule that makes them from ``answers`` (a
+    project's rule: a margin-rule project's workers are judged against margin verdicts). The
+    evidence is one line a person can check; workers are in profile order (most answers first).
+    Both the audit and the MTurk review (:mod:`crowdprefs.quality.review`) flag with it.
     """
+    unknown = set(select) - set(FLAGS)
+    if unknown:
+        raise InputError(f"unknown worker flag(s) {', '.join(sorted(unknown))}")
     validate(answers)
-    if pairs is None:
-        pairs = pair_verdicts(answers)
+    pairs = pair_verdicts(answers, verdicts) if isinstance(verdicts, AggregationRule) else verdicts
     if profiles is None:
         profiles = worker_profiles(answers, pairs)
     good = usable(answers)
@@ -522,6 +505,12 @@ def flag_workers(
             enough & (p["time_nunique"] == 1),
             lambda r: f"all {r.answers} answers took exactly {seconds(r.time_first)}",
         ),
+        "bot": (
+            (p["answers"] >= rules.bot_answers)
+            & (p["choice_nunique"] == 1)
+            & (p["time_nunique"] == 1),
+            lambda r: f"{r.answers} identical answers in identical time",
+        ),
         "too-fast": (
             enough
             & (
@@ -537,8 +526,9 @@ def flag_workers(
             ),
         ),
         "failed-checks": (
-            (p["check_failures"] >= rules.check_failures)
-            & (p["check_failures"] >= rules.check_share * p["checks"]),
+            (p["checks"] >= rules.min_checks)
+            & (p["check_failures"] >= rules.check_failures)
+            & (p["check_failures"] > rules.check_share * p["checks"]),
             lambda r: f"failed {r.check_failures} of {r.checks} attention checks",
         ),
         "low-agreement": (
@@ -554,7 +544,8 @@ def flag_workers(
         ),
     }
     rows = []
-    for flag, (mask, evidence) in rules_met.items():
+    for flag in select:
+        mask, evidence = rules_met[flag]
         rows.extend(
             (worker.Index, flag, evidence(worker)) for worker in p[mask.fillna(False)].itertuples()
         )

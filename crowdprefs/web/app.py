@@ -53,9 +53,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
-from crowdprefs.crowds.web import advance
+from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import BudgetError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
@@ -332,7 +333,7 @@ def _advance(app: Starlette, project: Project) -> None:
     other ASGI servers may not)."""
     with app.state.advancing:
         try:
-            app.state.campaign = advance(project)
+            app.state.campaign = advance(project, WebCrowd())
         except BudgetError as error:
             app.state.campaign = f"stopped: {error}"
     log.info("campaign: %s", app.state.campaign)

@@ -9,17 +9,14 @@ import pytest
 from mturk_campaign import make_project, run_campaign, start_fake
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.checks import CheckSettings
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import InputError
-from crowdprefs.quality.review import (
-    ReviewRules,
-    bot_workers,
-    check_failers,
-    failed_checks,
-    worker_flags,
-)
+from crowdprefs.quality.audit import FlagRules, flag_workers
+from crowdprefs.quality.review import ReviewRules, failed_checks, review_flags
 
 
 def test_no_checks_leaves_the_batch_untouched(tmp_path):
@@ -74,9 +71,32 @@ def test_check_settings_are_validated():
 
 
 def _answers(rows):
-    return pd.DataFrame(
+    """An answers frame (every column an audit needs): one pair per answer."""
+    frame = pd.DataFrame(
         rows, columns=["worker_id", "kind", "expected", "score", "choice", "seconds"]
     )
+    n = len(frame)
+    frame = frame.assign(
+        iteration=pd.array([1] * n, dtype="Int64"),
+        pair_id=range(n),
+        hit_id=[f"H{i}" for i in range(n)],
+        created_at=pd.NaT,
+        max_assignments=1.0,
+        reward=0.02,
+        query="q",
+        x=[f"d{i}" for i in range(n)],
+        y="p",
+        a_is_x=1,
+        pivot_known=True,
+        assignment_id=[f"A{i}" for i in range(n)],
+        status="submitted",
+        listen_seconds=float("nan"),
+        accepted_at=pd.NaT,
+        submitted_at=pd.NaT,
+        background="",
+        comment="",
+    )
+    return frame[list(FRAME_COLUMNS)]
 
 
 def test_failed_checks_tolerate_equal():
@@ -97,9 +117,14 @@ def test_bots_answer_equal_in_exactly_eight_seconds():
     rows += [("slow", "sort", None, 0, "equal", 8.0 + i) for i in range(6)]
     rows += [("few", "sort", None, 0, "equal", 8.0)] * 4
     rows += [("mixed", "sort", None, 1, c, 8.0) for c in "AB" * 3]
-    flags = bot_workers(_answers(rows), min_answers=5)
+    answers = _answers(rows)
+    flags = flag_workers(answers, AggregationRule(), FlagRules(bot_answers=5), select=("bot",))
     assert flags["worker_id"].tolist() == ["bot"]
-    assert flags["reason"].iloc[0] == "bot: 6 identical answers in identical time"
+    assert flags["evidence"].iloc[0] == "6 identical answers in identical time"
+    reasons = review_flags(answers, AggregationRule(), ReviewRules(bot_min_answers=5))
+    assert reasons.to_dict("records") == [
+        {"worker_id": "bot", "reason": "bot: 6 identical answers in identical time"}
+    ]
 
 
 def test_check_failers_and_all_flags():
@@ -107,20 +132,22 @@ def test_check_failers_and_all_flags():
     rows += [("once", "check", 1, -1, "B", 5.0)]
     rows += [("good", "check", 1, 1, "A", 5.0)] * 3
     answers = _answers(rows)
-    failers = check_failers(answers, min_checks=2, max_share=0.5)
-    assert failers.to_dict("records") == [
-        {"worker_id": "careless", "reason": "failed 2 of 3 attention checks"}
-    ]
     rules = ReviewRules(block=["listed", "careless"])
+    failers = flag_workers(
+        answers, AggregationRule(), rules.flag_rules(), select=("failed-checks",)
+    )
+    assert failers[["worker_id", "evidence"]].to_dict("records") == [
+        {"worker_id": "careless", "evidence": "failed 2 of 3 attention checks"}
+    ]
     extra = pd.DataFrame({"worker_id": ["audit1", "listed"], "reason": ["low agreement", "x"]})
-    flags = worker_flags(answers, rules, extra)
+    flags = review_flags(answers, AggregationRule(), rules, extra)
     assert flags.set_index("worker_id")["reason"].to_dict() == {
-        "careless": "failed 2 of 3 attention checks",
+        "careless": "failed-checks: failed 2 of 3 attention checks",
         "listed": "listed in [review] block",
         "audit1": "low agreement",
     }
     with pytest.raises(InputError, match="worker_id, reason"):
-        worker_flags(answers, rules, pd.DataFrame({"worker": ["x"]}))
+        review_flags(answers, AggregationRule(), rules, pd.DataFrame({"worker": ["x"]}))
 
 
 def test_failed_checks_are_rejected_on_mturk(tmp_path):
@@ -137,7 +164,7 @@ def test_failed_checks_are_rejected_on_mturk(tmp_path):
     failed = answers[failed_checks(answers)]
     assert len(failed) > 0
     assert (failed["status"] == "rejected").all()
-    reviews = project.store.frame("SELECT * FROM answer_reviews WHERE decision = 'reject'")
+    reviews = project.store.reviews().query("decision == 'reject'")
     assert set(failed["assignment_id"]) <= set(reviews["assignment_id"])
     remote = {a["AssignmentId"]: a for h in fake.hits() for a in fake.assignments(h["HITId"])}
     for assignment in failed["assignment_id"]:

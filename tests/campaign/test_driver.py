@@ -124,7 +124,7 @@ def test_budget_stops_publishing_and_partial_publishes_what_fits(demo):
     driver.next_batch(demo)
     with pytest.raises(BudgetError, match="cross the budget of \\$10.00"):
         driver.publish(demo, crowd)
-    assert demo.store.frame("SELECT COUNT(*) AS n FROM hits")["n"][0] == 0
+    assert demo.store.hits().empty
     published = driver.publish(demo, crowd, partial=True)
     assert published == 33  # 33 pairs × 10 answers × $0.03 = $9.90
     assert driver.committed_cost(demo) <= 10.0

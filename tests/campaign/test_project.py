@@ -81,8 +81,10 @@ def test_init_writes_config_and_state(tmp_path, good):
         assert project.store.version == SCHEMA_VERSION == len(MIGRATIONS)
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
         "crowdprefs.toml",
+        "state.lock",  # the project lock's file (empty while no process holds the lock)
         "state.sqlite",
     ]
+    assert (tmp_path / "p" / "state.lock").read_text() == ""
 
 
 def test_init_never_overwrites_and_leaves_nothing_on_error(tmp_path, good):

@@ -17,6 +17,7 @@ from crowdprefs.campaign.budget import FeeModel, batch_cost
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 from crowdprefs.errors import BudgetError
+from crowdprefs.quality.review import Reviewer
 
 
 def _spent(fake, reward: float, fees: FeeModel) -> float:
@@ -66,7 +67,7 @@ def test_spending_never_crosses_the_budget(
                 if status == "built":
                     driver.publish(project, crowd, partial=partial)
                 elif status == "published":
-                    driver.collect(project, crowd)
+                    driver.collect(project, crowd, Reviewer())
             if status == "collected":
                 driver.aggregate(project)
         except BudgetError:
@@ -79,5 +80,42 @@ def test_spending_never_crosses_the_budget(
     assert abs(spent - driver.committed_cost(project)) < 0.006  # the state agrees with MTurk
     if not fake.hits():
         assert stopped and batch_cost(reward, [answers], project.settings.fees) > 0
+    fake.stop()
+    project.close()
+
+
+def _charged(fake, fees: FeeModel) -> float:
+    """What MTurk charges for every HIT: its MaxAssignments at the reward it was created with."""
+    return sum(
+        h["MaxAssignments"] * float(fees.per_assignment(float(h["Reward"]), h["MaxAssignments"]))
+        for h in fake.hits()
+    )
+
+
+def test_lowering_the_reward_never_lets_spending_pass_the_budget(tmp_path):
+    """HITs already published keep the price they were published at: a lower reward for the
+    next batch must not make the past look cheaper and let the budget be crossed."""
+    project = make_project(tmp_path / "r", answers=3)
+    config = project.root / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    data["crowd"]["reward"] = 0.05
+    config.write_text(tomli_w.dumps(data))
+    project.close()
+    project = Project(tmp_path / "r" / "project")
+    fake, url = start_fake(project)
+    crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
+    driver.run_iteration(project, crowd, review=Reviewer())
+    spent = _charged(fake, project.settings.fees)
+    assert driver.committed_cost(project) == pytest.approx(spent, abs=0.006)
+    # a budget just above what batch 1 cost, and a reward five times lower for batch 2
+    data["crowd"].update({"reward": 0.01, "budget": round(spent + 0.03, 2)})
+    config.write_text(tomli_w.dumps(data))
+    project.close()
+    project = Project(tmp_path / "r" / "project")
+    assert driver.committed_cost(project) == pytest.approx(spent, abs=0.006)
+    driver.next_batch(project)
+    with pytest.raises(BudgetError, match="cross the budget"):
+        driver.publish(project, crowd, partial=True)
+    assert _charged(fake, project.settings.fees) <= project.settings.budget + 1e-9
     fake.stop()
     project.close()

@@ -11,18 +11,16 @@ from mturk_campaign import make_project, run_campaign, start_fake
 from typer.testing import CliRunner
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.answers import check_answer
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.cli.app import app
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.mturk.crowd import (
-    MTurkCrowd,
-    MTurkSettings,
-    parse_answer,
-    request_token,
-    validate_answer,
-)
+from crowdprefs.crowds.mturk.crowd import MTurkCrowd, MTurkSettings, parse_answer, request_token
 from crowdprefs.crowds.mturk.fake import FakeMTurk, answer_xml
 from crowdprefs.errors import BudgetError, CrowdError, InputError
+from crowdprefs.quality.review import Reviewer
+
+REVIEW = Reviewer()
 
 
 @pytest.fixture
@@ -39,7 +37,7 @@ def test_full_campaign_through_the_fake(campaign):
     run_campaign(project, crowd)
     lists = driver.lists(project)
     assert sorted(lists["query"].unique()) == ["q01", "q02", "q03"]
-    hits = project.store.frame("SELECT * FROM hits WHERE crowd = 'mturk-fake'")
+    hits = project.store.hits("mturk-fake")
     pairs = project.store.pairs()
     assert len(hits) == len(pairs) == len(fake.hits())  # exactly one HIT per pair
     assert {h["RequesterAnnotation"].rsplit(" ", 1)[1] for h in fake.hits()} == {
@@ -78,7 +76,7 @@ def test_the_two_bots_are_blocked_and_replaced(tmp_path):
     fake, url = start_fake(project)
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
     run_campaign(project, crowd)
-    blocks = project.store.frame("SELECT * FROM worker_blocks")
+    blocks = project.store.worker_blocks()
     assert len(blocks) == 2 and blocks["applied_at"].notna().all()
     assert set(fake.blocked()) == set(blocks["worker_id"])
     assert blocks["reason"].str.startswith("bot:").all()
@@ -104,7 +102,7 @@ def test_a_retried_or_resumed_publish_never_posts_a_pair_twice(campaign):
     assert len(fake.hits()) == len(pairs)
     # three requests were refused by their token (HitAlreadyExists) and their HITs recovered
     assert fake.calls()["CreateHITWithHITType"] == len(pairs) + 3
-    local = project.store.frame("SELECT pair_id, hit_id FROM hits")
+    local = project.store.hits()
     assert len(local) == len(pairs) and local["hit_id"].is_unique
 
 
@@ -133,7 +131,7 @@ def test_faults_are_retried_and_tokens_keep_hits_unique(tmp_path):
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
     driver.next_batch(project)
     driver.publish(project, crowd)
-    driver.collect(project, crowd)
+    driver.collect(project, crowd, REVIEW)
     assert project.store.last_batch()["status"] == "collected"
     assert len(fake.hits()) == len(project.store.pairs())
     assert len(project.store.answers(include_rejected=True)) == sum(
@@ -171,9 +169,10 @@ def test_the_fake_validates_against_botocore_model(campaign):
 
 def test_answer_parsing_is_safe_and_validated():
     fields = {"choice": "equal", "comment": "<b>&amp;</b>", "plays_query": "2", "listen_a": "3.5"}
-    parsed = validate_answer(parse_answer(answer_xml(fields)))
+    parsed, problems = check_answer(parse_answer(answer_xml(fields)))
     assert parsed["choice"] == "equal" and parsed["comment"] == "<b>&amp;</b>"
     assert parsed["plays_query"] == 2.0 and parsed["listen_a"] == 3.5
+    assert problems == ["sent without playing every clip to the end (not played: a, b)"]
     bomb = (
         '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">'
         '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
@@ -181,12 +180,31 @@ def test_answer_parsing_is_safe_and_validated():
     )
     with pytest.raises(InputError, match="unreadable answer XML"):
         parse_answer(bomb)
-    with pytest.raises(InputError, match="invalid choice"):
-        validate_answer({"choice": "C"})
-    with pytest.raises(InputError, match="invalid listen_a"):
-        validate_answer({"choice": "A", "listen_a": "nan"})
-    long = validate_answer({"choice": "A", "comment": "x" * 5000})
+    played = {f"plays_{role}": "1" for role in ("query", "a", "b")}
+    assert check_answer({"choice": "C", **played}) == (
+        {**check_answer({"choice": "A", **played})[0], "choice": None},
+        ["invalid choice 'C'"],
+    )
+    assert check_answer({"choice": "A", "listen_a": "nan", **played})[1] == [
+        "invalid listen_a 'nan'"
+    ]
+    long, problems = check_answer({"choice": "A", "comment": "x" * 5000, **played})
     assert len(long["comment"]) == 2000
+    assert problems == ["the comment is longer than 2000 characters"]
+    lines = "\r\n".join(["x" * 99] * 20)  # 2,000 characters as the page counts them
+    assert check_answer({"choice": "A", "comment": lines, **played})[1] == []
+
+
+def test_listening_evidence_is_checked_against_the_clips_durations():
+    played = {f"plays_{role}": "1" for role in ("query", "a", "b")}
+    heard = {"listen_query": "9.9", "listen_a": "4.6", "listen_b": "2.0"}
+    durations = {"query": 10.0, "a": 5.0, "b": 6.0}
+    answer, problems = check_answer({"choice": "B", **played, **heard}, durations)
+    assert answer["listen_b"] == 2.0
+    assert problems == ["clips heard too briefly: b for 2 s of its 6 s"]
+    assert check_answer({"choice": "B", **played, **heard, "listen_b": "5"}, durations)[1] == []
+    unknown = {"query": None, "a": float("nan"), "b": None}  # durations unknown: plays suffice
+    assert check_answer({"choice": "B", **played}, unknown)[1] == []
 
 
 def test_malformed_answers_are_rejected_with_a_reason_and_replaced(campaign):
@@ -202,14 +220,14 @@ def test_malformed_answers_are_rejected_with_a_reason_and_replaced(campaign):
     fake.responder = sloppy
     driver.next_batch(project)
     driver.publish(project, crowd)
-    driver.collect(project, crowd)
-    reviews = project.store.frame("SELECT * FROM answer_reviews WHERE decision = 'reject'")
+    driver.collect(project, crowd, REVIEW)
+    reviews = project.store.reviews().query("decision == 'reject'")
     pairs = project.store.pairs(1)
     assert len(reviews) == len(pairs)
     assert reviews["reason"].str.contains("invalid choice").all()
     assert reviews["applied_at"].notna().all()
     assert project.store.last_batch()["status"] == "collected"
-    assert (project.store.frame("SELECT max_assignments FROM hits")["max_assignments"] == 6).all()
+    assert (project.store.hits()["max_assignments"] == 6).all()
 
 
 def test_flags_from_the_audit_block_and_reject(campaign):
@@ -218,8 +236,8 @@ def test_flags_from_the_audit_block_and_reject(campaign):
     driver.publish(project, crowd)
     answers_before = fake.assignments(fake.hits()[0]["HITId"])
     victim = answers_before[0]["WorkerId"]
-    crowd.flags = pd.DataFrame({"worker_id": [victim], "reason": ["audit: low agreement"]})
-    driver.collect(project, crowd)
+    flags = pd.DataFrame({"worker_id": [victim], "reason": ["audit: low agreement"]})
+    driver.collect(project, crowd, Reviewer(flags))
     assert fake.blocked() == {victim: "audit: low agreement"}
     stored = project.store.answers(include_rejected=True)
     assert (stored.loc[stored["worker_id"] == victim, "status"] == "rejected").all()
@@ -238,7 +256,7 @@ def test_reconcile_adopts_orphans_and_expire_ends_hits(campaign):
     assert report["new_answers"] == len(project.store.answers())
     assert crowd.expire(project) == len(fake.hits())
     assert {h["HITStatus"] for h in fake.hits()} == {"Reviewable"}
-    assert set(project.store.frame("SELECT status FROM hits")["status"]) == {"expired"}
+    assert set(project.store.hits()["status"]) == {"expired"}
 
 
 @pytest.mark.parametrize(
@@ -278,7 +296,7 @@ def test_live_needs_explicit_flag_and_confirmation(tmp_path):
     assert result.exit_code != 0
     assert "LIVE MTurk" in result.output and "$" in result.output
     with Project(tmp_path / "l" / "project") as reopened:
-        assert reopened.store.frame("SELECT * FROM hits").empty
+        assert reopened.store.hits().empty
         assert MTurkCrowd(reopened, target="sandbox", client=object()).name == "mturk-sandbox"
 
 
@@ -357,12 +375,13 @@ def test_hit_sizes_raised_locally_are_extended_on_mturk(campaign):
     project, fake, crowd = campaign
     driver.next_batch(project)
     driver.publish(project, crowd)
-    driver.collect(project, crowd)
-    pair_id, hit_id = project.store.conn.execute("SELECT pair_id, hit_id FROM hits").fetchone()
+    driver.collect(project, crowd, REVIEW)
+    first = project.store.hits().iloc[0]
+    pair_id, hit_id = int(first["pair_id"]), first["hit_id"]
     with project.store.transaction() as conn:
         conn.execute("UPDATE pairs SET answers_wanted = 7 WHERE pair_id = ?", (pair_id,))
         conn.execute("UPDATE hits SET max_assignments = 7 WHERE pair_id = ?", (pair_id,))
-    driver.collect(project, crowd)
+    driver.collect(project, crowd, REVIEW)
     assert next(h for h in fake.hits() if h["HITId"] == hit_id)["MaxAssignments"] == 7
     assert (project.store.answers()["pair_id"] == pair_id).sum() == 7
 
@@ -385,11 +404,11 @@ def test_answers_sent_without_listening_are_rejected(campaign):
     tamper_first_answers(fake)
     driver.next_batch(project)
     driver.publish(project, crowd)
-    driver.collect(project, crowd)
+    driver.collect(project, crowd, REVIEW)
     rejected = project.store.answers(include_rejected=True).query("status == 'rejected'")
     assert len(rejected) == len(project.store.pairs(1))
     assert all(json.loads(r)["fields"]["plays_b"] == 0 for r in rejected["raw"])
-    reasons = project.store.frame("SELECT reason FROM answer_reviews WHERE decision = 'reject'")
+    reasons = project.store.reviews().query("decision == 'reject'")
     assert reasons["reason"].str.contains("without playing every clip").all()
     assert project.store.last_batch()["status"] == "collected"
 
@@ -412,7 +431,7 @@ def test_a_rejection_mturk_cannot_replace_leaves_the_pair_one_answer_short(tmp_p
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
     driver.next_batch(project)
     driver.publish(project, crowd)
-    driver.collect(project, crowd)
+    driver.collect(project, crowd, REVIEW)
     assert project.store.last_batch()["status"] == "collected"
     pairs = project.store.pairs(1)
     assert (pairs["answers_wanted"] == 8).all()
@@ -432,10 +451,7 @@ def test_adaptive_answers_under_ten_with_rejections_close_every_batch(tmp_path):
     tamper_first_answers(fake)
     crowd = MTurkCrowd(project, target="fake", endpoint_url=url)
     run_campaign(project, crowd)
-    hits = project.store.frame(
-        "SELECT h.pair_id, h.max_assignments, p.answers_wanted FROM hits h JOIN pairs p"
-        " USING (pair_id)"
-    )
+    hits = project.store.hits().merge(project.store.pairs()[["pair_id", "answers_wanted"]])
     assert hits["max_assignments"].max() == 9  # some pairs went to the maximum...
     at_nine = hits[hits["max_assignments"] == 9]
     assert (at_nine["answers_wanted"] == 8).all()  # ...where their rejection cost an answer
@@ -445,3 +461,65 @@ def test_adaptive_answers_under_ten_with_rejections_close_every_batch(tmp_path):
     assert (hits["pair_id"].map(remote) == hits["max_assignments"]).all()
     fake.stop()
     project.close()
+
+
+class FixedResponder:
+    """Five workers answer every HIT: W1 and W2 prefer x, W3–W5 find the two equal (2–3–0:
+    "more similar" under a vote margin of 2, "equal" under Mann-Whitney, p = 0.075)."""
+
+    def __init__(self, state_path, crowd) -> None:
+        self.state_path = state_path
+
+    def __call__(self, hit: dict, first: int, count: int) -> list[dict]:
+        from datetime import UTC, datetime, timedelta
+
+        from crowdprefs.campaign.store import Store
+
+        store = Store(self.state_path)
+        pair = store.pair(int(hit["RequesterAnnotation"].rsplit(" ", 1)[1]))
+        store.close()
+        x_side = "A" if pair["a_is_x"] else "B"
+        start = datetime.fromtimestamp(hit["CreationTime"], UTC)
+        answers = []
+        for k in range(first, min(first + count, 5)):
+            seconds = 20.0 + 3 * k + int(pair["pair_id"]) % 7  # plausible, varied work times
+            answers.append(
+                {
+                    "WorkerId": f"W{k + 1}",
+                    "AcceptTime": start,
+                    "SubmitTime": start + timedelta(seconds=seconds),
+                    "fields": {
+                        "choice": x_side if k < 2 else "equal",
+                        **{f"plays_{c}": "1" for c in ("query", "a", "b")},
+                    },
+                }
+            )
+        return answers
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "blocked"),
+    [({"rule": "margin", "margin": 2}, set()), ({"rule": "mann-whitney"}, {"W1", "W2"})],
+)
+def test_audit_flags_judge_workers_by_the_projects_own_rule(
+    tmp_path, monkeypatch, aggregation, blocked
+):
+    """``mturk collect --audit`` judges agreement against the verdicts of the project's rule:
+    W1 and W2 agree with every margin verdict, but disagree with every Mann-Whitney one."""
+    import crowdprefs.crowds.mturk.fake as fake_module
+
+    monkeypatch.setattr(fake_module, "SimulatedResponder", FixedResponder)
+    project = make_project(tmp_path / "a", aggregation=aggregation)
+    root = str(project.root)
+    project.close()
+    runner = CliRunner()
+    for args in (["publish", root, "--fake"], ["collect", root, "--fake", "--audit"]):
+        result = runner.invoke(app, ["mturk", *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    with Project(root) as reopened:
+        blocks = reopened.store.worker_blocks()
+        assert set(blocks["worker_id"]) == blocked
+        assert blocks["reason"].str.startswith("low-agreement: ").all()
+        answers = reopened.store.answers(include_rejected=True)
+        rejected = answers.loc[answers["status"] == "rejected", "worker_id"]
+        assert set(rejected) == blocked

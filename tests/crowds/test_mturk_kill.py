@@ -96,7 +96,7 @@ def _check_against(root, fake, expected_lists, expected_answers) -> None:
         assert sorted(int(h["RequesterAnnotation"].rsplit(" ", 1)[1]) for h in hits) == sorted(
             pairs["pair_id"]
         )
-        local_hits = project.store.frame("SELECT hit_id FROM hits")["hit_id"]
+        local_hits = project.store.hits()["hit_id"]
         assert sorted(local_hits) == sorted(h["HITId"] for h in hits)
         # every assignment stored once, none lost
         remote = {a["AssignmentId"] for h in hits for a in fake.assignments(h["HITId"])}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.cli import main
 from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
@@ -303,14 +304,15 @@ def test_too_fast_uses_the_listening_time_when_known():
         rows += hit(p, "AABBE" if p % 2 else "BEAAB", listen_seconds=13.0)
     answers = frame(rows)
     answers["seconds"] = np.where(answers["worker_id"] == "w0", 12.0, 14.0) + answers["pair_id"]
-    assert A.flag_workers(answers).empty  # w0's median 15.5 s is longer than the 13 s of clips
+    rule = AggregationRule()
+    assert A.flag_workers(answers, rule).empty  # w0's median 15.5 s is longer than 13 s of clips
     answers.loc[answers["worker_id"] == "w0", "seconds"] = 9.0
-    quick = A.flag_workers(answers).query("flag == 'too-fast'")
+    quick = A.flag_workers(answers, rule).query("flag == 'too-fast'")
     assert quick["worker_id"].tolist() == ["w0"]
     assert quick["evidence"].iloc[0] == (
         "median work time 9.0 s is 0.69 of the clips' listening time"
     )
-    assert A.flag_workers(answers.iloc[:3]).empty  # one fast answer is no evidence
+    assert A.flag_workers(answers.iloc[:3], rule).empty  # one fast answer is no evidence
 
 
 @pytest.fixture(scope="module")
@@ -333,7 +335,7 @@ def test_planted_bots_and_careless_workers_are_flagged(campaign):
     bots = set(kinds.index[kinds == "bot"]) & set(answers["worker_id"])
     assert bots and bots <= set(flags["worker_id"])
     flagged_bots = flags[flags["worker_id"].isin(bots)]
-    assert set(flagged_bots["flag"]) == {"constant-answer", "constant-time"}
+    assert set(flagged_bots["flag"]) == {"constant-answer", "constant-time", "bot"}
 
 
 def test_audit_of_a_project_and_its_json(campaign):

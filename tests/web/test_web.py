@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 from starlette.exceptions import StarletteDeprecationWarning
 from typer.testing import CliRunner
 
+from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.campaign.store.web import WebAssignment
 from crowdprefs.cli.app import app as cli_app
-from crowdprefs.crowds.web import advance
+from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import is_loopback, token_hash
@@ -182,7 +183,7 @@ def test_concurrent_judges_never_overfill_a_pair(project_dir):
     tokens = invite(project_dir, 8)
     with Project(project_dir) as project:
         assign_settings = assign.WebSettings.from_project(project)
-        advance(project)
+        advance(project, WebCrowd())
         wanted = int(project.store.pairs(1)["answers_wanted"].sum())
     errors: list[BaseException] = []
 
@@ -214,7 +215,7 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
     j1, j2, j3, j4 = invite(project_dir, 4)
     later = datetime.now(UTC) + timedelta(hours=1)
     with Project(project_dir) as project:
-        advance(project)
+        advance(project, WebCrowd())
         project.store.conn.execute("UPDATE pairs SET answers_wanted = 1")
         settings = assign.WebSettings(timeout_minutes=5)
         judges = [assign.judge_for_token(project, t) for t in (j1, j2, j3, j4)]
@@ -445,7 +446,7 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
     clock = datetime.now(UTC)
     web = assign.WebSettings(timeout_minutes=20)
     with Project(root) as project:
-        advance(project)
+        advance(project, WebCrowd())
         judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
         held: dict[int, list[WebAssignment]] = {j: [] for j in range(4)}
         conn = project.store.conn

@@ -10,7 +10,9 @@ Tables (migration ``0001_core``):
                 shown as variation A, the order within the batch, how many answers are wanted,
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
-``hits``        what each crowd published for a pair (its HIT or task id).
+``hits``        what each crowd published for a pair (its HIT or task id), and at what price
+                (``0006``: the reward and MTurk's fee terms when it was published; NULL for
+                HITs published before, which are priced at the current settings).
 ``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
                 replayed from: a cache that is only trusted while the fingerprint matches.
 ``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
@@ -159,6 +161,15 @@ MIGRATIONS: list[tuple[str, str]] = [
             fingerprint TEXT NOT NULL,
             state TEXT NOT NULL
         );
+        """,
+    ),
+    (
+        "0006_hit_prices",
+        """
+        ALTER TABLE hits ADD COLUMN reward REAL;
+        ALTER TABLE hits ADD COLUMN fee_rate REAL;
+        ALTER TABLE hits ADD COLUMN fee_rate_10_or_more REAL;
+        ALTER TABLE hits ADD COLUMN fee_minimum REAL;
         """,
     ),
 ]

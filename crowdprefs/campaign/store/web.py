@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import astuple, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+
+from crowdprefs.campaign.store.base import SQLiteBase
 
 STUDY_KEY = "web_study_key_sha256"
 """The ``meta`` key holding the SHA-256 of the study-platform link's secret."""
@@ -62,18 +63,8 @@ class WebAssignment:
     status: str
 
 
-class WebStore:
+class WebStore(SQLiteBase):
     """The web crowd's methods of :class:`~crowdprefs.campaign.store.Store` (a mixin)."""
-
-    conn: sqlite3.Connection
-
-    if TYPE_CHECKING:
-
-        def transaction(self) -> AbstractContextManager[sqlite3.Connection]: ...
-
-        def frame(self, sql: str, params: Sequence = ()) -> pd.DataFrame: ...
-
-        def meta(self, key: str) -> str | None: ...
 
     # --- judges ---------------------------------------------------------------------------------
 

@@ -14,17 +14,21 @@ minimum of approved HITs by default, locales optional); one HIT per pair with ``
 saved the moment the HIT exists. A resumed publish first adopts HITs MTurk holds for the
 project that the state lost (MTurk forgets tokens after 24 hours).
 
-Collecting pages through ``ListAssignmentsForHIT``, parses each answer with defusedxml, validates
-it, stores it at once (raw XML and parsed fields), then runs
-:func:`crowdprefs.quality.review.review`. Throttling and transient faults are retried by botocore's
-adaptive retry mode; any other fault ends in one :class:`~crowdprefs.errors.CrowdError` line.
+Collecting pages through ``ListAssignmentsForHIT``, parses each answer with defusedxml, checks it
+(:func:`crowdprefs.campaign.answers.check_answer`: choice, texts, listening evidence against the
+pair's clip durations) and stores it at once (raw XML and parsed fields); an answer with a problem
+is stored rejected, the problem its reason (an answer without a valid choice is only rejected).
+The adapter offers the review's calls (approve, reject, block, extend:
+:class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); deciding them is the review's job
+(:mod:`crowdprefs.quality.review`), run by the driver after each collection. Throttling and
+transient faults are retried by botocore's adaptive retry mode; any other fault ends in one
+:class:`~crowdprefs.errors.CrowdError` line.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
@@ -33,13 +37,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from defusedxml import ElementTree as SafeElementTree
 
+from crowdprefs.campaign.answers import check_answer
 from crowdprefs.campaign.budget import batch_cost
 from crowdprefs.campaign.crowd import reachable_size, score_of
-from crowdprefs.campaign.store import now
 from crowdprefs.errors import BudgetError, CrowdError, InputError
 from crowdprefs.hits.hosting import ClipHost, host_for_project, is_url
 from crowdprefs.hits.render import (
-    ANSWER_FIELDS,
     LIVE_SUBMIT,
     SANDBOX_SUBMIT,
     HitSettings,
@@ -48,7 +51,6 @@ from crowdprefs.hits.render import (
     render_preference_hit,
 )
 from crowdprefs.progress import make_progress, note
-from crowdprefs.quality.review import review
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
@@ -61,7 +63,6 @@ CROWD_NAMES = {"sandbox": "mturk-sandbox", "live": "mturk", "fake": "mturk-fake"
 APPROVAL_RATE_QUALIFICATION = "000000000000000000L0"
 APPROVED_HITS_QUALIFICATION = "00000000000000000040"
 LOCALE_QUALIFICATION = "00000000000000000071"
-ANSWER_LIMITS = {"background": 1000, "comment": 2000}
 _HIT_ID = re.compile(r"\b[A-Z0-9]{20,64}\b")
 
 
@@ -189,29 +190,8 @@ def parse_answer(xml: str) -> dict[str, str]:
     return found
 
 
-def validate_answer(fields_: dict[str, str]) -> dict[str, Any]:
-    """Checked, typed answer values; raises :class:`InputError` naming the first bad field."""
-    choice = fields_.get("choice", "")
-    if choice not in ("A", "B", "equal"):
-        raise InputError(f"invalid choice {choice[:20]!r}")
-    parsed: dict[str, Any] = {"choice": choice}
-    for name in ANSWER_FIELDS:
-        if name.startswith(("plays_", "listen_")) or name == "seconds_on_page":
-            text = fields_.get(name, "0") or "0"
-            try:
-                value = float(text)
-            except ValueError:
-                raise InputError(f"invalid {name} {text[:20]!r}") from None
-            if not math.isfinite(value) or value < 0:
-                raise InputError(f"invalid {name} {text[:20]!r}")
-            parsed[name] = value
-    for name, limit in ANSWER_LIMITS.items():
-        parsed[name] = (fields_.get(name) or "").strip()[:limit] or None
-    return parsed
-
-
 class MTurkCrowd:
-    """MTurk as a :class:`~crowdprefs.campaign.crowd.Crowd` and a review API."""
+    """MTurk as a :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`."""
 
     #: MTurk never extends a HIT created with fewer than 10 assignments to 10 or more.
     extension_barrier = 10
@@ -224,7 +204,6 @@ class MTurkCrowd:
         endpoint_url: str | None = None,
         client=None,
         host: ClipHost | None = None,
-        flags: pd.DataFrame | None = None,
     ) -> None:
         if target not in CROWD_NAMES:
             raise InputError(f"unknown MTurk target {target!r}: sandbox, live or fake")
@@ -235,7 +214,6 @@ class MTurkCrowd:
         self.settings = MTurkSettings.from_project(project)
         self.hit_settings = HitSettings.from_project(project)
         self.host = host if host is not None else host_for_project(project)
-        self.flags = flags
         self.fake = None
         self.client = client or self._client(endpoint_url or ENDPOINTS[target])
 
@@ -353,9 +331,7 @@ class MTurkCrowd:
         clip_url = self._clip_url(project, pairs)
         if self._resuming(project, pairs):
             self.adopt(project)
-        held = set(
-            project.store.frame("SELECT pair_id FROM hits WHERE crowd = ?", (self.name,))["pair_id"]
-        )
+        held = set(project.store.hits(self.name)["pair_id"])
         todo = pairs[~pairs["pair_id"].isin(held)]
         type_id = self.hit_type(settings.reward)
         submit = LIVE_SUBMIT if self.target == "live" else SANDBOX_SUBMIT
@@ -375,13 +351,9 @@ class MTurkCrowd:
         """Whether MTurk may hold HITs of this batch the state lost: some of its HITs exist, or
         the batch is older than MTurk's 24-hour memory of request tokens."""
         iteration = int(pairs["iteration"].iloc[0])
-        held, created = project.store.conn.execute(
-            "SELECT (SELECT COUNT(*) FROM hits h JOIN pairs p USING (pair_id)"
-            " WHERE h.crowd = ? AND p.iteration = ?),"
-            " (SELECT created_at FROM batches WHERE iteration = ?)",
-            (self.name, iteration, iteration),
-        ).fetchone()
-        age = datetime.now(UTC) - datetime.fromisoformat(created)
+        held = (project.store.hits(self.name)["iteration"] == iteration).any()
+        batches = project.store.batches().set_index("iteration")
+        age = datetime.now(UTC) - datetime.fromisoformat(batches.loc[iteration, "created_at"])
         return bool(held) or age > timedelta(hours=23)
 
     def _create(self, project: Project, pair: dict, type_id: str, question: str) -> None:
@@ -402,12 +374,9 @@ class MTurkCrowd:
                 raise
             found = self._find_hit(project, int(pair["pair_id"]), str(error))
             hit_id, size = found["HITId"], found["MaxAssignments"]
-        with project.store.transaction() as conn:
-            conn.execute(
-                "INSERT OR IGNORE INTO hits (crowd, pair_id, hit_id, max_assignments, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (self.name, int(pair["pair_id"]), hit_id, int(size), now()),
-            )
+        row = {"pair_id": int(pair["pair_id"]), "hit_id": hit_id, "max_assignments": int(size)}
+        settings = project.settings
+        project.store.add_hits(self.name, pd.DataFrame([row]), settings.reward, settings.fees)
 
     def _find_hit(self, project: Project, pair_id: int, message: str) -> dict:
         for candidate in _HIT_ID.findall(message):
@@ -444,29 +413,32 @@ class MTurkCrowd:
         """
         prefix = f"crowdprefs {project_uid(project)} pair "
         remote = [
-            (h["HITId"], int(h["RequesterAnnotation"][len(prefix) :]), h["MaxAssignments"])
+            (
+                h["HITId"],
+                int(h["RequesterAnnotation"][len(prefix) :]),
+                h["MaxAssignments"],
+                float(h["Reward"]),
+            )
             for h in self.list_hits()
             if h.get("RequesterAnnotation", "").startswith(prefix)
         ]
-        local = project.store.frame(
-            "SELECT hit_id, pair_id FROM hits WHERE crowd = ?", (self.name,)
-        )
+        local = project.store.hits(self.name)
         known_hits, known_pairs = set(local["hit_id"]), set(local["pair_id"])
-        pairs = set(project.store.frame("SELECT pair_id FROM pairs")["pair_id"])
-        adopt = [
-            (self.name, p, h, n, now())
-            for h, p, n in remote
-            if h not in known_hits and p not in known_pairs and p in pairs
-        ]
-        if adopt:
-            with project.store.transaction() as conn:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO hits"
-                    " (crowd, pair_id, hit_id, max_assignments, created_at) VALUES (?, ?, ?, ?, ?)",
-                    adopt,
-                )
+        pairs = set(project.store.pairs()["pair_id"])
+        adopt = pd.DataFrame(
+            [
+                (p, h, n, r)
+                for h, p, n, r in remote
+                if h not in known_hits and p not in known_pairs and p in pairs
+            ],
+            columns=["pair_id", "hit_id", "max_assignments", "reward"],
+        )
+        if len(adopt):  # priced at the reward MTurk holds for them
+            settings = project.settings
+            project.store.add_hits(self.name, adopt, settings.reward, settings.fees)
         return pd.DataFrame(
-            [(h, p, h in known_hits) for h, p, _ in remote], columns=["hit_id", "pair_id", "known"]
+            [(h, p, h in known_hits) for h, p, _, _ in remote],
+            columns=["hit_id", "pair_id", "known"],
         )
 
     # --- collect ----------------------------------------------------------------------------
@@ -490,37 +462,48 @@ class MTurkCrowd:
     def fetch(self, project: Project, pairs: pd.DataFrame) -> int:
         """Store every new assignment of the pairs' HITs (one transaction per HIT)."""
         store = project.store
-        hits = store.frame("SELECT pair_id, hit_id FROM hits WHERE crowd = ?", (self.name,))
+        hits = store.hits(self.name)[["pair_id", "hit_id"]]
         hits = hits[hits["pair_id"].isin(pairs["pair_id"])].merge(
             pairs[["pair_id", "a_is_x"]], on="pair_id"
         )
-        known = set(
-            store.frame("SELECT assignment_id FROM answers WHERE crowd = ?", (self.name,))[
-                "assignment_id"
-            ]
-        ) | set(
-            store.frame("SELECT assignment_id FROM answer_reviews WHERE crowd = ?", (self.name,))[
-                "assignment_id"
-            ]
-        )
+        clips = store.clip_seconds(hits["pair_id"])
+        known = store.known_assignments(self.name)
         new = 0
         with make_progress() as progress:
             task = progress.add_task(f"collecting from {self.name}", total=len(hits))
             for pair_id, hit_id, a_is_x in hits.itertuples(index=False):
                 fresh = [a for a in self.assignments(hit_id) if a["AssignmentId"] not in known]
                 if fresh:
-                    new += self._store(project, int(pair_id), int(a_is_x), fresh)
+                    query, x, y = clips.loc[pair_id, ["query", "x", "y"]]
+                    seconds = {"query": query, "a": x, "b": y} if a_is_x else {
+                        "query": query, "a": y, "b": x
+                    }  # fmt: skip
+                    new += self._store(project, int(pair_id), int(a_is_x), seconds, fresh)
                 progress.advance(task)
         return new
 
-    def _store(self, project: Project, pair_id: int, a_is_x: int, assignments: list[dict]) -> int:
-        rows, invalid = [], []
+    def _store(
+        self,
+        project: Project,
+        pair_id: int,
+        a_is_x: int,
+        clip_seconds: dict[str, float],
+        assignments: list[dict],
+    ) -> int:
+        """Check and store one HIT's new assignments; those with a problem are rejected (and
+        stored when their choice is valid), the problem their reason."""
+        rows, rejections = [], []
         for a in assignments:
             raw = a.get("Answer") or ""
             try:
-                answer = validate_answer(parse_answer(raw))
+                answer, problems = check_answer(
+                    parse_answer(raw), clip_seconds, min_coverage=self.hit_settings.min_coverage
+                )
             except InputError as error:
-                invalid.append((a, str(error)))
+                answer, problems = None, [str(error)]
+            if problems:
+                rejections.append((a["AssignmentId"], pair_id, a["WorkerId"], "; ".join(problems)))
+            if answer is None or answer["choice"] is None:
                 continue
             accepted, submitted = a.get("AcceptTime"), a.get("SubmitTime")
             seconds = (
@@ -529,7 +512,6 @@ class MTurkCrowd:
             rows.append(
                 {
                     "pair_id": pair_id,
-                    "crowd": self.name,
                     "assignment_id": a["AssignmentId"],
                     "worker_id": a["WorkerId"],
                     "choice": answer["choice"],
@@ -543,57 +525,30 @@ class MTurkCrowd:
                             "answer_xml": raw,
                             "fields": {k: v for k, v in answer.items() if k != "choice"},
                             "mturk_status": a.get("AssignmentStatus"),
+                            "problems": problems,
                         }
                     ),
-                    "mturk_status": a.get("AssignmentStatus"),
+                    # decisions made outside crowdprefs (e.g. on MTurk's site) are kept
+                    "status": str(a.get("AssignmentStatus", "Submitted")).lower(),
                 }
             )
-        frame = pd.DataFrame(rows)
-        with project.store.transaction() as conn:
-            stored = 0
-            if len(frame):
-                frame["score"] = score_of(frame["choice"], pd.Series([a_is_x] * len(frame)))
-                stored = project.store.insert_answers(conn, frame)
-                # Decisions made outside crowdprefs (e.g. on MTurk's site) are kept.
-                for status in ("Approved", "Rejected"):
-                    ids = frame.loc[frame["mturk_status"] == status, "assignment_id"]
-                    conn.executemany(
-                        "UPDATE answers SET status = ? WHERE crowd = ? AND assignment_id = ?",
-                        [(status.lower(), self.name, i) for i in ids],
-                    )
-            conn.executemany(
-                "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
-                " decision, reason, decided_at) VALUES (?, ?, ?, ?, 'reject', ?, ?)",
-                [
-                    (self.name, a["AssignmentId"], pair_id, a["WorkerId"], f"{why}", now())
-                    for a, why in invalid
-                ],
-            )
-        return stored
+        frame = pd.DataFrame(rows, columns=["pair_id", "choice", "status", "assignment_id"])
+        if len(rows):
+            frame = pd.DataFrame(rows)
+            frame["score"] = score_of(frame["choice"], pd.Series([a_is_x] * len(frame)))
+        rejected = pd.DataFrame(
+            rejections, columns=["assignment_id", "pair_id", "worker_id", "reason"]
+        )
+        return project.store.add_answers(self.name, frame, rejections=rejected)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
-        """Fetch new answers, then review the batch (approve, reject, block, replace)."""
+        """Extend the HITs whose size was raised locally, then fetch their new answers."""
         if pairs.empty:
             return 0
-        from crowdprefs.campaign.driver import missing_answers
-
         iteration = int(pairs["iteration"].iloc[0])
-        self._sync_sizes(project, iteration, set(missing_answers(project, iteration)["pair_id"]))
-        new = self.fetch(project, pairs)
-        last = done = review(project, self, iteration, flags=self.flags)
-        for _ in range(3):  # replacements may be answered at once (always, on the fake)
-            if not last["replaced"]:
-                break
-            short = set(missing_answers(project, iteration)["pair_id"])
-            arrived = self.fetch(project, pairs[pairs["pair_id"].isin(short)])
-            if not arrived:
-                break
-            new += arrived
-            last = review(project, self, iteration, flags=self.flags)
-            done = {what: done[what] + last[what] for what in done}
-        if any(done.values()):
-            note("review: " + ", ".join(f"{count} {what}" for what, count in done.items() if count))
-        return new
+        short = set(project.store.missing_answers(iteration)["pair_id"])
+        self._sync_sizes(project, iteration, short)
+        return self.fetch(project, pairs)
 
     def _sync_sizes(self, project: Project, iteration: int, short: set[int]) -> None:
         """Extend the batch's HITs (of the ``short`` pairs) whose size was raised locally
@@ -656,27 +611,22 @@ class MTurkCrowd:
 
     def expire(self, project: Project) -> int:
         """End every open HIT of the project at once (answers already given stay)."""
-        hits = project.store.frame(
-            "SELECT hit_id FROM hits WHERE crowd = ? AND status = 'open'", (self.name,)
-        )["hit_id"]
+        hits = project.store.hits(self.name)
+        open_hits = hits.loc[hits["status"] == "open", "hit_id"]
         past = datetime(2015, 1, 1, tzinfo=UTC)
-        for hit_id in hits:
+        for hit_id in open_hits:
             self.call("UpdateExpirationForHIT", HITId=hit_id, ExpireAt=past)
-            with project.store.transaction() as conn:
-                conn.execute(
-                    "UPDATE hits SET status = 'expired' WHERE crowd = ? AND hit_id = ?",
-                    (self.name, hit_id),
-                )
-        return len(hits)
+            project.store.set_hit_status(self.name, hit_id, "expired")
+        return len(open_hits)
 
     def reconcile(self, project: Project) -> dict[str, int]:
         """Compare the state with what MTurk holds and repair it.
 
         Adopts orphan HITs (created on MTurk, lost locally), counts local HITs MTurk no longer
-        knows, fetches the open batch's missing answers and reviews it.
+        knows and fetches the open batch's missing answers (reviewed by the next collection).
         """
         remote = self.adopt(project)
-        local = project.store.frame("SELECT hit_id FROM hits WHERE crowd = ?", (self.name,))
+        local = project.store.hits(self.name)
         unknown = set(local["hit_id"]) - set(remote["hit_id"])
         report = {
             "remote_hits": len(remote),
@@ -686,11 +636,7 @@ class MTurkCrowd:
         }
         last = project.store.last_batch()
         if last is not None and last["status"] in ("published", "collected", "built"):
-            pairs = project.store.pairs(last["iteration"])
-            held = project.store.frame("SELECT pair_id FROM hits WHERE crowd = ?", (self.name,))[
-                "pair_id"
-            ]
-            pairs = pairs[pairs["pair_id"].isin(held)]
+            pairs = project.store.published_pairs(last["iteration"], self.name)
             if len(pairs):
                 report["new_answers"] = self.collect(project, pairs)
         return report

@@ -40,7 +40,7 @@ import pandas as pd
 from botocore.validate import ParamValidator
 from defusedxml import ElementTree as SafeElementTree
 
-from crowdprefs.campaign.store import CLIP_JOINS, LISTEN_SECONDS
+from crowdprefs.campaign.store import Store
 from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
 from crowdprefs.hits.render import HTML_QUESTION_NS, QUESTION_LIMIT
 
@@ -521,7 +521,10 @@ class SimulatedResponder:
     """Answers a project's HITs with the simulated workers (the pair comes from the annotation).
 
     Answer *k* of a pair is :func:`~crowdprefs.crowds.simulated.simulate_answers`' answer *k*,
-    so a campaign through the fake is as reproducible as one with the simulated crowd.
+    so a campaign through the fake is as reproducible as one with the simulated crowd. The page
+    reports every clip played once, heard for its duration when known (else a quarter of the
+    answer's time). The pair is read from the project's state through its store, as the real
+    workers read it from the HIT.
     """
 
     def __init__(self, state_path: Path, crowd: SimulatedCrowd) -> None:
@@ -534,18 +537,19 @@ class SimulatedResponder:
         count = min(count, len(self.pool.ids) - first)
         if match is None or count <= 0:
             return []
-        conn = sqlite3.connect(self.state_path, timeout=60)
+        store = Store(self.state_path)
         try:
-            pair = pd.read_sql_query(
-                f"SELECT p.pair_id, p.query, p.x, p.y, p.a_is_x, {LISTEN_SECONDS} AS listen_seconds"
-                f" FROM pairs p {CLIP_JOINS} WHERE p.pair_id = ?",
-                conn,
-                params=(int(match["pair"]),),
-            )
+            stored = store.pair(int(match["pair"]))
+            clips = store.clip_seconds([int(match["pair"])])
         finally:
-            conn.close()
-        if pair.empty:
+            store.close()
+        if stored is None:
             return []
+        query, x, y = clips.iloc[0][["query", "x", "y"]]
+        a, b = (x, y) if stored["a_is_x"] else (y, x)
+        heard = {"query": query, "a": a, "b": b}
+        pair = pd.DataFrame([stored])[["pair_id", "query", "x", "y", "a_is_x"]]
+        pair["listen_seconds"] = query + x + y
         pair["answers_wanted"] = first + count
         created = datetime.fromtimestamp(hit["CreationTime"], UTC)
         frame = simulate_answers(
@@ -560,8 +564,11 @@ class SimulatedResponder:
                     "choice": row.choice,
                     "background": "",
                     "comment": "",
-                    **{f"plays_{c}": "1" for c in ("query", "a", "b")},
-                    **{f"listen_{c}": f"{row.seconds / 4:.1f}" for c in ("query", "a", "b")},
+                    **{f"plays_{c}": "1" for c in heard},
+                    **{
+                        f"listen_{c}": f"{row.seconds / 4 if np.isnan(s) else s:.1f}"
+                        for c, s in heard.items()
+                    },
                     "seconds_on_page": f"{row.seconds:.1f}",
                 },
             }

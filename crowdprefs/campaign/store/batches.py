@@ -1,0 +1,231 @@
+"""Batches and their pairs: building a batch, moving it through its states, verdicts, and the
+sort cache replayed from them."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from crowdprefs.campaign.batches import check_transition
+from crowdprefs.campaign.store.base import SQLiteBase, now
+from crowdprefs.errors import StateError
+
+PAIR_COLUMNS = (
+    "query",
+    "x",
+    "y",
+    "a_is_x",
+    "position",
+    "kind",
+    "expected",
+    "answers_wanted",
+)
+"""What :meth:`Batches.create_batch` stores of each new pair."""
+
+_SHORT = """
+    SELECT p.pair_id, COUNT(a.answer_id) AS have, p.answers_wanted AS wanted
+    FROM pairs p LEFT JOIN answers a
+        ON a.pair_id = p.pair_id AND a.status != 'rejected' {crowd}
+    WHERE p.iteration = ?
+    GROUP BY p.pair_id HAVING COUNT(a.answer_id) < p.answers_wanted
+"""
+
+
+class Batches(SQLiteBase):
+    """One batch per iteration, its pairs and their verdicts."""
+
+    def last_batch(self) -> dict | None:
+        """``iteration, status, crowd, created_at`` of the latest batch (``None``: no batch)."""
+        row = self.conn.execute(
+            "SELECT iteration, status, crowd, created_at FROM batches"
+            " ORDER BY iteration DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        return dict(zip(("iteration", "status", "crowd", "created_at"), row, strict=True))
+
+    def batches(self) -> pd.DataFrame:
+        """Every batch: ``iteration, status, crowd`` and the time of each status."""
+        return self.frame("SELECT * FROM batches ORDER BY iteration")
+
+    def create_batch(self, iteration: int, pairs: pd.DataFrame) -> None:
+        """Store a new batch (``built``) with its pairs (:data:`PAIR_COLUMNS`, inserted in row
+        order), in one transaction. Refused unless ``iteration`` follows an aggregated batch."""
+        frame = pairs.reindex(columns=PAIR_COLUMNS).astype(object)
+        frame = frame.where(frame.notna(), None)
+        with self.transaction() as conn:
+            last = conn.execute(
+                "SELECT iteration, status FROM batches ORDER BY iteration DESC LIMIT 1"
+            ).fetchone()
+            expected = 1 if last is None else last[0] + 1
+            if (last is not None and last[1] != "aggregated") or iteration != expected:
+                raise StateError(
+                    f"batch {iteration} cannot be built: "
+                    + (f"batch {last[0]} is {last[1]}" if last else "no batch exists yet")
+                )
+            conn.execute(
+                "INSERT INTO batches (iteration, status, created_at) VALUES (?, 'built', ?)",
+                (iteration, now()),
+            )
+            conn.executemany(
+                f"INSERT INTO pairs (iteration, {', '.join(PAIR_COLUMNS)})"
+                f" VALUES (?, {', '.join('?' * len(PAIR_COLUMNS))})",
+                [(iteration, *row) for row in frame.itertuples(index=False, name=None)],
+            )
+
+    def advance_batch(self, iteration: int, to: str, *, crowd: str | None = None) -> bool:
+        """Move batch ``iteration`` on to ``to`` when it is ready; whether it is there now.
+
+        One transaction reads the stored status, checks the step
+        (:func:`crowdprefs.campaign.batches.check_transition`: never back, never skipping) and
+        the batch's readiness: ``published`` when ``crowd`` holds every pair (the batch then
+        belongs to ``crowd``), ``collected`` when every pair has its wanted answers,
+        ``aggregated`` when every pair has its verdict (see :meth:`save_verdicts`).
+        """
+        with self.transaction() as conn:
+            return self._advance(conn, iteration, to, crowd)
+
+    def _advance(
+        self, conn: sqlite3.Connection, iteration: int, to: str, crowd: str | None
+    ) -> bool:
+        row = conn.execute(
+            "SELECT status FROM batches WHERE iteration = ?", (iteration,)
+        ).fetchone()
+        if row is None:
+            raise StateError(f"there is no batch {iteration}")
+        if not check_transition(iteration, row[0], to):
+            return True
+        if to == "published":
+            if crowd is None:
+                raise StateError(f"batch {iteration} can only be published to a named crowd")
+            ready = not conn.execute(
+                "SELECT 1 FROM pairs WHERE iteration = ? AND pair_id NOT IN"
+                " (SELECT pair_id FROM hits WHERE crowd = ?) LIMIT 1",
+                (iteration, crowd),
+            ).fetchone()
+        elif to == "collected":
+            ready = not conn.execute(_SHORT.format(crowd=""), (iteration,)).fetchone()
+        else:
+            ready = not conn.execute(
+                "SELECT 1 FROM pairs WHERE iteration = ? AND verdict IS NULL LIMIT 1",
+                (iteration,),
+            ).fetchone()
+        if ready:
+            conn.execute(
+                f"UPDATE batches SET status = ?, {to}_at = ?, crowd = COALESCE(?, crowd)"
+                " WHERE iteration = ?",
+                (to, now(), crowd, iteration),
+            )
+        return ready
+
+    def save_verdicts(self, iteration: int, verdicts: pd.DataFrame) -> None:
+        """Store the batch's verdicts (``pair_id, verdict, p_value``; every pair of the batch)
+        and mark it aggregated, in one transaction."""
+        p_values = verdicts["p_value"].to_numpy(dtype=float)
+        rows = [
+            (int(v), None if np.isnan(p) else float(p), int(pid))
+            for pid, v, p in zip(verdicts["pair_id"], verdicts["verdict"], p_values, strict=True)
+        ]
+        with self.transaction() as conn:
+            conn.executemany("UPDATE pairs SET verdict = ?, p_value = ? WHERE pair_id = ?", rows)
+            if not self._advance(conn, iteration, "aggregated", None):
+                raise StateError(f"batch {iteration} has pairs without a verdict")
+
+    def pairs(self, iteration: int | None = None) -> pd.DataFrame:
+        """The pairs of one batch (all batches when ``iteration`` is None), in asking order:
+        every column of the ``pairs`` table."""
+        where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
+        return self.frame(f"SELECT * FROM pairs {where} ORDER BY iteration, position", params)
+
+    def pair(self, pair_id: int) -> dict | None:
+        """One pair's row as a dict (``None`` when the state has no such pair)."""
+        frame = self.frame("SELECT * FROM pairs WHERE pair_id = ?", (int(pair_id),))
+        return None if frame.empty else frame.iloc[0].to_dict()
+
+    def unpublished_pairs(self, iteration: int, crowd: str) -> pd.DataFrame:
+        """The batch's pairs ``crowd`` does not hold yet, in asking order (``pairs`` columns)."""
+        return self.frame(
+            "SELECT * FROM pairs WHERE iteration = ? AND pair_id NOT IN"
+            " (SELECT pair_id FROM hits WHERE crowd = ?) ORDER BY position",
+            (iteration, crowd),
+        )
+
+    def published_pairs(self, iteration: int, crowd: str) -> pd.DataFrame:
+        """The batch's pairs ``crowd`` holds, in asking order (``pairs`` columns)."""
+        return self.frame(
+            "SELECT p.* FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?"
+            " WHERE p.iteration = ? ORDER BY p.position",
+            (crowd, iteration),
+        )
+
+    def missing_answers(self, iteration: int, crowd: str | None = None) -> pd.DataFrame:
+        """Pairs of the batch with fewer accepted answers than wanted (counting only ``crowd``'s
+        answers when given): ``pair_id, have, wanted``."""
+        if crowd is None:
+            return self.frame(_SHORT.format(crowd=""), (iteration,))
+        return self.frame(_SHORT.format(crowd="AND a.crowd = ?"), (crowd, iteration))
+
+    def query_progress(self) -> pd.DataFrame:
+        """Per query with sorting pairs: ``iterations`` (batches asking it), ``pairs_judged``
+        (with a verdict) and ``pairs_asked``, indexed by ``query``."""
+        return self.frame(
+            """
+            SELECT query, COUNT(DISTINCT iteration) AS iterations,
+                   SUM(verdict IS NOT NULL) AS pairs_judged, COUNT(*) AS pairs_asked
+            FROM pairs WHERE kind = 'sort' GROUP BY query
+            """
+        ).set_index("query")
+
+    def verdict_maps(self, queries: Sequence[str] | None = None) -> dict[str, dict]:
+        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins);
+        only the given ``queries`` when some are named."""
+        where, params = "", ()
+        if queries is not None:
+            where = f" AND query IN ({', '.join('?' * len(queries))})"
+            params = tuple(queries)
+        maps: dict[str, dict[tuple[str, str], int]] = {}
+        for query, x, y, verdict in self.conn.execute(
+            "SELECT query, x, y, verdict FROM pairs"
+            f" WHERE kind = 'sort' AND verdict IS NOT NULL{where} ORDER BY pair_id",
+            params,
+        ):
+            maps.setdefault(query, {})[(x, y)] = verdict
+        return maps
+
+    def verdict_fingerprints(self) -> dict[str, str]:
+        """Per query with verdicts, a fingerprint of its aggregated sorting verdicts (how many,
+        and a checksum of which pairs got which verdict), computed inside SQLite."""
+        return {
+            query: f"{count}:{checksum}"
+            for query, count, checksum in self.conn.execute(
+                "SELECT query, COUNT(*), SUM(pair_id * (verdict + 2)) FROM pairs"
+                " WHERE kind = 'sort' AND verdict IS NOT NULL GROUP BY query"
+            )
+        }
+
+    def cached_states(self) -> dict[str, tuple[str, str]]:
+        """``query → (fingerprint, state JSON)`` from the sort cache."""
+        rows = self.conn.execute("SELECT query, fingerprint, state FROM sort_cache")
+        return {query: (fingerprint, state) for query, fingerprint, state in rows}
+
+    def cache_states(self, rows: Sequence[tuple[str, str, str]]) -> bool:
+        """Store ``(query, fingerprint, state JSON)`` rows in the sort cache; whether they were
+        stored. The cache only saves work: while another process writes the project (a reading
+        command beside a ``run``), nothing is stored and nothing waits."""
+        held = self.lock.held
+        if not held and not self.lock.try_acquire():
+            return False
+        try:
+            with self.transaction() as conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO sort_cache (query, fingerprint, state)"
+                    " VALUES (?, ?, ?)",
+                    rows,
+                )
+        finally:
+            if not held:
+                self.lock.release()
+        return True

@@ -1,0 +1,208 @@
+"""The store's guarantees: the batch state machine, one writer per project, and storage failures
+as one line naming the file and the cause."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mturk_campaign import make_project
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.batches import check_transition
+from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.store import base
+from crowdprefs.crowds import get_crowd
+from crowdprefs.errors import StateError
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from crowdprefs.cli import main; main()", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ the batch state machine
+
+
+def test_a_batch_moves_forward_one_step_at_a_time():
+    assert check_transition(1, "built", "published")
+    assert check_transition(1, "built", "collected")  # answers imported from a results file
+    assert check_transition(1, "published", "collected")
+    assert check_transition(1, "collected", "aggregated")
+    assert not check_transition(1, "published", "published")  # already there: nothing to do
+    with pytest.raises(StateError, match="batch 1 is built; it must be collected before it is"):
+        check_transition(1, "built", "aggregated")
+    with pytest.raises(StateError, match="already aggregated; it cannot become collected"):
+        check_transition(1, "aggregated", "collected")
+    with pytest.raises(StateError, match="unknown batch status"):
+        check_transition(1, "built", "done")
+
+
+def test_the_stored_status_never_goes_back(tmp_path):
+    project = make_project(tmp_path / "p")
+    crowd = get_crowd("simulated", project)
+    driver.run(project, crowd, max_iterations=1)
+    store = project.store
+    assert store.last_batch()["status"] == "aggregated"
+    with pytest.raises(StateError, match="batch 1 is already aggregated"):
+        store.advance_batch(1, "collected")
+    with pytest.raises(StateError, match="batch 1 is already aggregated"):
+        store.advance_batch(1, "published", crowd="simulated")
+    assert store.batches()["status"].tolist() == ["aggregated"]
+    iteration = driver.next_batch(project)
+    assert not store.advance_batch(iteration, "collected")  # no answers yet: it stays built
+    assert not store.advance_batch(iteration, "published", crowd="simulated")  # nothing held
+    assert store.last_batch()["status"] == "built"
+    with pytest.raises(StateError, match="cannot be built: batch 2 is built"):
+        store.create_batch(iteration + 1, store.pairs(iteration))
+    project.close()
+
+
+# ------------------------------------------------------------------ one writer per project
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
+    with Project(sys.argv[1]) as project:
+        driver.next_batch(project)  # a write: this process now holds the project lock
+        print("holding", flush=True)
+        sys.stdin.readline()
+    """
+)
+
+
+def test_a_second_writer_stops_naming_who_holds_the_project(tmp_path):
+    project = make_project(tmp_path / "p")
+    root = project.root
+    project.close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root), "--tag", "first-writer"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        before = digest(root / "state.sqlite")
+        second = cli("run", str(root), cwd=tmp_path)
+        assert second.returncode != 0
+        lines = second.stderr.strip().splitlines()
+        assert len(lines) == 1, second.stderr
+        assert f"pid {holder.pid}" in lines[0] and "--tag first-writer" in lines[0]
+        assert "in use by another command" in lines[0] and "Traceback" not in second.stderr
+        assert digest(root / "state.sqlite") == before  # nothing written
+        # readers are not in the way (status only skips refreshing its cache)
+        assert cli("status", str(root), cwd=tmp_path).returncode == 0
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+    assert cli("run", str(root), cwd=tmp_path).returncode == 0  # the lock went with its holder
+
+
+def test_one_process_shares_its_lock_between_its_stores(tmp_path):
+    project = make_project(tmp_path / "p")
+    driver.next_batch(project)
+    assert project.store.lock.held
+    with Project(project.root) as again:  # e.g. the web server's threads
+        again.store.add_hits("web", again.store.pairs(1), 0.02, project.settings.fees)
+    project.close()
+    assert (project.root / "state.lock").read_text() == ""
+
+
+# ------------------------------------------------------------------ storage failures
+
+
+def _one_line(error: pytest.ExceptionInfo, path: Path, cause: str) -> None:
+    message = str(error.value)
+    assert "\n" not in message
+    assert str(path) in message and cause in message, message
+
+
+def test_a_corrupt_state_is_one_line(tmp_path):
+    project = make_project(tmp_path / "p")
+    state = project.store.path
+    project.close()
+    state.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{state}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(StateError) as error:
+        Project(state.parent)
+    _one_line(error, state, "not a SQLite database")
+    result = cli("status", str(state.parent), cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "not a SQLite database" in result.stderr
+
+
+def test_a_locked_state_is_one_line(tmp_path, monkeypatch):
+    import sqlite3
+
+    project = make_project(tmp_path / "p")
+    state = project.store.path
+    project.close()
+    monkeypatch.setattr(base, "BUSY_SECONDS", 0.2)
+    other = sqlite3.connect(state, isolation_level=None)  # another program writing the file
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with Project(state.parent) as project, pytest.raises(StateError) as error:
+            driver.next_batch(project)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    _one_line(error, state, "locked by another program")
+    with Project(state.parent) as project:
+        assert project.store.last_batch() is None  # nothing half-written
+
+
+def test_a_read_only_state_is_one_line(tmp_path):
+    project = make_project(tmp_path / "p")
+    project.store.conn.execute("PRAGMA query_only = ON")  # as a read-only file refuses writes
+    with pytest.raises(StateError) as error:
+        driver.next_batch(project)
+    _one_line(error, project.store.path, "read-only")
+    project.store.conn.execute("PRAGMA query_only = OFF")
+    assert project.store.last_batch() is None
+    project.close()
+
+
+def test_a_full_disk_is_one_line(tmp_path):
+    project = make_project(tmp_path / "p")
+    conn = project.store.conn  # the file may not grow (a full disk), and writes go straight to it
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    with pytest.raises(StateError) as error:
+        driver.run(project, get_crowd("simulated", project))
+    _one_line(error, project.store.path, "disk is full")
+    project.close()
+    with Project(tmp_path / "p" / "project") as reopened:  # whole transactions or nothing
+        answers = reopened.store.answers()
+        assert answers.empty or set(answers["iteration"]) == {1}
+        assert reopened.store.last_batch()["status"] in ("built", "published")
+
+
+def test_a_state_that_cannot_be_opened_is_one_line(tmp_path):
+    project = make_project(tmp_path / "p")
+    state = project.store.path
+    project.close()
+    os.remove(state)
+    state.mkdir()  # a folder where the file should be
+    with pytest.raises(StateError) as error:
+        Project(state.parent)
+    _one_line(error, state, "cannot use the project state")
