@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.replay import replay_campaign
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.crowds.results import Columns, import_answers, read_results
+from crowdprefs.cli.options import COLUMNS
 from crowdprefs.errors import InputError
-from crowdprefs.files import write_atomic
-from crowdprefs.io import read_lists, write_lists
-from crowdprefs.quality import audit as auditing
 
-_DEFAULT = Columns()
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from crowdprefs.crowds.results import Columns
+    from crowdprefs.quality.audit import Audit
 
 QueryColumn = Annotated[str, typer.Option(help="Column of the query (the original melody).")]
 AColumn = Annotated[str, typer.Option(help="Column of the document shown as variation A.")]
@@ -48,6 +44,8 @@ Margin = Annotated[int, typer.Option(help="Net votes a side needs under the marg
 
 
 def _columns(query, a, b, answer, a_value, b_value, equal_value, pivot) -> Columns:
+    from crowdprefs.crowds.results import Columns
+
     return Columns(
         query=query,
         a=a,
@@ -61,6 +59,9 @@ def _columns(query, a, b, answer, a_value, b_value, equal_value, pivot) -> Colum
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
+    from crowdprefs.crowds.results import read_results
+    from crowdprefs.quality import audit as auditing
+
     with err_console.status(f"reading {path}"):
         answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
     _report_reading(answers)
@@ -80,7 +81,9 @@ def _report_reading(answers: pd.DataFrame) -> None:
         )
 
 
-def _render(result: auditing.Audit, title: str) -> None:
+def _render(result: Audit, title: str) -> None:
+    from crowdprefs.quality import audit as auditing
+
     table = Table(title=f"{title}: seed 002 Table 2 (totals average the iterations' values)")
     for head in auditing.TABLE_2_HEADS:
         table.add_column(head, justify="right")
@@ -148,20 +151,29 @@ def audit_command(
     alpha: Alpha = 0.05,
     margin: Margin = 2,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
     """Audit the workers: Table 2 per iteration, agreement, profiles, flags, reference tables.
 
     With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
     are aggregated with --rule and iterations are inferred from HIT creation times.
     """
+    import pandas as pd
+
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.budget import FeeModel
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.files import write_atomic
+    from crowdprefs.io import read_lists
+    from crowdprefs.quality import audit as auditing
+
     if (directory is None) == (answers is None):
         raise InputError("give either a project folder or --answers results.csv (not both)")
     lists = read_lists(reference) if reference else None
@@ -227,16 +239,19 @@ def import_answers_command(
     crowd: Annotated[
         str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
     ] = "mturk",
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
     """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.results import import_answers, read_results
+
     columns = _columns(
         query_column,
         a_column,
@@ -278,16 +293,20 @@ def replay_command(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
     """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.replay import replay_campaign
+    from crowdprefs.io import write_lists
+
     columns = _columns(
         query_column,
         a_column,

@@ -5,20 +5,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign import driver
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.project import DEFAULT_SEED, Project, Settings, init_project
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.crowds import CROWDS, get_crowd
+from crowdprefs.cli.options import CROWDS, DEFAULT_SEED
 from crowdprefs.errors import BudgetError, InputError
-from crowdprefs.io import write_lists
-from crowdprefs.progress import make_progress
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -67,6 +66,10 @@ def run_with_progress(
     project: Project, crowd_name: str, title: str
 ) -> list[driver.IterationSummary]:
     """Run the campaign to the end, with a progress bar over closed queries and a live table."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.crowds import get_crowd
+    from crowdprefs.progress import make_progress
+
     crowd = get_crowd(crowd_name, project)
     total = len(project.store.candidates()["query"].unique())
     summaries: list[driver.IterationSummary] = []
@@ -116,6 +119,9 @@ def init(
     ] = None,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project)."""
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import Settings, init_project
+
     settings = Settings(
         answers_per_pair=answers_per_pair,
         reward=reward,
@@ -136,6 +142,9 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Per query: iterations, open segments, pairs judged, closed; totals: answers and cost."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         report = driver.status(project)
     if as_json:
@@ -175,6 +184,9 @@ def status(
 @app.command("next")
 def next_(directory: ProjectDir) -> None:
     """Build the next batch of pairs (idempotent: returns the open batch until it is aggregated)."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         iteration = driver.next_batch(project)
         if iteration is None:
@@ -195,6 +207,10 @@ def publish(
     ] = False,
 ) -> None:
     """Publish the open batch to a crowd, after checking the budget."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds import get_crowd
+
     with Project(directory) as project:
         count = driver.publish(project, get_crowd(crowd, project), partial=partial)
         console.print(f"published {count} pairs to the {crowd} crowd")
@@ -203,6 +219,10 @@ def publish(
 @app.command()
 def collect(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
     """Collect the answers of the published batch."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds import get_crowd
+
     with Project(directory) as project:
         new = driver.collect(project, get_crowd(crowd, project))
         batch = project.store.last_batch()
@@ -214,6 +234,9 @@ def collect(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
 @app.command()
 def aggregate(directory: ProjectDir) -> None:
     """Turn the collected batch's answers into verdicts with the project's rule."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         result = driver.aggregate(project)
         counts = result["verdict"].value_counts()
@@ -226,6 +249,9 @@ def aggregate(directory: ProjectDir) -> None:
 @app.command()
 def run(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
     """Run iterations until every list is closed or the budget stops the campaign."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         try:
             run_with_progress(project, crowd, f"campaign {directory}")
@@ -249,6 +275,10 @@ def export(
     ] = False,
 ) -> None:
     """Write the ordered lists as group qrels: tag query document group (1 = most similar)."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.io import write_lists
+
     if fmt != "qrels":
         raise InputError(f"unknown export format {fmt!r}: use qrels")
     with Project(directory) as project:

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign.project import DEFAULT_SEED
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.options import DEFAULT_SEED
 from crowdprefs.errors import InputError
 
 DEMO_CROWDS = ("simulated", "mturk-fake", "web")

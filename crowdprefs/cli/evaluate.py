@@ -7,18 +7,17 @@ import re
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.evaluation import evaluate as E
-from crowdprefs.io import read_lists, read_runs, read_truth
-from crowdprefs.progress import make_progress
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
 MATRIX_MAX_SYSTEMS = 30
@@ -58,6 +57,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def _summary_table(summary: pd.DataFrame) -> Table:
+    import pandas as pd
+
     measures = list(pd.unique(summary["measure"]))
     wide = summary.pivot(index="system", columns="measure")
     order = wide[("rank", measures[0])].sort_values(kind="stable").index
@@ -186,6 +187,12 @@ def evaluate(
 ) -> None:
     """Score systems against a ground truth: per system × query scores, means with confidence
     intervals, ranking, pairwise tests and plots."""
+    import pandas as pd
+
+    from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.io import read_runs, read_truth
+    from crowdprefs.progress import make_progress
+
     names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
@@ -251,6 +258,10 @@ def compare_lists(
 ) -> None:
     """ADR of each list set against the other (seed 002 §5.4, Table 7): min, mean and max over
     random permutations within the groups of the lists read as results."""
+    from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.io import read_lists
+    from crowdprefs.progress import make_progress
+
     with make_progress() as progress:
         step = progress.add_task("comparing lists", total=1)
         table = E.compare_lists(

@@ -13,23 +13,22 @@ import threading
 import webbrowser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qsl
 
-import pandas as pd
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign import driver
-from crowdprefs.campaign.budget import batch_cost
-from crowdprefs.campaign.project import Project
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.cli.core import ProjectDir
-from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.hits.hosting import clip_paths, host_for_project
-from crowdprefs.hits.render import write_preview
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 
 mturk_app = typer.Typer(
     help="Publish to Amazon Mechanical Turk (sandbox unless --live), collect, review, repair.",
@@ -64,6 +63,10 @@ def _crowd(
     flags: Path | None = None,
     audited: bool = False,
 ) -> MTurkCrowd:
+    import pandas as pd
+
+    from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+
     if live and fake:
         raise InputError("--live and --fake exclude each other")
     if fake:
@@ -82,6 +85,8 @@ def _crowd(
 
 
 def _read_flags(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except FileNotFoundError:
@@ -112,6 +117,10 @@ def preview(
     port: Annotated[int, typer.Option(help="Port for --open (0: any free port).")] = 0,
 ) -> None:
     """Render a batch's HITs to local HTML files to try them in a browser before paying."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.hits.render import write_preview
+
     with Project(directory) as project:
         if iteration is None:
             iteration = driver.next_batch(project)
@@ -174,6 +183,10 @@ def publish(
     ] = False,
 ) -> None:
     """Publish the open batch (building it if needed): one HIT per pair."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.budget import batch_cost
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         iteration = driver.next_batch(project)
         if iteration is None:
@@ -210,6 +223,9 @@ def collect(
     audited: Audited = False,
 ) -> None:
     """Fetch the published batch's answers and review them."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         crowd = _crowd(project, live, fake, flags, audited)
         new = driver.collect(project, crowd)
@@ -228,6 +244,7 @@ def review_(
     audited: Audited = False,
 ) -> None:
     """Apply the review rules to the collected answers (e.g. after adding --flags)."""
+    from crowdprefs.campaign.project import Project
     from crowdprefs.quality.review import review
 
     with Project(directory) as project:
@@ -242,6 +259,8 @@ def review_(
 @mturk_app.command("reconcile")
 def reconcile(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
     """Compare the state with what MTurk holds: adopt orphan HITs, fetch missing answers."""
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         report = _crowd(project, live, fake).reconcile(project)
     table = Table(title="reconcile")
@@ -262,6 +281,8 @@ def expire(
     """End every open HIT of the project now (answers already given stay)."""
     if not yes and not typer.confirm("Expire every open HIT of this project?", default=False):
         raise typer.Abort()
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         count = _crowd(project, live, fake).expire(project)
     console.print(f"expired {count} HITs")
@@ -270,6 +291,8 @@ def expire(
 @mturk_app.command("balance")
 def balance(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
     """Show the requester account's available balance."""
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         crowd = _crowd(project, live, fake)
         console.print(f"{crowd.name}: ${crowd.balance():.2f} available")
@@ -278,6 +301,9 @@ def balance(directory: ProjectDir, live: Live = False, fake: Fake = False) -> No
 @mturk_app.command("upload")
 def upload(directory: ProjectDir) -> None:
     """Upload the project's clips to the S3 bucket of its hosting section (only what is missing)."""
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.hits.hosting import clip_paths, host_for_project
+
     with Project(directory) as project:
         host = host_for_project(project)
         if host is None:

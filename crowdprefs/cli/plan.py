@@ -9,16 +9,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.project import read_candidates
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.crowds.results import read_results
-from crowdprefs.crowds.simulated import CrowdModel, random_truth
+from crowdprefs.cli.options import SEQUENTIAL_ALPHA, SEQUENTIAL_FUTILITY
 from crowdprefs.errors import InputError
-from crowdprefs.io import read_lists
-from crowdprefs.progress import make_progress
 
 crowd_model_app = typer.Typer(
     help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
@@ -59,10 +53,10 @@ def plan(
     step: Annotated[int, typer.Option(help="Adaptive: answers added per round.")] = 2,
     alpha: Annotated[
         float, typer.Option(help="Sequential: stated false-different rate on equal pairs.")
-    ] = StoppingRule.alpha,
+    ] = SEQUENTIAL_ALPHA,
     futility: Annotated[
         float, typer.Option(help="Sequential: stop as equal below this chance to separate.")
-    ] = StoppingRule.futility,
+    ] = SEQUENTIAL_FUTILITY,
     rule: Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")] = (
         "mann-whitney"
     ),
@@ -81,9 +75,13 @@ def plan(
 ) -> None:
     """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
     simulating it many times with the simulated crowd, before any money is spent."""
-    from crowdprefs.quality.crowd_model import (
-        load_crowd_model,  # scipy.optimize: imported only when planning
-    )
+    from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.crowds.simulated import CrowdModel, random_truth
+    from crowdprefs.io import read_lists
+    from crowdprefs.progress import make_progress
+    from crowdprefs.quality.crowd_model import load_crowd_model
     from crowdprefs.quality.planning import Design, simulate, summarize
 
     frame = read_candidates(candidates)
@@ -162,6 +160,7 @@ def fit(
 ) -> None:
     """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
     bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
+    from crowdprefs.crowds.results import read_results
     from crowdprefs.quality.crowd_model import fit_crowd_model, save_fit
 
     answers = read_results(results)

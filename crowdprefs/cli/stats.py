@@ -5,26 +5,19 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
+from crowdprefs.cli.options import MEANS, PAIRWISE_TESTS, PROCEDURES
 from crowdprefs.errors import InputError
-from crowdprefs.evaluation import gawm as G
-from crowdprefs.evaluation import power as P
-from crowdprefs.evaluation.stats import (
-    PAIRWISE_TESTS,
-    friedman,
-    friedman_tukey,
-    pairwise_tests,
-    read_scores,
-)
-from crowdprefs.files import write_atomic
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 stats_app = typer.Typer(
     help="Significance tests, power and stability studies, GAWM and HITS over a scores file "
@@ -59,7 +52,7 @@ Procedures = Annotated[
         "--procedure",
         "-p",
         help="Procedure(s), repeatable: "
-        + "; ".join(f"{p.name} = {p.description}" for p in P.PROCEDURES.values())
+        + "; ".join(f"{name} = {description}" for name, description in PROCEDURES.items())
         + ". Default: FT and W1.",
     ),
 ]
@@ -85,11 +78,13 @@ class Axioms(StrEnum):
     uniform = "uniform"
 
 
-Mean = StrEnum("Mean", {name: name for name in G.MEANS})
+Mean = StrEnum("Mean", {name: name for name in MEANS})
 TestName = StrEnum("TestName", {name: name for name in (*PAIRWISE_TESTS, "friedman-tukey")})
 
 
 def _matrices(path: Path, measures: list[str] | None, scale: float = 1.0) -> dict:
+    from crowdprefs.evaluation.stats import read_scores
+
     matrices = read_scores(path)
     if measures:
         unknown = [m for m in measures if m not in matrices]
@@ -104,6 +99,8 @@ def _matrices(path: Path, measures: list[str] | None, scale: float = 1.0) -> dic
 
 
 def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int = 4) -> None:
+    import pandas as pd
+
     if output_format is Format.csv:
         sys.stdout.write(frame.to_csv(index=False, lineterminator="\n"))
         return
@@ -119,6 +116,8 @@ def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int 
 def _write_csv(frame: pd.DataFrame, path: Path | None) -> None:
     if path is None:
         return
+    from crowdprefs.files import write_atomic
+
     write_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
     console.print(f"wrote {escape(str(path))}")
 
@@ -146,6 +145,10 @@ def test_command(
     ] = Format.table,
 ) -> None:
     """Test every pair of systems per measure (Wilcoxon, t, sign, Mann-Whitney, Friedman-Tukey)."""
+    import pandas as pd
+
+    from crowdprefs.evaluation.stats import friedman, friedman_tukey, pairwise_tests
+
     if test.value == "friedman-tukey" and (one_sided or correction):
         raise InputError("--one-sided and --correction apply to the pairwise tests, not to FT")
     tables = []
@@ -183,6 +186,8 @@ def _study(
     output: Path | None,
     output_format: Format,
 ) -> None:
+    from crowdprefs.evaluation import power as P
+
     matrices = _matrices(scores, measure)
     strata_series = None if strata is None else P.read_strata(strata, stratum_column)
     n_queries = next(iter(matrices.values())).shape[1]
@@ -286,6 +291,8 @@ def gawm_command(
     ] = Format.table,
 ) -> None:
     """GAWM scores and weights beside the mean and HITS, with correlations (seed 004)."""
+    from crowdprefs.evaluation import gawm as G
+
     for name, matrix in _matrices(scores, measure, scale).items():
         result = G.gawm(matrix, axioms.value, system_mean.value, topic_mean.value, tol, max_iter)
         systems_hits, _ = G.hits(matrix)

@@ -6,23 +6,18 @@ import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from crowdprefs.campaign.aggregate import count_answers, inter_agreement
-from crowdprefs.campaign.project import Project
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.files import write_atomic
-from crowdprefs.progress import make_progress
-from crowdprefs.web import assign
-from crowdprefs.web.security import new_token
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from crowdprefs.campaign.project import Project
     from crowdprefs.web.judges import JudgeReport
 
 ProjectDir = Annotated[
@@ -60,7 +55,10 @@ def serve(
     """Serve the HITs to invited judges; answers are stored the moment they are posted."""
     import uvicorn
 
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.web import assign
     from crowdprefs.web.app import create_app
+    from crowdprefs.web.security import new_token
 
     with Project(directory) as project:
         settings = assign.WebSettings.from_project(project)
@@ -91,6 +89,8 @@ def serve(
 
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    from crowdprefs.files import write_atomic
+
     write_atomic(path, frame.to_csv(index=False))
 
 
@@ -113,6 +113,11 @@ def invite(
     ] = None,
 ) -> None:
     """Print personal invitation links (each token is shown only now; the state keeps a hash)."""
+    import pandas as pd
+
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.web import assign
+
     with Project(directory) as project:
         settings = assign.WebSettings.from_project(project)
         base = (base_url or settings.base_url).rstrip("/")
@@ -147,7 +152,11 @@ def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0)
     over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next.
     Raises :class:`StateError` when ``max_seconds`` pass first (rerunning resumes).
     """
+    import numpy as np
+
     from crowdprefs.campaign import driver
+    from crowdprefs.campaign.aggregate import count_answers, inter_agreement
+    from crowdprefs.progress import make_progress
     from crowdprefs.web.judges import run_web_campaign
 
     total = project.store.candidates()["query"].nunique()
