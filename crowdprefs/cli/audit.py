@@ -165,24 +165,16 @@ def audit_command(
     With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
     are aggregated with --rule and iterations are inferred from HIT creation times.
     """
-    import pandas as pd
-
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
-    from crowdprefs.files import write_atomic
     from crowdprefs.io import read_lists
     from crowdprefs.quality import audit as auditing
 
     if (directory is None) == (answers is None):
         raise InputError("give either a project folder or --answers results.csv (not both)")
     lists = read_lists(reference) if reference else None
-    by = None
-    if split_by is not None:
-        table = pd.read_csv(split_by, dtype=str, keep_default_na=False)
-        if table.shape[1] < 2:
-            raise InputError(f"{split_by}: need two columns, worker_id and an attribute")
-        by = table.set_index(table.columns[0])[table.columns[1]]
+    by = None if split_by is None else auditing.read_worker_attribute(split_by)
     if directory is not None:
         with Project(directory) as project, err_console.status("auditing"):
             result = auditing.audit_project(project, reference=lists, split_by=by)
@@ -209,19 +201,10 @@ def audit_command(
             )
         title = str(answers)
     if csv_dir is not None:
-        csv_dir.mkdir(parents=True, exist_ok=True)
-        tables = {
-            "iterations": result.iterations,
-            "workers": result.workers.reset_index(),
-            "flags": result.flags,
-            "review_flags": auditing.review_reasons(result.flags),
-            "contradictions": result.contradictions,
-            **{f"reference {k}": v.reset_index() for k, v in result.reference.items()},
-        }
-        for name, table in tables.items():
-            write_atomic(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
-        err_console.print(f"wrote {len(tables)} tables to {csv_dir}")
+        written = result.write_csv(csv_dir)
+        err_console.print(f"wrote {len(written)} tables to {csv_dir}")
     if html is not None:
+        from crowdprefs.files import write_atomic
         from crowdprefs.quality.report import render
 
         write_atomic(html, render(result, title))

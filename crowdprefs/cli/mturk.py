@@ -25,8 +25,6 @@ from crowdprefs.cli.core import ProjectDir
 from crowdprefs.errors import InputError, StateError
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 
@@ -63,9 +61,8 @@ def _crowd(
     flags: Path | None = None,
     audited: bool = False,
 ) -> MTurkCrowd:
-    import pandas as pd
-
     from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+    from crowdprefs.quality.review import extra_flags
 
     if live and fake:
         raise InputError("--live and --fake exclude each other")
@@ -73,32 +70,8 @@ def _crowd(
         crowd = MTurkCrowd.for_crowd_name("mturk-fake", project)
     else:
         crowd = MTurkCrowd(project, target="live" if live else "sandbox")
-    parts = [_read_flags(flags)] if flags else []
-    if audited:
-        from crowdprefs.quality import audit
-
-        answers = audit.project_answers(project)
-        if len(answers):
-            parts.append(audit.review_reasons(audit.flag_workers(answers)))
-    crowd.flags = pd.concat(parts, ignore_index=True) if parts else None
+    crowd.flags = extra_flags(project, flags, audited=audited)
     return crowd
-
-
-def _read_flags(path: Path) -> pd.DataFrame:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"flags file not found: {path}") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"{path}: not a valid CSV: {error}") from None
-    if not {"worker_id", "reason"} <= set(frame.columns):
-        raise InputError(f"{path}: needs columns worker_id,reason")
-    empty = frame["worker_id"].str.strip() == ""
-    if empty.any():
-        raise InputError(f"{path}:{int(empty.to_numpy().argmax()) + 2}: empty worker_id")
-    return frame[["worker_id", "reason"]]
 
 
 @app.command()
@@ -184,7 +157,6 @@ def publish(
 ) -> None:
     """Publish the open batch (building it if needed): one HIT per pair."""
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.budget import batch_cost
     from crowdprefs.campaign.project import Project
 
     with Project(directory) as project:
@@ -194,19 +166,11 @@ def publish(
             return
         crowd = _crowd(project, live, fake)
         if live:
-            todo = project.store.frame(
-                "SELECT answers_wanted FROM pairs WHERE iteration = ? AND pair_id NOT IN"
-                " (SELECT pair_id FROM hits WHERE crowd = ?)",
-                (iteration, crowd.name),
-            )["answers_wanted"]
-            settings = project.settings
-            cost = batch_cost(settings.reward, todo.to_numpy(), settings.fees)
-            budget = (
-                "no budget set" if settings.budget is None else f"budget ${settings.budget:.2f}"
-            )
+            quote = driver.publish_quote(project, crowd.name)
+            budget = "no budget set" if quote.budget is None else f"budget ${quote.budget:.2f}"
             console.print(
-                f"LIVE MTurk: {len(todo)} HITs, {int(todo.sum())} assignments, ${cost:.2f} "
-                f"(committed so far ${driver.committed_cost(project):.2f}; {budget})"
+                f"LIVE MTurk: {quote.hits} HITs, {quote.assignments} assignments, "
+                f"${quote.cost:.2f} (committed so far ${quote.committed:.2f}; {budget})"
             )
             if not yes and not typer.confirm("Spend this money on live MTurk?", default=False):
                 raise typer.Abort()

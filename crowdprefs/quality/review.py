@@ -38,6 +38,8 @@ from crowdprefs.errors import InputError
 from crowdprefs.progress import note
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from crowdprefs.campaign.project import Project
 
 FLAG_COLUMNS = ["worker_id", "reason"]
@@ -173,6 +175,39 @@ def worker_flags(
         parts.append(extra[FLAG_COLUMNS].astype(str))
     flags = pd.concat([p for p in parts if len(p)] or [listed], ignore_index=True)
     return flags.drop_duplicates("worker_id", keep="first").reset_index(drop=True)
+
+
+def read_flags(path: Path) -> pd.DataFrame:
+    """Workers to block from a CSV with the columns ``worker_id, reason`` (e.g. the
+    ``review_flags.csv`` an audit writes)."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"flags file not found: {path}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a valid CSV: {error}") from None
+    if not set(FLAG_COLUMNS) <= set(frame.columns):
+        raise InputError(f"{path}: needs columns worker_id,reason")
+    empty = frame["worker_id"].str.strip() == ""
+    if empty.any():
+        raise InputError(f"{path}:{int(empty.to_numpy().argmax()) + 2}: empty worker_id")
+    return frame[FLAG_COLUMNS]
+
+
+def extra_flags(
+    project: Project, flags_file: Path | None = None, *, audited: bool = False
+) -> pd.DataFrame | None:
+    """The workers a review blocks besides its own rules (``worker_id, reason``): those listed
+    in ``flags_file`` and, when ``audited``, those the audit of the project's answers flags;
+    ``None`` when there are none to add."""
+    parts = [read_flags(flags_file)] if flags_file is not None else []
+    if audited:
+        from crowdprefs.quality import audit
+
+        answers = audit.project_answers(project)
+        if len(answers):
+            parts.append(audit.review_reasons(audit.flag_workers(answers)))
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 # --- the review pass ----------------------------------------------------------------------------
