@@ -12,7 +12,27 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.cli.options import COLUMNS
+from crowdprefs.cli.options import (
+    COLUMNS,
+    OUTPUT,
+    AColumn,
+    Alpha,
+    AnswerColumn,
+    AValue,
+    BatchGap,
+    BColumn,
+    BValue,
+    EqualValue,
+    Json,
+    Margin,
+    PartialLists,
+    PivotColumn,
+    ProjectDir,
+    QueryColumn,
+    ResultsFile,
+    Rule,
+    results_columns,
+)
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -20,42 +40,6 @@ if TYPE_CHECKING:
 
     from crowdprefs.crowds.results import Columns
     from crowdprefs.quality.audit import Audit
-
-QueryColumn = Annotated[str, typer.Option(help="Column of the query (the original melody).")]
-AColumn = Annotated[str, typer.Option(help="Column of the document shown as variation A.")]
-BColumn = Annotated[str, typer.Option(help="Column of the document shown as variation B.")]
-AnswerColumn = Annotated[str, typer.Option(help="Column of the worker's choice.")]
-AValue = Annotated[str, typer.Option(help="Answer value meaning 'A is more similar'.")]
-BValue = Annotated[str, typer.Option(help="Answer value meaning 'B is more similar'.")]
-EqualValue = Annotated[str, typer.Option(help="Answer value meaning 'equally similar'.")]
-PivotColumn = Annotated[
-    str, typer.Option(help="Column naming the segment's pivot (optional in the file).")
-]
-BatchGap = Annotated[
-    float,
-    typer.Option(
-        help="Seconds between HIT creation times that start a new iteration "
-        "(0 for campaigns of the simulated crowd)."
-    ),
-]
-Rule = Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")]
-Alpha = Annotated[float, typer.Option(help="Level of the Mann-Whitney test.")]
-Margin = Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")]
-
-
-def _columns(query, a, b, answer, a_value, b_value, equal_value, pivot) -> Columns:
-    from crowdprefs.crowds.results import Columns
-
-    return Columns(
-        query=query,
-        a=a,
-        b=b,
-        answer=answer,
-        a_value=a_value,
-        b_value=b_value,
-        equal_value=equal_value,
-        pivot=pivot,
-    )
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
@@ -143,7 +127,7 @@ def audit_command(
         ),
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: Json = False,
     csv_dir: Annotated[
         Path | None, typer.Option(help="Write every table as CSV into this folder.")
     ] = None,
@@ -180,7 +164,7 @@ def audit_command(
             result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
-        columns = _columns(
+        columns = results_columns(
             query_column,
             a_column,
             b_column,
@@ -217,8 +201,8 @@ def audit_command(
 
 @app.command("import-answers")
 def import_answers_command(
-    directory: Annotated[Path, typer.Argument(help="The project folder.")],
-    results: Annotated[Path, typer.Argument(help="MTurk batch-results CSV.")],
+    directory: ProjectDir,
+    results: ResultsFile,
     crowd: Annotated[
         str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
     ] = "mturk",
@@ -235,7 +219,7 @@ def import_answers_command(
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.results import import_answers, read_results
 
-    columns = _columns(
+    columns = results_columns(
         query_column,
         a_column,
         b_column,
@@ -260,7 +244,7 @@ def import_answers_command(
 
 @app.command("replay")
 def replay_command(
-    results: Annotated[Path, typer.Argument(help="MTurk results CSV of a QuickSort campaign.")],
+    results: ResultsFile,
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
@@ -269,12 +253,10 @@ def replay_command(
         typer.Option(help="Pivot of a two-member segment when unrecorded: variation a or b."),
     ] = "b",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the lists here (group qrels).")
+        Path | None, typer.Option(*OUTPUT, help="Write the lists here (group qrels).")
     ] = None,
-    partial: Annotated[
-        bool, typer.Option(help="Also list queries whose replay stays open.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    partial: PartialLists = False,
+    as_json: Json = False,
     batch_gap: BatchGap = 600.0,
     query_column: QueryColumn = COLUMNS["query"],
     a_column: AColumn = COLUMNS["a"],
@@ -290,7 +272,7 @@ def replay_command(
     from crowdprefs.campaign.replay import replay_campaign
     from crowdprefs.io import write_lists
 
-    columns = _columns(
+    columns = results_columns(
         query_column,
         a_column,
         b_column,

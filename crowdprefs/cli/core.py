@@ -12,17 +12,27 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.cli.options import CROWDS, DEFAULT_SEED
+from crowdprefs.cli.options import (
+    DEFAULT_SEED,
+    OUTPUT,
+    Alpha,
+    AnswersPerPair,
+    Candidates,
+    Crowd,
+    Json,
+    Margin,
+    PartialLists,
+    PartialPublish,
+    ProjectDir,
+    Reward,
+    Rule,
+    Seed,
+)
 from crowdprefs.errors import BudgetError, InputError
 
 if TYPE_CHECKING:
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
-
-ProjectDir = Annotated[
-    Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
-]
-CrowdName = Annotated[str, typer.Option("--crowd", help=f"Crowd backend: {', '.join(CROWDS)}.")]
 
 
 def _iteration_table(title: str) -> Table:
@@ -99,26 +109,22 @@ def run_with_progress(
 @app.command()
 def init(
     directory: ProjectDir,
-    candidates: Annotated[
-        Path,
-        typer.Option("--candidates", help="CSV with columns query,document[,audio][,query_audio]."),
-    ],
-    seed: Annotated[
-        int,
-        typer.Option(help="Seed of every random choice (initial orders, A/B sides, batch order)."),
-    ] = DEFAULT_SEED,
-    answers_per_pair: Annotated[int, typer.Option(help="Answers bought for each pair.")] = 10,
-    rule: Annotated[
-        str, typer.Option(help="Aggregation rule: mann-whitney or margin.")
-    ] = "mann-whitney",
-    alpha: Annotated[float, typer.Option(help="Level of the Mann-Whitney test.")] = 0.05,
-    margin: Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")] = 2,
-    reward: Annotated[float, typer.Option(help="Reward per answer in US$.")] = 0.02,
+    candidates: Candidates,
+    seed: Seed = DEFAULT_SEED,
+    answers_per_pair: AnswersPerPair = 10,
+    rule: Rule = "mann-whitney",
+    alpha: Alpha = 0.05,
+    margin: Margin = 2,
+    reward: Reward = 0.02,
     budget: Annotated[
         float | None, typer.Option(help="Spending limit in US$ (rewards plus fees).")
     ] = None,
 ) -> None:
-    """Create a project folder from a candidates CSV (never overwrites an existing project)."""
+    """Create a project folder from a candidates CSV (never overwrites an existing project).
+
+    The seed fixes every random choice of the campaign: the candidates' initial orders, which
+    side of a HIT shows which candidate, and the order of a batch.
+    """
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Settings, init_project
 
@@ -139,7 +145,7 @@ def init(
 @app.command()
 def status(
     directory: ProjectDir,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Json = False,
 ) -> None:
     """Per query: iterations, open segments, pairs judged, closed; totals: answers and cost."""
     from crowdprefs.campaign import driver
@@ -201,10 +207,8 @@ def next_(directory: ProjectDir) -> None:
 @app.command()
 def publish(
     directory: ProjectDir,
-    crowd: CrowdName = "simulated",
-    partial: Annotated[
-        bool, typer.Option(help="Publish the part of the batch that fits the budget.")
-    ] = False,
+    crowd: Crowd = "simulated",
+    partial: PartialPublish = False,
 ) -> None:
     """Publish the open batch to a crowd, after checking the budget."""
     from crowdprefs.campaign import driver
@@ -217,7 +221,7 @@ def publish(
 
 
 @app.command()
-def collect(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
+def collect(directory: ProjectDir, crowd: Crowd = "simulated") -> None:
     """Collect the answers of the published batch."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
@@ -247,7 +251,7 @@ def aggregate(directory: ProjectDir) -> None:
 
 
 @app.command()
-def run(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
+def run(directory: ProjectDir, crowd: Crowd = "simulated") -> None:
     """Run iterations until every list is closed or the budget stops the campaign."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
@@ -264,15 +268,11 @@ def run(directory: ProjectDir, crowd: CrowdName = "simulated") -> None:
 @app.command()
 def export(
     directory: ProjectDir,
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")] = Path(
-        "lists.qrel"
-    ),
+    output: Annotated[Path, typer.Option(*OUTPUT, help="File to write.")] = Path("lists.qrel"),
     fmt: Annotated[
         str, typer.Option("--format", help="Output format: qrels (tag query document group).")
     ] = "qrels",
-    partial: Annotated[
-        bool, typer.Option(help="Also list queries whose sort is still open.")
-    ] = False,
+    partial: PartialLists = False,
 ) -> None:
     """Write the ordered lists as group qrels: tag query document group (1 = most similar)."""
     from crowdprefs.campaign import driver

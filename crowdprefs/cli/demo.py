@@ -11,7 +11,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.cli.options import DEFAULT_SEED
+from crowdprefs.cli.options import DEFAULT_SEED, CrowdModelFile, Jobs, Seed
 
 if TYPE_CHECKING:
     from crowdprefs.demo import DemoResult
@@ -22,9 +22,7 @@ def demo(
     directory: Annotated[
         Path, typer.Argument(help="Folder for the demo (created; resumed if it holds one).")
     ] = Path("crowdprefs-demo"),
-    seed: Annotated[int, typer.Option(help="Seed of the melodies, the crowd and the sort.")] = (
-        DEFAULT_SEED
-    ),
+    seed: Seed = DEFAULT_SEED,
     crowd: Annotated[
         str,
         typer.Option(
@@ -36,19 +34,17 @@ def demo(
     audio: Annotated[
         bool, typer.Option(help="Render, trim and encode the melodies' clips (the slow stage).")
     ] = True,
-    crowd_model: Annotated[
-        Path | None,
-        typer.Option(help="Simulated crowd model TOML (from 'crowdprefs crowd-model fit')."),
-    ] = None,
-    jobs: Annotated[int, typer.Option(min=1, help="Parallel audio jobs.")] = 2,
+    crowd_model: CrowdModelFile = None,
+    jobs: Jobs = 2,
 ) -> None:
     """Run the whole pipeline on synthetic melodies with a simulated crowd, end to end.
 
     Stages: MIDI melodies and their variations (the hidden truth is their edit distance to the
     query), audio clips prepared for the HITs, every iteration of the campaign, HIT previews of
     the first batch, the worker audit, and synthetic systems scored against the crowd's lists and
-    the truth. Writes candidates.csv, truth.qrel, midi/, project/ (with clips/), lists.qrel,
-    preview/, audit.html, runs.txt and evaluation.csv in DIRECTORY.
+    the truth. The seed draws the melodies, the crowd and the sort. Writes candidates.csv,
+    truth.qrel, midi/, project/ (with clips/), lists.qrel, preview/, audit.html, runs.txt and
+    evaluation.csv in DIRECTORY.
     """
     from crowdprefs.demo import DemoOptions, run_demo
     from crowdprefs.progress import make_progress

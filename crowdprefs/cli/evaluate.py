@@ -15,6 +15,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.options import Alpha, Correction, OneSided, Runs, Seed
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,13 +120,7 @@ def evaluate(
             "(query document gain, or TREC qrels).",
         ),
     ],
-    runs: Annotated[
-        Path,
-        typer.Option(
-            "--runs",
-            help="Run file or folder of run files: TREC runs or 'system query document' lines.",
-        ),
-    ],
+    runs: Runs,
     measure: Annotated[
         list[str] | None,
         typer.Option(
@@ -149,25 +144,11 @@ def evaluate(
         typer.Option("--truth-kind", help="How to read --truth (auto detects by its fields)."),
     ] = TruthKind.auto,
     test: Annotated[
-        Test, typer.Option("--test", help="Pairwise test between systems ('none' to skip).")
+        Test, typer.Option("--test", "-t", help="Pairwise test between systems ('none' to skip).")
     ] = Test.wilcoxon,
-    alpha: Annotated[
-        float, typer.Option("--alpha", help="Significance level of the tests.")
-    ] = 0.05,
-    one_sided: Annotated[
-        bool,
-        typer.Option(
-            "--one-sided",
-            help="One-tailed tests in the direction of the observed difference (seed 002 §5.6).",
-        ),
-    ] = False,
-    correction: Annotated[
-        str | None,
-        typer.Option(
-            "--correction",
-            help="Multiple-comparison correction (statsmodels name: holm, fdr_bh...).",
-        ),
-    ] = None,
+    alpha: Alpha = 0.05,
+    one_sided: OneSided = False,
+    correction: Correction = None,
     output_format: Annotated[
         Format,
         typer.Option(
@@ -251,7 +232,7 @@ def compare_lists(
             "--permutations", help="Random orders of each group of the lists acting as results."
         ),
     ] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random permutations.")] = 0,
+    seed: Seed = 0,
     output_format: Annotated[
         Format, typer.Option("--format", help="Output as a table, CSV or JSON.")
     ] = Format.table,

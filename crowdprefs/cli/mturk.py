@@ -21,7 +21,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.cli.core import ProjectDir
+from crowdprefs.cli.options import OUTPUT, PartialPublish, ProjectDir, Yes
 from crowdprefs.errors import InputError, StateError
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def _crowd(
 def preview(
     directory: ProjectDir,
     output: Annotated[
-        Path | None, typer.Option(help="Folder for the HTML files (default: PROJECT/preview).")
+        Path | None,
+        typer.Option(*OUTPUT, help="Folder for the HTML files (default: PROJECT/preview)."),
     ] = None,
     iteration: Annotated[
         int | None, typer.Option(help="Batch to render (default: the open or next batch).")
@@ -150,10 +151,8 @@ def publish(
     directory: ProjectDir,
     live: Live = False,
     fake: Fake = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm a live cost.")] = False,
-    partial: Annotated[
-        bool, typer.Option(help="Publish the part of the batch that fits the budget.")
-    ] = False,
+    yes: Yes = False,
+    partial: PartialPublish = False,
 ) -> None:
     """Publish the open batch (building it if needed): one HIT per pair."""
     from crowdprefs.campaign import driver
@@ -240,7 +239,7 @@ def expire(
     directory: ProjectDir,
     live: Live = False,
     fake: Fake = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
+    yes: Yes = False,
 ) -> None:
     """End every open HIT of the project now (answers already given stay)."""
     if not yes and not typer.confirm("Expire every open HIT of this project?", default=False):

@@ -13,7 +13,17 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.cli.options import MEANS, PAIRWISE_TESTS, PROCEDURES
+from crowdprefs.cli.options import (
+    MEANS,
+    OUTPUT,
+    PAIRWISE_TESTS,
+    PROCEDURES,
+    Alpha,
+    Correction,
+    OneSided,
+    PlotFile,
+    Seed,
+)
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -57,13 +67,12 @@ Procedures = Annotated[
     ),
 ]
 Samples = Annotated[int, typer.Option("--samples", "-r", help="Random subsets per size.")]
-Step = Annotated[int, typer.Option("--step", help="Subset sizes step, step·2, … (queries).")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the subset sampling.")]
-PlotFile = Annotated[
-    Path | None, typer.Option("--plot", help="Write the curves to this image (PNG, PDF, SVG).")
+SizeStep = Annotated[
+    int,
+    typer.Option("--size-step", help="Query subsets of size step, 2·step, 3·step, … are drawn."),
 ]
 OutputFile = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Also write the tidy table as CSV here.")
+    Path | None, typer.Option(*OUTPUT, help="Also write the tidy table as CSV here.")
 ]
 
 
@@ -129,17 +138,9 @@ def test_command(
     test: Annotated[
         TestName, typer.Option("--test", "-t", help="Pairwise test, or MIREX's Friedman-Tukey.")
     ] = TestName("wilcoxon"),
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level α.")] = 0.05,
-    one_sided: Annotated[
-        bool,
-        typer.Option(
-            "--one-sided", help="1-tailed, in the direction of the observed mean difference."
-        ),
-    ] = False,
-    correction: Annotated[
-        str | None,
-        typer.Option("--correction", help="Multiple-comparison correction (holm, fdr_bh...)."),
-    ] = None,
+    alpha: Alpha = 0.05,
+    one_sided: OneSided = False,
+    correction: Correction = None,
     output_format: Annotated[
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
@@ -192,7 +193,7 @@ def _study(
     strata_series = None if strata is None else P.read_strata(strata, stratum_column)
     n_queries = next(iter(matrices.values())).shape[1]
     if step < 1:
-        raise InputError(f"--step must be at least 1, got {step}")
+        raise InputError(f"--size-step must be at least 1, got {step}")
     sizes = P.default_sizes(n_queries, step, stability=kind == "stability")
     study = P.power_study if kind == "power" else P.stability_study
     table = study(matrices, strata_series, sizes, samples, procedure or ("FT", "W1"), seed)
@@ -227,7 +228,7 @@ def power_command(
     stratum_column: StratumColumn = None,
     procedure: Procedures = None,
     samples: Samples = 500,
-    step: Step = 5,
+    step: SizeStep = 5,
     seed: Seed = 0,
     plot: PlotFile = None,
     output: OutputFile = None,
@@ -250,7 +251,7 @@ def stability_command(
     stratum_column: StratumColumn = None,
     procedure: Procedures = None,
     samples: Samples = 500,
-    step: Step = 5,
+    step: SizeStep = 5,
     seed: Seed = 0,
     plot: PlotFile = None,
     output: OutputFile = None,

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.options import ProjectDir
 from crowdprefs.errors import InputError, StateError
 
 if TYPE_CHECKING:
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
 
     from crowdprefs.campaign.project import Project
     from crowdprefs.web.judges import JudgeReport
-
-ProjectDir = Annotated[
-    Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
-]
 
 
 def _loopback(host: str) -> bool:
