@@ -53,12 +53,13 @@ def browser():
 
 @pytest.fixture
 def cli(monkeypatch, capsys):
-    """Run ``crowdprefs ARGS...`` in this process: returns (exit code, stdout, stderr)."""
+    """Run ``crowdprefs ARGS...`` in this process on a terminal ``columns`` wide: returns
+    (exit code, stdout, stderr)."""
     from crowdprefs.cli import main
 
-    def run(*args):
+    def run(*args, columns: int = 200):
         monkeypatch.setattr("sys.argv", ["crowdprefs", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
+        monkeypatch.setenv("COLUMNS", str(columns))
         with pytest.raises(SystemExit) as stop:
             main()
         out, err = capsys.readouterr()

@@ -31,6 +31,7 @@ from crowdprefs.cli.options import (
     QueryColumn,
     ResultsFile,
     Rule,
+    Wide,
     results_columns,
 )
 from crowdprefs.errors import InputError
@@ -65,19 +66,43 @@ def _report_reading(answers: pd.DataFrame) -> None:
         )
 
 
-def _render(result: Audit, title: str) -> None:
+#: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
+ITERATION_HEADS = (
+    "iter.",
+    "pairs",
+    "answers",
+    "workers",
+    "earlier workers",
+    "med. s",
+    "completion",
+    "agreement",
+    "Krippendorff α",
+    "Fleiss κ",
+    "cost $",
+)
+#: The columns shown without --wide (they fit 80 columns).
+NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "agreement", "cost $")
+
+
+def _render(result: Audit, title: str, wide: bool) -> None:
     from crowdprefs.quality import audit as auditing
 
-    table = Table(title=f"{title}: seed 002 Table 2 (totals average the iterations' values)")
-    for head in auditing.TABLE_2_HEADS:
-        table.add_column(head, justify="right")
+    shown = [i for i, head in enumerate(ITERATION_HEADS) if wide or head in NARROW]
+    table = Table(title=f"{escape(title)}: each iteration and the campaign in total")
+    for i in shown:
+        table.add_column(ITERATION_HEADS[i], justify="right")
     rows = result.iterations.to_dict(orient="records")
     for number, row in enumerate(rows, start=1):
-        table.add_row(*auditing.table_2_cells(row), end_section=number == len(rows) - 1)
+        cells = auditing.table_2_cells(row)
+        table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
+    table.caption = "med. s: median work time per answer; agreement: among each pair's answers" + (
+        "" if wide else " (--wide: every column)"
+    )
     console.print(table)
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
-    for head in ("worker", "flag", "evidence"):
-        flags.add_column(head)
+    flags.add_column("worker", overflow="fold")
+    flags.add_column("flag", no_wrap=True)
+    flags.add_column("evidence")
     for worker, flag, evidence in result.flags.itertuples(index=False):
         flags.add_row(escape(worker), flag, escape(evidence))
     console.print(flags)
@@ -117,7 +142,10 @@ def audit_command(
     ] = None,
     reference: Annotated[
         Path | None,
-        typer.Option(help="Reference lists (group qrels) for seed 002 Tables 3-6."),
+        typer.Option(
+            help="Reference lists (group qrels, e.g. an expert's): how the verdicts and single "
+            "answers agree with them."
+        ),
     ] = None,
     split_by: Annotated[
         Path | None,
@@ -128,6 +156,7 @@ def audit_command(
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
     as_json: Json = False,
+    wide: Wide = False,
     csv_dir: Annotated[
         Path | None, typer.Option(help="Write every table as CSV into this folder.")
     ] = None,
@@ -144,7 +173,7 @@ def audit_command(
     equal_value: EqualValue = COLUMNS["equal_value"],
     pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
-    """Audit the workers: Table 2 per iteration, agreement, profiles, flags, reference tables.
+    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
 
     With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
     are aggregated with --rule and iterations are inferred from HIT creation times.
@@ -196,7 +225,7 @@ def audit_command(
     if as_json:
         console.print_json(json.dumps(result.to_json()))
     else:
-        _render(result, title)
+        _render(result, title, wide)
 
 
 @app.command("import-answers")

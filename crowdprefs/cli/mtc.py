@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from crowdprefs.evaluation import mtc
 
 mtc_app = typer.Typer(
-    help="Minimal Test Collections: rank systems by AG@k with few level judgments (seed 000).",
+    help="Minimal Test Collections: rank systems by AG@k with few level judgments.",
     no_args_is_help=True,
 )
 app.add_typer(mtc_app, name="mtc")
@@ -199,7 +199,7 @@ def estimate(
     level: Annotated[float, typer.Option("--level", help="Level of the intervals.")] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
-    """Rank systems by estimated AG@k with intervals and per-pair confidences (seed §3, §5.2)."""
+    """Rank systems by estimated AG@k with intervals and per-pair confidences."""
     from crowdprefs.evaluation import mtc
 
     sc = _scale(scale)

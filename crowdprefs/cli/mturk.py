@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import html
+import shlex
 import threading
 import webbrowser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -21,8 +22,10 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.core import hinting_next_step, next_step
 from crowdprefs.cli.options import OUTPUT, PartialPublish, ProjectDir, Yes
 from crowdprefs.errors import InputError, StateError
+from crowdprefs.progress import note
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
@@ -52,6 +55,11 @@ Audited = Annotated[
     bool,
     typer.Option("--audit", help="Also block the workers the audit flags."),
 ]
+
+
+def _target(live: bool, fake: bool) -> str:
+    """The options naming the MTurk target, as typed again in a hint."""
+    return "--live" if live else "--fake" if fake else ""
 
 
 def _crowd(
@@ -158,10 +166,12 @@ def publish(
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
 
+    target = _target(live, fake)
     with Project(directory) as project:
         iteration = driver.next_batch(project)
         if iteration is None:
-            console.print("every list is closed: nothing to publish")
+            hint = next_step(project, directory, crowd=target, mturk=True)
+            console.print(f"every list is closed: nothing to publish; {hint}", highlight=False)
             return
         crowd = _crowd(project, live, fake)
         if live:
@@ -173,8 +183,18 @@ def publish(
             )
             if not yes and not typer.confirm("Spend this money on live MTurk?", default=False):
                 raise typer.Abort()
-        count = driver.publish(project, crowd, partial=partial)
+        hint = {"crowd": target, "crowd_name": crowd.name, "mturk": True}
+        with hinting_next_step(project, directory, **hint):
+            count = driver.publish(project, crowd, partial=partial)
         console.print(f"published {count} HITs of batch {iteration} to {crowd.name}")
+        if project.store.last_batch()["status"] == "built":
+            left = driver.publish_quote(project, crowd.name)
+            again = f"crowdprefs mturk publish {shlex.quote(str(directory))} {target}".strip()
+            note(
+                f"{left.hits} HITs of batch {iteration} wait for budget (${left.cost:.2f} more): "
+                "the batch is collected once all of it is published. Raise budget in the "
+                f"[crowd] section of {directory / 'crowdprefs.toml'}, then run '{again}' again."
+            )
 
 
 @mturk_app.command("collect")
@@ -191,7 +211,9 @@ def collect(
 
     with Project(directory) as project:
         crowd = _crowd(project, live, fake, flags, audited)
-        new = driver.collect(project, crowd)
+        hint = {"crowd": _target(live, fake), "crowd_name": crowd.name, "mturk": True}
+        with hinting_next_step(project, directory, **hint):
+            new = driver.collect(project, crowd)
         batch = project.store.last_batch()
         console.print(
             f"collected {new} new answers; batch {batch['iteration']} is {batch['status']}"
@@ -214,7 +236,8 @@ def review_(
         crowd = _crowd(project, live, fake, flags, audited)
         last = project.store.last_batch()
         if last is None:
-            raise StateError("the project has no batch to review")
+            hint = next_step(project, directory, crowd=_target(live, fake), mturk=True)
+            raise StateError(f"the project has no batch to review; {hint}")
         done = review(project, crowd, last["iteration"], flags=crowd.flags)
         console.print(", ".join(f"{n} {what}" for what, n in done.items()))
 

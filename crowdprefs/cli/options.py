@@ -74,6 +74,9 @@ CrowdModelFile = Annotated[
 ]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel audio jobs.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+Wide = Annotated[
+    bool, typer.Option("--wide", help="Show every column, however wide the table gets.")
+]
 #: The option naming the file (or folder) a command writes its result to.
 OUTPUT = ("--output", "-o")
 Yes = Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")]

@@ -91,8 +91,10 @@ def plan(
         Path | None, typer.Option(*OUTPUT, help="Also write one row per campaign to this CSV.")
     ] = None,
 ) -> None:
-    """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
-    simulating it many times with the simulated crowd, before any money is spent."""
+    """Estimate a campaign's cost, duration and list quality before any money is spent.
+
+    Simulates the campaign many times with the simulated crowd: iterations, pairs, answers,
+    cost, wall time, and how well the lists recover the hidden truth."""
     from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
@@ -184,8 +186,10 @@ def fit(
     equal_value: EqualValue = COLUMNS["equal_value"],
     pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
-    """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
-    bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
+    """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
+
+    The model's difficulty, accuracy, 'equal' tendency, position bias, work times, bots and
+    activity are fitted to the recorded answers and saved as TOML."""
     from crowdprefs.crowds.results import read_results
     from crowdprefs.quality.crowd_model import fit_crowd_model, save_fit
 

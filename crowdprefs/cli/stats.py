@@ -236,7 +236,7 @@ def power_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """Power: share of system pairs significant in query subsets of growing size (seed 001)."""
+    """Power: the share of system pairs found significant in query subsets of growing size."""
     _study(
         "power", scores, measure, strata, stratum_column, procedure, samples, step, seed, plot,
         output, output_format,
@@ -259,7 +259,7 @@ def stability_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """Stability: conflicts and swaps between disjoint query subsets, up to N/2 (seed 001)."""
+    """Stability: conflicts and swaps between disjoint query subsets, up to half the queries."""
     _study(
         "stability", scores, measure, strata, stratum_column, procedure, samples, step, seed,
         plot, output, output_format,
@@ -271,7 +271,13 @@ def gawm_command(
     scores: ScoresFile,
     measure: Measures = None,
     axioms: Annotated[
-        Axioms, typer.Option("--axioms", help="A: A1/A2 (eqs. 7-8); B: B1/B2 (eqs. 7, 9).")
+        Axioms,
+        typer.Option(
+            "--axioms",
+            help="Weights: A, topics by how they separate systems and systems by how they "
+            "conform to the topics' ease; B, systems by how they separate topics; uniform, the "
+            "plain mean.",
+        ),
     ] = Axioms.A,
     system_mean: Annotated[
         Mean, typer.Option("--system-mean", help="Mean function for system performance E_s.")
@@ -291,7 +297,10 @@ def gawm_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """GAWM scores and weights beside the mean and HITS, with correlations (seed 004)."""
+    """Adaptive-weight means (GAWM) of the systems beside the plain mean and HITS, correlated.
+
+    GAWM weighs each topic by how well it separates the systems, and each system by how it
+    conforms to (axioms A) or separates (axioms B) the topics, until the weights settle."""
     from crowdprefs.evaluation import gawm as G
 
     for name, matrix in _matrices(scores, measure, scale).items():

@@ -96,7 +96,11 @@ def invite(
     directory: ProjectDir,
     judges: Annotated[int, typer.Option(help="How many personal invitation links to make.")] = 1,
     base_url: Annotated[
-        str | None, typer.Option(help="The site's public address (default: [web] base_url).")
+        str | None,
+        typer.Option(
+            help="The site's public address (default: base_url of the \\[web] section of "
+            "crowdprefs.toml)."
+        ),
     ] = None,
     study: Annotated[
         bool,
