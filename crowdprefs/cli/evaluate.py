@@ -250,7 +250,7 @@ def compare_lists(
         Format, typer.Option("--format", help="Output as a table, CSV or JSON.")
     ] = Format.table,
 ) -> None:
-    """How far two sets of ordered lists agree: the ADR of each scored against the other.
+    """How far two sets of ordered lists agree: average dynamic recall (ADR) of each vs the other.
 
     The lists read as results are ranked with each group in a random order; the table gives the
     minimum, mean and maximum ADR over the permutations."""
