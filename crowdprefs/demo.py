@@ -1,4 +1,5 @@
-"""The demo: collections shaped like seed 002's, and synthetic systems to evaluate against them.
+"""The demo: collections shaped like seed 002's, synthetic systems to evaluate against them, and
+:func:`run_demo`, every stage of the pipeline on them in one call (``crowdprefs demo``).
 
 Both collections have 11 queries with 4 to 23 candidates each, 118 in all (the Eval05 lists of
 seed 002 §5), and a hidden truth of ordered groups:
@@ -14,15 +15,24 @@ seed 002 §5), and a hidden truth of ordered groups:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from crowdprefs.campaign.project import Project, Settings, init_project
+from crowdprefs.campaign.project import DEFAULT_SEED, Project, Settings, init_project
 from crowdprefs.crowds.simulated import CrowdModel
+from crowdprefs.errors import InputError, StateError
 from crowdprefs.io import write_lists
 from examples.melodies import QUERY_SIZES, make_example
+
+if TYPE_CHECKING:
+    from crowdprefs.quality.audit import Audit
+    from crowdprefs.web.judges import JudgeReport
 
 
 def make_collection(
@@ -104,3 +114,262 @@ def example_runs(
         ranked["rank"] = ranked.groupby("query").cumcount() + 1
         parts.append(ranked[ranked["rank"] <= depth])
     return pd.concat(parts, ignore_index=True)[["system", "query", "document", "rank"]]
+
+
+# --------------------------------------------------------------------------- the whole demo
+
+#: The crowds the demo can run: the simulated workers directly, behind the local MTurk fake, or
+#: as simulated judges posting over HTTP to a local ``crowdprefs serve``.
+DEMO_CROWDS = ("simulated", "mturk-fake", "web")
+#: The measures the demo scores the synthetic systems with.
+DEMO_MEASURES = ("ADR@5", "nDCG@5", "AG@5")
+#: What the demo writes in its folder.
+DEMO_FILES = {
+    "candidates": "candidates.csv",
+    "truth": "truth.qrel",
+    "midi": "midi",
+    "project": "project",
+    "clips": "project/clips",
+    "lists": "lists.qrel",
+    "preview": "preview",
+    "audit": "audit.html",
+    "runs": "runs.txt",
+    "evaluation": "evaluation.csv",
+}
+
+#: ``progress(what, done, total)``: called as a long stage advances.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """How to run the demo: the seed of the melodies, crowd and sort; the crowd (one of
+    :data:`DEMO_CROWDS`); whether to prepare audio clips (the slow stage) and with how many
+    parallel jobs; a simulated crowd model file; and, for the web crowd, how many judges and
+    how long they may take."""
+
+    seed: int = DEFAULT_SEED
+    crowd: str = "simulated"
+    audio: bool = True
+    crowd_model: Path | None = None
+    jobs: int = 2
+    judges: int = 40
+    max_seconds: float = 900.0
+
+    def __post_init__(self) -> None:
+        if self.crowd not in DEMO_CROWDS:
+            raise InputError(
+                f"the demo runs with the {', '.join(DEMO_CROWDS)} crowd, not {self.crowd!r}"
+            )
+        if self.jobs < 1:
+            raise InputError(f"the demo needs at least one audio job, got {self.jobs}")
+
+
+@dataclass(frozen=True)
+class Clips:
+    """The prepared audio clips: how many, and their durations in seconds."""
+
+    count: int
+    shortest: float
+    longest: float
+    mean: float
+
+
+@dataclass
+class DemoResult:
+    """What every stage of :func:`run_demo` produced (``files`` name what it wrote)."""
+
+    folder: Path
+    files: dict[str, Path]
+    crowd: str
+    resumed: bool
+    queries: int
+    candidates: int
+    per_query: tuple[int, int]
+    """Fewest and most candidates of a query."""
+    truth_groups: int
+    clips: Clips | None
+    iterations: pd.DataFrame
+    """Per iteration: ``iteration, pairs, answers, workers, agreement, median_seconds, cost``."""
+    list_groups: int
+    adr: float
+    """Mean ADR of the crowd's lists scored against the truth (over within-group shuffles)."""
+    contradictions: int
+    previews: int
+    audit: Audit
+    flag_precision: float
+    flag_recall: float
+    evaluation: pd.DataFrame
+    """Per system and measure: the mean score against the crowd's lists and against the truth."""
+    web: JudgeReport | None = None
+    seconds: float = 0.0
+
+
+def run_demo(
+    folder: Path, options: DemoOptions = DemoOptions(), progress: Progress | None = None
+) -> DemoResult:
+    """Every stage of the pipeline on synthetic melodies, in ``folder`` (created, or resumed
+    when it holds a demo): MIDI melodies and their variations (the hidden truth is their edit
+    distance to the query), audio clips prepared for the HITs, every iteration of the campaign,
+    HIT previews of the first batch, the worker audit, and synthetic systems scored against the
+    crowd's lists and the truth. Writes the files of :data:`DEMO_FILES`.
+    """
+    from crowdprefs.campaign import driver
+    from crowdprefs.evaluation.evaluate import compare_lists, evaluate
+    from crowdprefs.hits.render import write_preview
+    from crowdprefs.io import read_lists, write_runs
+    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.report import render
+
+    started = time.perf_counter()
+    folder = Path(folder)
+    files = {name: folder / path for name, path in DEMO_FILES.items()}
+    resumed = files["project"].exists()
+    if resumed:
+        project = Project(files["project"])
+    else:
+        if folder.exists() and any(folder.iterdir()):
+            raise InputError(f"{folder} exists and holds no demo; choose another folder")
+        from crowdprefs.quality.crowd_model import load_crowd_model
+
+        model = load_crowd_model(options.crowd_model) if options.crowd_model else None
+        project = create_demo_project(folder, seed=options.seed, melodies=True, crowd_model=model)
+    truth = read_lists(files["truth"])
+    with project:
+        frame = project.store.candidates()
+        sizes = frame.groupby("query").size()
+        clips = _prepare_clips(project, options.jobs) if options.audio else None
+        web = _run_campaign(project, options, progress)
+        lists = driver.lists(project)
+        write_lists(lists, files["lists"])
+        quality = compare_lists(
+            truth, lists, permutations=100, seed=options.seed, names=("truth", "crowd")
+        )
+        contradictions = len(driver.query_contradictions(project))
+        previews = write_preview(project, 1, files["preview"])
+        audited = auditing.audit_project(project, reference=truth)
+        files["audit"].write_text(render(audited, str(files["project"])), encoding="utf-8")
+        flags = auditing.flag_quality(audited.flags, _planted_kinds(project))
+        iterations = _iteration_table(project)
+    runs = example_runs(truth, seed=options.seed)
+    write_runs(runs, files["runs"])
+    by_crowd = evaluate(runs, lists, list(DEMO_MEASURES), test=None)
+    by_truth = evaluate(runs, truth, list(DEMO_MEASURES), test=None)
+    by_crowd.scores.to_csv(files["evaluation"], index=False)
+    evaluation = by_crowd.summary[["system", "measure", "mean"]].merge(
+        by_truth.summary[["system", "measure", "mean"]],
+        on=["system", "measure"],
+        suffixes=("_crowd", "_truth"),
+    )
+    return DemoResult(
+        folder=folder,
+        files=files,
+        crowd=options.crowd,
+        resumed=resumed,
+        queries=len(sizes),
+        candidates=len(frame),
+        per_query=(int(sizes.min()), int(sizes.max())),
+        truth_groups=int(truth.groupby("query")["group"].max().sum()),
+        clips=clips,
+        iterations=iterations,
+        list_groups=int(lists.groupby("query")["group"].max().sum()),
+        adr=float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0]),
+        contradictions=contradictions,
+        previews=len(previews),
+        audit=audited,
+        flag_precision=flags["precision"],
+        flag_recall=flags["recall"],
+        evaluation=evaluation.rename(columns={"mean_crowd": "crowd", "mean_truth": "truth"}),
+        web=web,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _prepare_clips(project: Project, jobs: int) -> Clips:
+    from crowdprefs.campaign.clips import prepare_project
+
+    clips = prepare_project(project, jobs=jobs)
+    failed = clips[clips["error"] != ""]
+    if len(failed):
+        raise InputError(f"{len(failed)} clip(s) failed: {failed['error'].iloc[0]}")
+    seconds = project.store.candidates()["seconds"]
+    return Clips(len(clips), float(seconds.min()), float(seconds.max()), float(seconds.mean()))
+
+
+def _run_campaign(
+    project: Project, options: DemoOptions, progress: Progress | None
+) -> JudgeReport | None:
+    """Every iteration of the campaign with the demo's crowd (resuming wherever it stands)."""
+    from crowdprefs.campaign import driver
+
+    total = project.store.candidates()["query"].nunique()
+
+    def report(closed: int, iteration: int, what: str) -> None:
+        if progress is not None:
+            progress(f"iteration {iteration}: {what}", closed, total)
+
+    if options.crowd != "web":
+        from crowdprefs.crowds import get_crowd
+        from crowdprefs.quality.review import Reviewer
+
+        driver.run(
+            project,
+            get_crowd(options.crowd, project),
+            review=Reviewer(),
+            on_iteration=lambda s: report(total - s.open_queries, s.iteration, f"{s.pairs} pairs"),
+        )
+        return None
+    from crowdprefs.web.judges import run_web_campaign
+
+    def watch() -> bool:
+        totals = driver.status(project)["totals"]
+        report(totals["closed"], totals["iteration"], f"{totals['answers']} answers")
+        return False
+
+    web = run_web_campaign(
+        project.root, judges=options.judges, watch=watch, max_seconds=options.max_seconds
+    )
+    totals = driver.status(project)["totals"]
+    if totals["closed"] < totals["queries"]:
+        raise StateError(
+            f"the web campaign stopped after {options.max_seconds:g} s with "
+            f"{totals['queries'] - totals['closed']} list(s) open; rerun to resume"
+        )
+    return web
+
+
+def _iteration_table(project: Project) -> pd.DataFrame:
+    """Per iteration of the campaign: pairs, answers, workers, mean inter-agreement of the pairs,
+    median work time and cost (rewards and fees of the answers wanted)."""
+    from crowdprefs.campaign.aggregate import count_answers, inter_agreement
+    from crowdprefs.campaign.budget import batch_cost
+
+    settings = project.settings
+    answers = project.store.answers()
+    pairs = project.store.pairs().set_index("pair_id")
+    counts = count_answers(answers).reindex(pairs.index, fill_value=0)
+    pairs["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
+    by_pairs = pairs.groupby("iteration").agg(
+        pairs=("agreement", "size"), agreement=("agreement", "mean")
+    )
+    by_pairs["cost"] = [
+        batch_cost(settings.reward, wanted.to_numpy(), settings.fees)
+        for _, wanted in pairs.groupby("iteration")["answers_wanted"]
+    ]
+    by_answers = answers.groupby("iteration").agg(
+        answers=("worker_id", "size"),
+        workers=("worker_id", "nunique"),
+        median_seconds=("seconds", "median"),
+    )
+    table = by_pairs.join(by_answers, how="inner").rename_axis("iteration").reset_index()
+    return table[
+        ["iteration", "pairs", "answers", "workers", "agreement", "median_seconds", "cost"]
+    ]
+
+
+def _planted_kinds(project: Project) -> pd.Series:
+    """The kind (honest, careless, bot) of each worker the simulated crowd planted."""
+    from crowdprefs.crowds import get_crowd
+
+    pool = get_crowd("simulated", project).pool
+    return pd.Series(pool.kind, index=pool.ids)

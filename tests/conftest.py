@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# rich fixes a console's width from COLUMNS when the console is made: make the CLI's consoles
+# now, with COLUMNS unset, so that they follow the COLUMNS each test sets.
+os.environ.pop("COLUMNS", None)
+import crowdprefs.cli.console  # noqa: E402,F401
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"
 
@@ -53,12 +59,13 @@ def browser():
 
 @pytest.fixture
 def cli(monkeypatch, capsys):
-    """Run ``crowdprefs ARGS...`` in this process: returns (exit code, stdout, stderr)."""
+    """Run ``crowdprefs ARGS...`` in this process on a terminal ``columns`` wide: returns
+    (exit code, stdout, stderr)."""
     from crowdprefs.cli import main
 
-    def run(*args):
+    def run(*args, columns: int = 200):
         monkeypatch.setattr("sys.argv", ["crowdprefs", *map(str, args)])
-        monkeypatch.setenv("COLUMNS", "200")
+        monkeypatch.setenv("COLUMNS", str(columns))
         with pytest.raises(SystemExit) as stop:
             main()
         out, err = capsys.readouterr()

@@ -103,6 +103,33 @@ def committed_cost(project: Project) -> float:
     return round(float(np.sum(costs * prices["hits"].to_numpy())), 2)
 
 
+@dataclass(frozen=True)
+class PublishQuote:
+    """What publishing the open batch to a crowd would cost, before it is published."""
+
+    hits: int
+    assignments: int
+    cost: float
+    """Rewards and fees of those assignments (US$)."""
+    committed: float
+    """What the project's published HITs already cost (US$)."""
+    budget: float | None
+
+
+def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
+    """The cost of the open batch's pairs not yet published to ``crowd_name`` (one HIT each)."""
+    iteration = _open_batch(project, ("built", "published"))
+    wanted = project.store.unpublished_pairs(iteration, crowd_name)["answers_wanted"].to_numpy()
+    settings = project.settings
+    return PublishQuote(
+        hits=len(wanted),
+        assignments=int(wanted.sum()),
+        cost=batch_cost(settings.reward, wanted, settings.fees),
+        committed=committed_cost(project),
+        budget=settings.budget,
+    )
+
+
 def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:
     last = project.store.last_batch()
     if last is None or last["status"] not in allowed:

@@ -37,7 +37,7 @@ def _fail(message: str, code: int) -> None:
 def main() -> None:
     """Console-script entry point: one clear line and a non-zero exit for every user error."""
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="crowdprefs", standalone_mode=False)
     except CrowdprefsError as error:
         _fail(str(error), error.exit_code)
     except typer.Exit as error:
@@ -45,7 +45,10 @@ def main() -> None:
     except typer.Abort:
         _fail("aborted", 1)
     except typer.TyperException as error:  # bad option, missing argument, ... (typer's click)
-        _fail(error.format_message(), getattr(error, "exit_code", 2))
+        message, code = error.format_message(), getattr(error, "exit_code", 2)
+        if not message:  # a group called without its command: its help is already shown
+            sys.exit(code)
+        _fail(message, code)
     except KeyboardInterrupt:
         _fail("interrupted: the state on disk is consistent; rerun the command to resume", 130)
     except OSError as error:  # unreadable or unwritable files, full disks, ...

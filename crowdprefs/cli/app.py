@@ -1,5 +1,7 @@
 """The typer application every command module registers itself on."""
 
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(
@@ -12,3 +14,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _show_version(shown: bool) -> None:
+    if shown:
+        from crowdprefs import __version__
+
+        typer.echo(f"crowdprefs {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Options that come before the command."""

@@ -176,11 +176,11 @@ def prepare_project(
     soundfont: SoundfontOpt = None,
     jobs: JobsOpt = os.cpu_count() or 1,
 ) -> None:
-    """Prepare the clips of a project's queries and candidates (as 'audio prepare' does) and
-    store each clip's path and duration; print the HITs' minimum listening times.
+    """Prepare a project's query and candidate clips as 'audio prepare' does, and store them.
 
-    A rerun prepares again only what changed (sources are remembered in the clips' manifest);
-    audio given as URLs is left alone.
+    Stores each clip's path and duration and prints the HITs' minimum listening times. A rerun
+    prepares again only what changed (sources are remembered in the clips' manifest); audio
+    given as URLs is left alone.
     """
     options = _options(**locals())
     from crowdprefs.campaign.clips import CLIPS_FOLDER, listening_seconds, prepare_project

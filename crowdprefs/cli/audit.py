@@ -4,63 +4,49 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.replay import replay_campaign
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.crowds.results import Columns, import_answers, read_results
+from crowdprefs.cli.options import (
+    COLUMNS,
+    OUTPUT,
+    AColumn,
+    Alpha,
+    AnswerColumn,
+    AValue,
+    BatchGap,
+    BColumn,
+    BValue,
+    EqualValue,
+    Json,
+    Margin,
+    PartialLists,
+    PivotColumn,
+    ProjectDir,
+    QueryColumn,
+    ResultsFile,
+    Rule,
+    Wide,
+    results_columns,
+)
 from crowdprefs.errors import InputError
-from crowdprefs.files import write_atomic
-from crowdprefs.io import read_lists, write_lists
-from crowdprefs.quality import audit as auditing
 
-_DEFAULT = Columns()
+if TYPE_CHECKING:
+    import pandas as pd
 
-QueryColumn = Annotated[str, typer.Option(help="Column of the query (the original melody).")]
-AColumn = Annotated[str, typer.Option(help="Column of the document shown as variation A.")]
-BColumn = Annotated[str, typer.Option(help="Column of the document shown as variation B.")]
-AnswerColumn = Annotated[str, typer.Option(help="Column of the worker's choice.")]
-AValue = Annotated[str, typer.Option(help="Answer value meaning 'A is more similar'.")]
-BValue = Annotated[str, typer.Option(help="Answer value meaning 'B is more similar'.")]
-EqualValue = Annotated[str, typer.Option(help="Answer value meaning 'equally similar'.")]
-PivotColumn = Annotated[
-    str, typer.Option(help="Column naming the segment's pivot (optional in the file).")
-]
-BatchGap = Annotated[
-    float,
-    typer.Option(
-        help="Seconds between HIT creation times that start a new iteration "
-        "(0 for campaigns of the simulated crowd)."
-    ),
-]
-Rule = Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")]
-Alpha = Annotated[float, typer.Option(help="Level of the Mann-Whitney test.")]
-Margin = Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")]
-
-
-def _columns(query, a, b, answer, a_value, b_value, equal_value, pivot) -> Columns:
-    return Columns(
-        query=query,
-        a=a,
-        b=b,
-        answer=answer,
-        a_value=a_value,
-        b_value=b_value,
-        equal_value=equal_value,
-        pivot=pivot,
-    )
+    from crowdprefs.crowds.results import Columns
+    from crowdprefs.quality.audit import Audit
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
+    from crowdprefs.crowds.results import read_results
+    from crowdprefs.quality import audit as auditing
+
     with err_console.status(f"reading {path}"):
         answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
     _report_reading(answers)
@@ -80,17 +66,43 @@ def _report_reading(answers: pd.DataFrame) -> None:
         )
 
 
-def _render(result: auditing.Audit, title: str) -> None:
-    table = Table(title=f"{title}: seed 002 Table 2 (totals average the iterations' values)")
-    for head in auditing.TABLE_2_HEADS:
-        table.add_column(head, justify="right")
+#: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
+ITERATION_HEADS = (
+    "iter.",
+    "pairs",
+    "answers",
+    "workers",
+    "earlier workers",
+    "med. s",
+    "completion",
+    "agreement",
+    "Krippendorff α",
+    "Fleiss κ",
+    "cost $",
+)
+#: The columns shown without --wide (they fit 80 columns).
+NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "agreement", "cost $")
+
+
+def _render(result: Audit, title: str, wide: bool) -> None:
+    from crowdprefs.quality import audit as auditing
+
+    shown = [i for i, head in enumerate(ITERATION_HEADS) if wide or head in NARROW]
+    table = Table(title=f"{escape(title)}: each iteration and the campaign in total")
+    for i in shown:
+        table.add_column(ITERATION_HEADS[i], justify="right")
     rows = result.iterations.to_dict(orient="records")
     for number, row in enumerate(rows, start=1):
-        table.add_row(*auditing.table_2_cells(row), end_section=number == len(rows) - 1)
+        cells = auditing.table_2_cells(row)
+        table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
+    table.caption = "med. s: median work time per answer; agreement: among each pair's answers" + (
+        "" if wide else " (--wide: every column)"
+    )
     console.print(table)
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
-    for head in ("worker", "flag", "evidence"):
-        flags.add_column(head)
+    flags.add_column("worker", overflow="fold")
+    flags.add_column("flag", no_wrap=True)
+    flags.add_column("evidence")
     for worker, flag, evidence in result.flags.itertuples(index=False):
         flags.add_row(escape(worker), flag, escape(evidence))
     console.print(flags)
@@ -130,7 +142,10 @@ def audit_command(
     ] = None,
     reference: Annotated[
         Path | None,
-        typer.Option(help="Reference lists (group qrels) for seed 002 Tables 3-6."),
+        typer.Option(
+            help="Reference lists (group qrels, e.g. an expert's): how the verdicts and single "
+            "answers agree with them."
+        ),
     ] = None,
     split_by: Annotated[
         Path | None,
@@ -140,7 +155,8 @@ def audit_command(
         ),
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: Json = False,
+    wide: Wide = False,
     csv_dir: Annotated[
         Path | None, typer.Option(help="Write every table as CSV into this folder.")
     ] = None,
@@ -148,35 +164,36 @@ def audit_command(
     alpha: Alpha = 0.05,
     margin: Margin = 2,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
-    """Audit the workers: Table 2 per iteration, agreement, profiles, flags, reference tables.
+    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
 
     With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
     are aggregated with --rule and iterations are inferred from HIT creation times.
     """
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.budget import FeeModel
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.io import read_lists
+    from crowdprefs.quality import audit as auditing
+
     if (directory is None) == (answers is None):
         raise InputError("give either a project folder or --answers results.csv (not both)")
     lists = read_lists(reference) if reference else None
-    by = None
-    if split_by is not None:
-        table = pd.read_csv(split_by, dtype=str, keep_default_na=False)
-        if table.shape[1] < 2:
-            raise InputError(f"{split_by}: need two columns, worker_id and an attribute")
-        by = table.set_index(table.columns[0])[table.columns[1]]
+    by = None if split_by is None else auditing.read_worker_attribute(split_by)
     if directory is not None:
         with Project(directory) as project, err_console.status("auditing"):
             result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
-        columns = _columns(
+        columns = results_columns(
             query_column,
             a_column,
             b_column,
@@ -197,19 +214,10 @@ def audit_command(
             )
         title = str(answers)
     if csv_dir is not None:
-        csv_dir.mkdir(parents=True, exist_ok=True)
-        tables = {
-            "iterations": result.iterations,
-            "workers": result.workers.reset_index(),
-            "flags": result.flags,
-            "review_flags": auditing.review_reasons(result.flags),
-            "contradictions": result.contradictions,
-            **{f"reference {k}": v.reset_index() for k, v in result.reference.items()},
-        }
-        for name, table in tables.items():
-            write_atomic(csv_dir / f"{auditing.table_name(name)}.csv", table.to_csv(index=False))
-        err_console.print(f"wrote {len(tables)} tables to {csv_dir}")
+        written = result.write_csv(csv_dir)
+        err_console.print(f"wrote {len(written)} tables to {csv_dir}")
     if html is not None:
+        from crowdprefs.files import write_atomic
         from crowdprefs.quality.report import render
 
         write_atomic(html, render(result, title))
@@ -217,27 +225,30 @@ def audit_command(
     if as_json:
         console.print_json(json.dumps(result.to_json()))
     else:
-        _render(result, title)
+        _render(result, title, wide)
 
 
 @app.command("import-answers")
 def import_answers_command(
-    directory: Annotated[Path, typer.Argument(help="The project folder.")],
-    results: Annotated[Path, typer.Argument(help="MTurk batch-results CSV.")],
+    directory: ProjectDir,
+    results: ResultsFile,
     crowd: Annotated[
         str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
     ] = "mturk",
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
     """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
-    columns = _columns(
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.results import import_answers, read_results
+
+    columns = results_columns(
         query_column,
         a_column,
         b_column,
@@ -262,7 +273,7 @@ def import_answers_command(
 
 @app.command("replay")
 def replay_command(
-    results: Annotated[Path, typer.Argument(help="MTurk results CSV of a QuickSort campaign.")],
+    results: ResultsFile,
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
@@ -271,24 +282,26 @@ def replay_command(
         typer.Option(help="Pivot of a two-member segment when unrecorded: variation a or b."),
     ] = "b",
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the lists here (group qrels).")
+        Path | None, typer.Option(*OUTPUT, help="Write the lists here (group qrels).")
     ] = None,
-    partial: Annotated[
-        bool, typer.Option(help="Also list queries whose replay stays open.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    partial: PartialLists = False,
+    as_json: Json = False,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = _DEFAULT.query,
-    a_column: AColumn = _DEFAULT.a,
-    b_column: BColumn = _DEFAULT.b,
-    answer_column: AnswerColumn = _DEFAULT.answer,
-    a_value: AValue = _DEFAULT.a_value,
-    b_value: BValue = _DEFAULT.b_value,
-    equal_value: EqualValue = _DEFAULT.equal_value,
-    pivot_column: PivotColumn = _DEFAULT.pivot,
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
     """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
-    columns = _columns(
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.replay import replay_campaign
+    from crowdprefs.io import write_lists
+
+    columns = results_columns(
         query_column,
         a_column,
         b_column,

@@ -7,18 +7,18 @@ import re
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.evaluation import evaluate as E
-from crowdprefs.io import read_lists, read_runs, read_truth
-from crowdprefs.progress import make_progress
+from crowdprefs.cli.options import Alpha, Correction, OneSided, Runs, Seed, Wide
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
 MATRIX_MAX_SYSTEMS = 30
@@ -57,30 +57,40 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return json.loads(frame.to_json(orient="records"))
 
 
-def _summary_table(summary: pd.DataFrame) -> Table:
+def _summary_table(summary: pd.DataFrame, wide: bool) -> Table:
+    """Systems ranked by the first measure: each measure's mean and its 95% interval, as
+    ``mean ±half-width`` (``mean [low, high]`` when ``wide``)."""
+    import pandas as pd
+
     measures = list(pd.unique(summary["measure"]))
-    wide = summary.pivot(index="system", columns="measure")
-    order = wide[("rank", measures[0])].sort_values(kind="stable").index
-    table = Table(title=f"Ranked by {measures[0]}: mean [95% CI]")
+    table_wide = summary.pivot(index="system", columns="measure")
+    order = table_wide[("rank", measures[0])].sort_values(kind="stable").index
+    shape = "mean [95% CI]" if wide else "mean ±95% CI half-width"
+    table = Table(title=f"Ranked by {escape(measures[0])}: {shape}")
     table.add_column("rank", justify="right")
-    table.add_column("system")
+    table.add_column("system", overflow="fold")
     for measure in measures:
-        table.add_column(measure, justify="right")
+        table.add_column(escape(measure), justify="right", overflow="fold")
     n = int(summary["n"].max())
-    digits = {m: 2 if wide[("mean", m)].abs().max() >= 10 else 3 for m in measures}
+    digits = {m: 2 if table_wide[("mean", m)].abs().max() >= 10 else 3 for m in measures}
     for system in order:
-        cells = [
-            f"{wide.loc[system, ('mean', m)]:.{digits[m]}f} [dim]"
-            f"[{wide.loc[system, ('ci_low', m)]:.{digits[m]}f}, "
-            f"{wide.loc[system, ('ci_high', m)]:.{digits[m]}f}]"
-            for m in measures
-        ]
-        table.add_row(str(wide.loc[system, ("rank", measures[0])]), escape(system), *cells)
-    table.caption = f"{len(order)} systems × {n} queries"
+        cells = []
+        for m in measures:
+            mean, low, high = (
+                table_wide.loc[system, (k, m)] for k in ("mean", "ci_low", "ci_high")
+            )
+            d = digits[m]
+            cells.append(
+                f"{mean:.{d}f} [dim]\\[{low:.{d}f}, {high:.{d}f}][/]"
+                if wide
+                else f"{mean:.{d}f}[dim]±{(high - low) / 2:.{d}f}[/]"
+            )
+        table.add_row(str(table_wide.loc[system, ("rank", measures[0])]), escape(system), *cells)
+    table.caption = f"{len(order)} systems × {n} queries" + ("" if wide else " (--wide: intervals)")
     return table
 
 
-def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str, title: str) -> Table:
+def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str) -> Table:
     """Significance matrix: ▲ the row system is significantly better than the column one."""
     part = tests[tests["measure"] == measure]
     systems = summary[summary["measure"] == measure].sort_values("rank")["system"].tolist()
@@ -91,7 +101,7 @@ def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str, title
                 (row.system_a, row.system_b) if row.difference > 0 else (row.system_b, row.system_a)
             )
             mark[(better, worse)], mark[(worse, better)] = "[green]▲", "[red]▼"
-    table = Table(title=title, box=None, padding=(0, 1), title_justify="left")
+    table = Table(box=None, padding=(0, 1))
     table.add_column("", no_wrap=True)
     for i, _ in enumerate(systems, start=1):
         table.add_column(str(i), justify="center")
@@ -118,20 +128,15 @@ def evaluate(
             "(query document gain, or TREC qrels).",
         ),
     ],
-    runs: Annotated[
-        Path,
-        typer.Option(
-            "--runs",
-            help="Run file or folder of run files: TREC runs or 'system query document' lines.",
-        ),
-    ],
+    runs: Runs,
     measure: Annotated[
         list[str] | None,
         typer.Option(
             "--measure",
             "-m",
             help="Measure(s), e.g. ADR@5 AG@5 'nDCG(b=2)@5' nDCG_trec@10 P@5 R@5 F@5 BEP Fmax AP. "
-            f"Repeatable or comma-separated. [default: {' '.join(DEFAULTS)} at --k]",
+            "Repeatable or comma-separated.",
+            show_default=f"{' '.join(DEFAULTS)} at --k",
         ),
     ] = None,
     more: Annotated[
@@ -148,25 +153,11 @@ def evaluate(
         typer.Option("--truth-kind", help="How to read --truth (auto detects by its fields)."),
     ] = TruthKind.auto,
     test: Annotated[
-        Test, typer.Option("--test", help="Pairwise test between systems ('none' to skip).")
+        Test, typer.Option("--test", "-t", help="Pairwise test between systems ('none' to skip).")
     ] = Test.wilcoxon,
-    alpha: Annotated[
-        float, typer.Option("--alpha", help="Significance level of the tests.")
-    ] = 0.05,
-    one_sided: Annotated[
-        bool,
-        typer.Option(
-            "--one-sided",
-            help="One-tailed tests in the direction of the observed difference (seed 002 §5.6).",
-        ),
-    ] = False,
-    correction: Annotated[
-        str | None,
-        typer.Option(
-            "--correction",
-            help="Multiple-comparison correction (statsmodels name: holm, fdr_bh...).",
-        ),
-    ] = None,
+    alpha: Alpha = 0.05,
+    one_sided: OneSided = False,
+    correction: Correction = None,
     output_format: Annotated[
         Format,
         typer.Option(
@@ -183,9 +174,18 @@ def evaluate(
     rel: Annotated[
         float, typer.Option("--rel", help="Minimum gain of a relevant document for the PR curves.")
     ] = 1.0,
+    wide: Wide = False,
 ) -> None:
-    """Score systems against a ground truth: per system × query scores, means with confidence
-    intervals, ranking, pairwise tests and plots."""
+    """Score systems against a ground truth: means with intervals, ranking, pairwise tests.
+
+    Per system × query scores (--format csv), the mean of each measure with its 95% confidence
+    interval, the ranking, significance matrices of the pairwise tests, and plots."""
+    import pandas as pd
+
+    from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.io import read_runs, read_truth
+    from crowdprefs.progress import make_progress
+
     names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
@@ -220,13 +220,14 @@ def evaluate(
         }
         _write(json.dumps(payload, indent=1) + "\n")
     else:
-        console.print(_summary_table(result.summary))
+        console.print(_summary_table(result.summary, wide))
         if not result.tests.empty:
             sided = "one-sided" if one_sided else "two-sided"
             for name in pd.unique(result.summary["measure"]):
                 title = f"{name}: {test.value} ({sided}), α = {alpha:g}; ▲ row better than column"
                 if result.summary["system"].nunique() <= MATRIX_MAX_SYSTEMS:
-                    console.print(_tests_table(result.tests, result.summary, name, title))
+                    console.print(f"[italic]{escape(title)}", highlight=False)
+                    console.print(_tests_table(result.tests, result.summary, name))
                 else:
                     count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
                     console.print(f"{name}: {count} significant pairs (see --format json)")
@@ -244,13 +245,19 @@ def compare_lists(
             "--permutations", help="Random orders of each group of the lists acting as results."
         ),
     ] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random permutations.")] = 0,
+    seed: Seed = 0,
     output_format: Annotated[
         Format, typer.Option("--format", help="Output as a table, CSV or JSON.")
     ] = Format.table,
 ) -> None:
-    """ADR of each list set against the other (seed 002 §5.4, Table 7): min, mean and max over
-    random permutations within the groups of the lists read as results."""
+    """How far two sets of ordered lists agree: average dynamic recall (ADR) of each vs the other.
+
+    The lists read as results are ranked with each group in a random order; the table gives the
+    minimum, mean and maximum ADR over the permutations."""
+    from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.io import read_lists
+    from crowdprefs.progress import make_progress
+
     with make_progress() as progress:
         step = progress.add_task("comparing lists", total=1)
         table = E.compare_lists(

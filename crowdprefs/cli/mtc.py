@@ -5,24 +5,23 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.errors import InputError
-from crowdprefs.evaluation import mtc
-from crowdprefs.files import atomic_path, write_atomic
-from crowdprefs.hits.render import LEVEL_SCALES, render_level_hit
-from crowdprefs.io import read_levels, read_runs
-from crowdprefs.progress import make_progress
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from crowdprefs.evaluation import mtc
 
 mtc_app = typer.Typer(
-    help="Minimal Test Collections: rank systems by AG@k with few level judgments (seed 000).",
+    help="Minimal Test Collections: rank systems by AG@k with few level judgments.",
     no_args_is_help=True,
 )
 app.add_typer(mtc_app, name="mtc")
@@ -62,6 +61,8 @@ RuleOpt = Annotated[
 
 
 def _scale(name: str) -> mtc.Scale:
+    from crowdprefs.evaluation import mtc
+
     if name not in mtc.MAX_GAIN:
         raise InputError(f"unknown scale {name!r}; choose fine or broad")
     return name  # type: ignore[return-value]
@@ -76,6 +77,9 @@ def _rule(name: str) -> str:
 def _load(
     runs: Path, judgments: Path | None, metadata: Path | None, scale: mtc.Scale
 ) -> tuple[mtc.Collection, np.ndarray, mtc.PairMetadata | None]:
+    from crowdprefs.evaluation import mtc
+    from crowdprefs.io import read_levels, read_runs
+
     col = mtc.build_collection(read_runs(runs))
     gains = mtc.gains_vector(col, read_levels(judgments) if judgments else None, scale)
     meta = mtc.pair_metadata(col, mtc.read_metadata(metadata)) if metadata else None
@@ -83,6 +87,8 @@ def _load(
 
 
 def _model(path: Path | None) -> mtc.GainModel | None:
+    from crowdprefs.evaluation import mtc
+
     if path is None:
         return None
     if not path.is_file():
@@ -141,6 +147,10 @@ def next_(
     ] = "both",
 ) -> None:
     """Write the query–candidate pairs to judge next ('query document' lines), optionally HITs."""
+    from crowdprefs.evaluation import mtc
+    from crowdprefs.files import write_atomic
+    from crowdprefs.hits.render import LEVEL_SCALES, render_level_hit
+
     sc = _scale(scale)
     if hit_scale not in LEVEL_SCALES:  # checked before anything is written
         raise InputError(f"unknown --hit-scale {hit_scale!r}; choose {', '.join(LEVEL_SCALES)}")
@@ -189,7 +199,9 @@ def estimate(
     level: Annotated[float, typer.Option("--level", help="Level of the intervals.")] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
-    """Rank systems by estimated AG@k with intervals and per-pair confidences (seed §3, §5.2)."""
+    """Rank systems by estimated AG@k with intervals and per-pair confidences."""
+    from crowdprefs.evaluation import mtc
+
     sc = _scale(scale)
     col, gains, meta = _load(runs, judgments, metadata, sc)
     est = mtc.make_estimator(estimator, col, sc, meta, effects, model=_model(model))(gains)
@@ -217,6 +229,8 @@ def estimate(
 
 def _plot(log: pd.DataFrame, path: Path, title: str) -> None:
     import matplotlib
+
+    from crowdprefs.files import atomic_path
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -277,6 +291,9 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Simulate MTC against complete judgments: judgments needed, accuracy, τ, calibration."""
+    from crowdprefs.evaluation import mtc
+    from crowdprefs.progress import make_progress
+
     sc = _scale(scale)
     col, truth, meta = _load(runs, judgments, metadata, sc)
     if compat:
@@ -371,6 +388,11 @@ def train(
     them (mtc.TRAINED_FEATURES), with the per-system error spread of its residuals. Prints a
     query-fold cross-validated check: RMSE and mean (gain − E)²/Var on held-out queries.
     """
+    import numpy as np
+
+    from crowdprefs.evaluation import mtc
+    from crowdprefs.files import write_atomic
+
     sc = _scale(scale)
     if folds < 2:
         raise InputError(f"--folds must be at least 2 (got {folds})")

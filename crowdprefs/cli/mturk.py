@@ -9,27 +9,28 @@ from __future__ import annotations
 
 import functools
 import html
+import shlex
 import threading
 import webbrowser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qsl
 
-import pandas as pd
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign import driver
-from crowdprefs.campaign.budget import batch_cost
-from crowdprefs.campaign.project import Project
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.cli.core import ProjectDir
-from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.cli.core import hinting_next_step, next_step
+from crowdprefs.cli.options import OUTPUT, PartialPublish, ProjectDir, Yes
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.hits.hosting import clip_paths, host_for_project
-from crowdprefs.hits.render import write_preview
+from crowdprefs.progress import note
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+    from crowdprefs.quality.review import Reviewer
 
 mturk_app = typer.Typer(
     help="Publish to Amazon Mechanical Turk (sandbox unless --live), collect, review, repair.",
@@ -57,7 +58,14 @@ Audited = Annotated[
 ]
 
 
+def _target(live: bool, fake: bool) -> str:
+    """The options naming the MTurk target, as typed again in a hint."""
+    return "--live" if live else "--fake" if fake else ""
+
+
 def _crowd(project: Project, live: bool, fake: bool) -> MTurkCrowd:
+    from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+
     if live and fake:
         raise InputError("--live and --fake exclude each other")
     if fake:
@@ -65,32 +73,20 @@ def _crowd(project: Project, live: bool, fake: bool) -> MTurkCrowd:
     return MTurkCrowd(project, target="live" if live else "sandbox")
 
 
-def _reviewer(flags: Path | None, audited: bool):
-    from crowdprefs.quality.review import Reviewer
+def _reviewer(flags: Path | None, audited: bool) -> Reviewer:
+    """The review pass: the review rules, the workers listed in ``flags``, and with
+    ``audited`` every worker the audit's rules flag (judged by the project's rule)."""
+    from crowdprefs.quality.review import Reviewer, read_flags
 
-    return Reviewer(_read_flags(flags) if flags else None, audit=audited)
-
-
-def _read_flags(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"flags file not found: {path}") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"{path}: not a valid CSV: {error}") from None
-    if not {"worker_id", "reason"} <= set(frame.columns):
-        raise InputError(f"{path}: needs columns worker_id,reason")
-    empty = frame["worker_id"].str.strip() == ""
-    if empty.any():
-        raise InputError(f"{path}:{int(empty.to_numpy().argmax()) + 2}: empty worker_id")
-    return frame[["worker_id", "reason"]]
+    return Reviewer(read_flags(flags) if flags else None, audit=audited)
 
 
 @app.command()
 def preview(
     directory: ProjectDir,
     output: Annotated[
-        Path | None, typer.Option(help="Folder for the HTML files (default: PROJECT/preview).")
+        Path | None,
+        typer.Option(*OUTPUT, help="Folder for the HTML files (default: PROJECT/preview)."),
     ] = None,
     iteration: Annotated[
         int | None, typer.Option(help="Batch to render (default: the open or next batch).")
@@ -102,6 +98,10 @@ def preview(
     port: Annotated[int, typer.Option(help="Port for --open (0: any free port).")] = 0,
 ) -> None:
     """Render a batch's HITs to local HTML files to try them in a browser before paying."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.hits.render import write_preview
+
     with Project(directory) as project:
         if iteration is None:
             iteration = driver.next_batch(project)
@@ -158,33 +158,42 @@ def publish(
     directory: ProjectDir,
     live: Live = False,
     fake: Fake = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm a live cost.")] = False,
-    partial: Annotated[
-        bool, typer.Option(help="Publish the part of the batch that fits the budget.")
-    ] = False,
+    yes: Yes = False,
+    partial: PartialPublish = False,
 ) -> None:
     """Publish the open batch (building it if needed): one HIT per pair."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
+    target = _target(live, fake)
     with Project(directory) as project:
         iteration = driver.next_batch(project)
         if iteration is None:
-            console.print("every list is closed: nothing to publish")
+            hint = next_step(project, directory, crowd=target, mturk=True)
+            console.print(f"every list is closed: nothing to publish; {hint}", highlight=False)
             return
         crowd = _crowd(project, live, fake)
         if live:
-            todo = project.store.unpublished_pairs(iteration, crowd.name)["answers_wanted"]
-            settings = project.settings
-            cost = batch_cost(settings.reward, todo.to_numpy(), settings.fees)
-            budget = (
-                "no budget set" if settings.budget is None else f"budget ${settings.budget:.2f}"
-            )
+            quote = driver.publish_quote(project, crowd.name)
+            budget = "no budget set" if quote.budget is None else f"budget ${quote.budget:.2f}"
             console.print(
-                f"LIVE MTurk: {len(todo)} HITs, {int(todo.sum())} assignments, ${cost:.2f} "
-                f"(committed so far ${driver.committed_cost(project):.2f}; {budget})"
+                f"LIVE MTurk: {quote.hits} HITs, {quote.assignments} assignments, "
+                f"${quote.cost:.2f} (committed so far ${quote.committed:.2f}; {budget})"
             )
             if not yes and not typer.confirm("Spend this money on live MTurk?", default=False):
                 raise typer.Abort()
-        count = driver.publish(project, crowd, partial=partial)
+        hint = {"crowd": target, "crowd_name": crowd.name, "mturk": True}
+        with hinting_next_step(project, directory, **hint):
+            count = driver.publish(project, crowd, partial=partial)
         console.print(f"published {count} HITs of batch {iteration} to {crowd.name}")
+        if project.store.last_batch()["status"] == "built":
+            left = driver.publish_quote(project, crowd.name)
+            again = f"crowdprefs mturk publish {shlex.quote(str(directory))} {target}".strip()
+            note(
+                f"{left.hits} HITs of batch {iteration} wait for budget (${left.cost:.2f} more): "
+                "the batch is collected once all of it is published. Raise budget in the "
+                f"[crowd] section of {directory / 'crowdprefs.toml'}, then run '{again}' again."
+            )
 
 
 @mturk_app.command("collect")
@@ -196,9 +205,14 @@ def collect(
     audited: Audited = False,
 ) -> None:
     """Fetch the published batch's answers and review them."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         crowd = _crowd(project, live, fake)
-        new = driver.collect(project, crowd, _reviewer(flags, audited))
+        hint = {"crowd": _target(live, fake), "crowd_name": crowd.name, "mturk": True}
+        with hinting_next_step(project, directory, **hint):
+            new = driver.collect(project, crowd, _reviewer(flags, audited))
         batch = project.store.last_batch()
         console.print(
             f"collected {new} new answers; batch {batch['iteration']} is {batch['status']}"
@@ -214,11 +228,14 @@ def review_(
     audited: Audited = False,
 ) -> None:
     """Apply the review rules to the collected answers (e.g. after adding --flags)."""
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         crowd = _crowd(project, live, fake)
         last = project.store.last_batch()
         if last is None:
-            raise StateError("the project has no batch to review")
+            hint = next_step(project, directory, crowd=_target(live, fake), mturk=True)
+            raise StateError(f"the project has no batch to review; {hint}")
         done = _reviewer(flags, audited)(project, crowd, last["iteration"])
         console.print(", ".join(f"{n} {what}" for what, n in done.items()))
 
@@ -226,6 +243,8 @@ def review_(
 @mturk_app.command("reconcile")
 def reconcile(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
     """Compare the state with what MTurk holds: adopt orphan HITs, fetch missing answers."""
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         report = _crowd(project, live, fake).reconcile(project)
     table = Table(title="reconcile")
@@ -241,11 +260,13 @@ def expire(
     directory: ProjectDir,
     live: Live = False,
     fake: Fake = False,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask to confirm.")] = False,
+    yes: Yes = False,
 ) -> None:
     """End every open HIT of the project now (answers already given stay)."""
     if not yes and not typer.confirm("Expire every open HIT of this project?", default=False):
         raise typer.Abort()
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         count = _crowd(project, live, fake).expire(project)
     console.print(f"expired {count} HITs")
@@ -254,6 +275,8 @@ def expire(
 @mturk_app.command("balance")
 def balance(directory: ProjectDir, live: Live = False, fake: Fake = False) -> None:
     """Show the requester account's available balance."""
+    from crowdprefs.campaign.project import Project
+
     with Project(directory) as project:
         crowd = _crowd(project, live, fake)
         console.print(f"{crowd.name}: ${crowd.balance():.2f} available")
@@ -262,6 +285,9 @@ def balance(directory: ProjectDir, live: Live = False, fake: Fake = False) -> No
 @mturk_app.command("upload")
 def upload(directory: ProjectDir) -> None:
     """Upload the project's clips to the S3 bucket of its hosting section (only what is missing)."""
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.hits.hosting import clip_paths, host_for_project
+
     with Project(directory) as project:
         host = host_for_project(project)
         if host is None:

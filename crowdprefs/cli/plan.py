@@ -9,16 +9,33 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.project import read_candidates
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.crowds.results import read_results
-from crowdprefs.crowds.simulated import CrowdModel, random_truth
+from crowdprefs.cli.options import (
+    COLUMNS,
+    OUTPUT,
+    SEQUENTIAL_ALPHA,
+    SEQUENTIAL_FUTILITY,
+    AColumn,
+    Alpha,
+    AnswerColumn,
+    AnswersPerPair,
+    AValue,
+    BColumn,
+    BValue,
+    Candidates,
+    CrowdModelFile,
+    EqualValue,
+    Margin,
+    PivotColumn,
+    QueryColumn,
+    ResultsFile,
+    Reward,
+    Rule,
+    Seed,
+    results_columns,
+)
 from crowdprefs.errors import InputError
-from crowdprefs.io import read_lists
-from crowdprefs.progress import make_progress
 
 crowd_model_app = typer.Typer(
     help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
@@ -39,9 +56,7 @@ _LABELS = {
 
 @app.command()
 def plan(
-    candidates: Annotated[
-        Path, typer.Option("--candidates", help="Candidates CSV (query,document[,audio]).")
-    ],
+    candidates: Candidates,
     truth: Annotated[
         Path | None,
         typer.Option(
@@ -49,41 +64,44 @@ def plan(
             "about three candidates per group)."
         ),
     ] = None,
-    answers_per_pair: Annotated[
-        int, typer.Option(help="Answers per pair (the maximum when adaptive).")
-    ] = 10,
+    answers_per_pair: AnswersPerPair = 10,
     adaptive: Annotated[
         str, typer.Option(help="Adaptive answers: off, curtail or sequential.")
     ] = "off",
     initial: Annotated[int, typer.Option(help="Adaptive: answers asked first.")] = 4,
     step: Annotated[int, typer.Option(help="Adaptive: answers added per round.")] = 2,
     alpha: Annotated[
-        float, typer.Option(help="Sequential: stated false-different rate on equal pairs.")
-    ] = StoppingRule.alpha,
+        float,
+        typer.Option(
+            "--false-different-rate",
+            help="Sequential: the stated rate of truly equal pairs declared different.",
+        ),
+    ] = SEQUENTIAL_ALPHA,
     futility: Annotated[
         float, typer.Option(help="Sequential: stop as equal below this chance to separate.")
-    ] = StoppingRule.futility,
-    rule: Annotated[str, typer.Option(help="Aggregation rule: mann-whitney or margin.")] = (
-        "mann-whitney"
-    ),
-    level: Annotated[float, typer.Option("--level", help="Level of the Mann-Whitney test.")] = 0.05,
-    margin: Annotated[int, typer.Option(help="Net votes a side needs under the margin rule.")] = 2,
-    reward: Annotated[float, typer.Option(help="Reward per answer in US$.")] = 0.02,
-    crowd_model: Annotated[
-        Path | None,
-        typer.Option(help="Crowd model TOML (from 'crowdprefs crowd-model fit'); default model."),
-    ] = None,
+    ] = SEQUENTIAL_FUTILITY,
+    rule: Rule = "mann-whitney",
+    level: Alpha = 0.05,
+    margin: Margin = 2,
+    reward: Reward = 0.02,
+    crowd_model: CrowdModelFile = None,
     campaigns: Annotated[int, typer.Option(help="Campaigns to simulate.")] = 100,
-    seed: Annotated[int, typer.Option(help="Seed of the simulations.")] = 0,
+    seed: Seed = 0,
     csv_out: Annotated[
-        Path | None, typer.Option("--csv", help="Also write one row per campaign to this CSV.")
+        Path | None, typer.Option(*OUTPUT, help="Also write one row per campaign to this CSV.")
     ] = None,
 ) -> None:
-    """Estimate a campaign's iterations, pairs, answers, cost, wall time and list quality by
-    simulating it many times with the simulated crowd, before any money is spent."""
-    from crowdprefs.quality.crowd_model import (
-        load_crowd_model,  # scipy.optimize: imported only when planning
-    )
+    """Estimate a campaign's cost, duration and list quality before any money is spent.
+
+    Simulates the campaign many times with the simulated crowd: iterations, pairs, answers,
+    cost, wall time, and how well the lists recover the hidden truth."""
+    from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.crowds.simulated import CrowdModel, random_truth
+    from crowdprefs.io import read_lists
+    from crowdprefs.progress import make_progress
+    from crowdprefs.quality.crowd_model import load_crowd_model
     from crowdprefs.quality.planning import Design, simulate, summarize
 
     frame = read_candidates(candidates)
@@ -155,16 +173,37 @@ def plan(
 
 @crowd_model_app.command("fit")
 def fit(
-    results: Annotated[Path, typer.Argument(help="MTurk batch-results CSV of a campaign.")],
+    results: ResultsFile,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="TOML file to write the fitted model to.")
+        Path, typer.Option(*OUTPUT, help="TOML file to write the fitted model to.")
     ] = Path("crowd-model.toml"),
+    query_column: QueryColumn = COLUMNS["query"],
+    a_column: AColumn = COLUMNS["a"],
+    b_column: BColumn = COLUMNS["b"],
+    answer_column: AnswerColumn = COLUMNS["answer"],
+    a_value: AValue = COLUMNS["a_value"],
+    b_value: BValue = COLUMNS["b_value"],
+    equal_value: EqualValue = COLUMNS["equal_value"],
+    pivot_column: PivotColumn = COLUMNS["pivot"],
 ) -> None:
-    """Fit the simulated crowd (difficulty, accuracy, 'equal' tendency, position bias, times,
-    bots, activity) to a recorded campaign and save it for 'plan --crowd-model'."""
+    """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
+
+    The model's difficulty, accuracy, 'equal' tendency, position bias, work times, bots and
+    activity are fitted to the recorded answers and saved as TOML."""
+    from crowdprefs.crowds.results import read_results
     from crowdprefs.quality.crowd_model import fit_crowd_model, save_fit
 
-    answers = read_results(results)
+    columns = results_columns(
+        query_column,
+        a_column,
+        b_column,
+        answer_column,
+        a_value,
+        b_value,
+        equal_value,
+        pivot_column,
+    )
+    answers = read_results(results, columns)
     fitted = fit_crowd_model(answers)
     save_fit(fitted, output)
     model = fitted.model

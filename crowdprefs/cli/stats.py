@@ -5,26 +5,29 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
-from crowdprefs.errors import InputError
-from crowdprefs.evaluation import gawm as G
-from crowdprefs.evaluation import power as P
-from crowdprefs.evaluation.stats import (
+from crowdprefs.cli.options import (
+    MEANS,
+    OUTPUT,
     PAIRWISE_TESTS,
-    friedman,
-    friedman_tukey,
-    pairwise_tests,
-    read_scores,
+    PROCEDURES,
+    Alpha,
+    Correction,
+    OneSided,
+    PlotFile,
+    Seed,
 )
-from crowdprefs.files import write_atomic
+from crowdprefs.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 stats_app = typer.Typer(
     help="Significance tests, power and stability studies, GAWM and HITS over a scores file "
@@ -59,18 +62,17 @@ Procedures = Annotated[
         "--procedure",
         "-p",
         help="Procedure(s), repeatable: "
-        + "; ".join(f"{p.name} = {p.description}" for p in P.PROCEDURES.values())
+        + "; ".join(f"{name} = {description}" for name, description in PROCEDURES.items())
         + ". Default: FT and W1.",
     ),
 ]
 Samples = Annotated[int, typer.Option("--samples", "-r", help="Random subsets per size.")]
-Step = Annotated[int, typer.Option("--step", help="Subset sizes step, step·2, … (queries).")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the subset sampling.")]
-PlotFile = Annotated[
-    Path | None, typer.Option("--plot", help="Write the curves to this image (PNG, PDF, SVG).")
+SizeStep = Annotated[
+    int,
+    typer.Option("--size-step", help="Query subsets of size step, 2·step, 3·step, … are drawn."),
 ]
 OutputFile = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Also write the tidy table as CSV here.")
+    Path | None, typer.Option(*OUTPUT, help="Also write the tidy table as CSV here.")
 ]
 
 
@@ -85,11 +87,13 @@ class Axioms(StrEnum):
     uniform = "uniform"
 
 
-Mean = StrEnum("Mean", {name: name for name in G.MEANS})
+Mean = StrEnum("Mean", {name: name for name in MEANS})
 TestName = StrEnum("TestName", {name: name for name in (*PAIRWISE_TESTS, "friedman-tukey")})
 
 
 def _matrices(path: Path, measures: list[str] | None, scale: float = 1.0) -> dict:
+    from crowdprefs.evaluation.stats import read_scores
+
     matrices = read_scores(path)
     if measures:
         unknown = [m for m in measures if m not in matrices]
@@ -104,6 +108,8 @@ def _matrices(path: Path, measures: list[str] | None, scale: float = 1.0) -> dic
 
 
 def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int = 4) -> None:
+    import pandas as pd
+
     if output_format is Format.csv:
         sys.stdout.write(frame.to_csv(index=False, lineterminator="\n"))
         return
@@ -119,6 +125,8 @@ def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int 
 def _write_csv(frame: pd.DataFrame, path: Path | None) -> None:
     if path is None:
         return
+    from crowdprefs.files import write_atomic
+
     write_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
     console.print(f"wrote {escape(str(path))}")
 
@@ -130,22 +138,18 @@ def test_command(
     test: Annotated[
         TestName, typer.Option("--test", "-t", help="Pairwise test, or MIREX's Friedman-Tukey.")
     ] = TestName("wilcoxon"),
-    alpha: Annotated[float, typer.Option("--alpha", help="Significance level α.")] = 0.05,
-    one_sided: Annotated[
-        bool,
-        typer.Option(
-            "--one-sided", help="1-tailed, in the direction of the observed mean difference."
-        ),
-    ] = False,
-    correction: Annotated[
-        str | None,
-        typer.Option("--correction", help="Multiple-comparison correction (holm, fdr_bh...)."),
-    ] = None,
+    alpha: Alpha = 0.05,
+    one_sided: OneSided = False,
+    correction: Correction = None,
     output_format: Annotated[
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
     """Test every pair of systems per measure (Wilcoxon, t, sign, Mann-Whitney, Friedman-Tukey)."""
+    import pandas as pd
+
+    from crowdprefs.evaluation.stats import friedman, friedman_tukey, pairwise_tests
+
     if test.value == "friedman-tukey" and (one_sided or correction):
         raise InputError("--one-sided and --correction apply to the pairwise tests, not to FT")
     tables = []
@@ -183,11 +187,13 @@ def _study(
     output: Path | None,
     output_format: Format,
 ) -> None:
+    from crowdprefs.evaluation import power as P
+
     matrices = _matrices(scores, measure)
     strata_series = None if strata is None else P.read_strata(strata, stratum_column)
     n_queries = next(iter(matrices.values())).shape[1]
     if step < 1:
-        raise InputError(f"--step must be at least 1, got {step}")
+        raise InputError(f"--size-step must be at least 1, got {step}")
     sizes = P.default_sizes(n_queries, step, stability=kind == "stability")
     study = P.power_study if kind == "power" else P.stability_study
     table = study(matrices, strata_series, sizes, samples, procedure or ("FT", "W1"), seed)
@@ -222,7 +228,7 @@ def power_command(
     stratum_column: StratumColumn = None,
     procedure: Procedures = None,
     samples: Samples = 500,
-    step: Step = 5,
+    step: SizeStep = 5,
     seed: Seed = 0,
     plot: PlotFile = None,
     output: OutputFile = None,
@@ -230,7 +236,7 @@ def power_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """Power: share of system pairs significant in query subsets of growing size (seed 001)."""
+    """Power: the share of system pairs found significant in query subsets of growing size."""
     _study(
         "power", scores, measure, strata, stratum_column, procedure, samples, step, seed, plot,
         output, output_format,
@@ -245,7 +251,7 @@ def stability_command(
     stratum_column: StratumColumn = None,
     procedure: Procedures = None,
     samples: Samples = 500,
-    step: Step = 5,
+    step: SizeStep = 5,
     seed: Seed = 0,
     plot: PlotFile = None,
     output: OutputFile = None,
@@ -253,7 +259,7 @@ def stability_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """Stability: conflicts and swaps between disjoint query subsets, up to N/2 (seed 001)."""
+    """Stability: conflicts and swaps between disjoint query subsets, up to half the queries."""
     _study(
         "stability", scores, measure, strata, stratum_column, procedure, samples, step, seed,
         plot, output, output_format,
@@ -265,7 +271,13 @@ def gawm_command(
     scores: ScoresFile,
     measure: Measures = None,
     axioms: Annotated[
-        Axioms, typer.Option("--axioms", help="A: A1/A2 (eqs. 7-8); B: B1/B2 (eqs. 7, 9).")
+        Axioms,
+        typer.Option(
+            "--axioms",
+            help="Weights: A, topics by how they separate systems and systems by how they "
+            "conform to the topics' ease; B, systems by how they separate topics; uniform, the "
+            "plain mean.",
+        ),
     ] = Axioms.A,
     system_mean: Annotated[
         Mean, typer.Option("--system-mean", help="Mean function for system performance E_s.")
@@ -285,7 +297,12 @@ def gawm_command(
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
 ) -> None:
-    """GAWM scores and weights beside the mean and HITS, with correlations (seed 004)."""
+    """Adaptive-weight means (GAWM) of the systems beside the plain mean and HITS, correlated.
+
+    GAWM weighs each topic by how well it separates the systems, and each system by how it
+    conforms to (axioms A) or separates (axioms B) the topics, until the weights settle."""
+    from crowdprefs.evaluation import gawm as G
+
     for name, matrix in _matrices(scores, measure, scale).items():
         result = G.gawm(matrix, axioms.value, system_mean.value, topic_mean.value, tol, max_iter)
         systems_hits, _ = G.hits(matrix)

@@ -12,8 +12,7 @@ from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 
 if TYPE_CHECKING:
-    from crowdprefs.campaign.project import Project
-    from crowdprefs.web.judges import WebDemo
+    pass
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -70,7 +69,11 @@ def invite(
     directory: ProjectDir,
     judges: Annotated[int, typer.Option(help="How many personal invitation links to make.")] = 1,
     base_url: Annotated[
-        str | None, typer.Option(help="The site's public address (default: \\[web] base_url).")
+        str | None,
+        typer.Option(
+            help="The site's public address (default: base_url of the \\[web] section of "
+            "crowdprefs.toml)."
+        ),
     ] = None,
     study: Annotated[
         bool,
@@ -108,31 +111,3 @@ def invite(
     if output is not None:
         write_secret(output, made.links.to_csv(index=False))
         console.print(f"wrote {escape(str(output))}", highlight=False)
-
-
-def show_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> WebDemo:
-    """The demo's campaign through the web crowd (``judges`` simulated judges over HTTP, at most
-    ``max_seconds``), then its table."""
-    from rich.table import Table
-
-    from crowdprefs.web.judges import run_web_demo
-
-    demo = run_web_demo(project, judges, max_seconds)
-    table = Table(title="demo campaign (web crowd, simulated judges over HTTP)")
-    for name in ("iter.", "pairs", "answers", "agree.", "judges"):
-        table.add_column(name, justify="right")
-    for row in demo.iterations.itertuples(index=False):
-        table.add_row(
-            str(row.iteration),
-            str(row.pairs),
-            str(row.answers),
-            f"{row.agreement:.3f}",
-            str(row.judges),
-        )
-    console.print(table)
-    report = demo.report
-    console.print(
-        f"{report.answers} answers posted, {len(report.refused)} refused; "
-        f"submit latency p95 {1000 * report.p95():.0f} ms"
-    )
-    return demo

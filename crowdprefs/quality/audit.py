@@ -35,6 +35,8 @@ from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from crowdprefs.campaign.project import Project
 
 CHOICES = ("A", "equal", "B")
@@ -686,6 +688,29 @@ class Audit:
     facts: dict = field(default_factory=dict)
     answers: pd.DataFrame | None = None
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """Every table by name, flat (the worker review flags included), for CSV exports."""
+        return {
+            "iterations": self.iterations,
+            "workers": self.workers.reset_index(),
+            "flags": self.flags,
+            "review_flags": review_reasons(self.flags),
+            "contradictions": self.contradictions,
+            **{f"reference {k}": v.reset_index() for k, v in self.reference.items()},
+        }
+
+    def write_csv(self, folder: Path) -> list[Path]:
+        """Write every table of :meth:`tables` as ``folder/NAME.csv``; returns the files."""
+        from crowdprefs.files import write_atomic
+
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, table in self.tables().items():
+            path = folder / f"{table_name(name)}.csv"
+            write_atomic(path, table.to_csv(index=False))
+            written.append(path)
+        return written
+
     def to_json(self) -> dict:
         """Plain JSON-ready data: every table as a list of rows (NaN as null)."""
 
@@ -720,6 +745,20 @@ class Audit:
                 },
             }
         )
+
+
+def read_worker_attribute(path: Path) -> pd.Series:
+    """``worker_id → attribute`` from a CSV whose first column is the worker and second the
+    attribute (to split the single-answer reference tables by, e.g. musical training)."""
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a valid CSV: {error}") from None
+    if table.shape[1] < 2:
+        raise InputError(f"{path}: need two columns, worker_id and an attribute")
+    return table.set_index(table.columns[0])[table.columns[1]]
 
 
 def audit(

@@ -52,6 +52,8 @@ from crowdprefs.quality.audit import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from crowdprefs.campaign.project import Project
 
 FLAG_COLUMNS = ["worker_id", "reason"]
@@ -140,6 +142,23 @@ def review_flags(
         parts.append(extra[FLAG_COLUMNS].astype(str))
     flags = pd.concat([p for p in parts if len(p)] or [listed], ignore_index=True)
     return flags.drop_duplicates("worker_id", keep="first").reset_index(drop=True)
+
+
+def read_flags(path: Path) -> pd.DataFrame:
+    """Workers to block from a CSV with the columns ``worker_id, reason`` (e.g. the
+    ``review_flags.csv`` an audit writes)."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError(f"flags file not found: {path}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a valid CSV: {error}") from None
+    if not set(FLAG_COLUMNS) <= set(frame.columns):
+        raise InputError(f"{path}: needs columns worker_id,reason")
+    empty = frame["worker_id"].str.strip() == ""
+    if empty.any():
+        raise InputError(f"{path}:{int(empty.to_numpy().argmax()) + 2}: empty worker_id")
+    return frame[FLAG_COLUMNS]
 
 
 # --- the review pass ----------------------------------------------------------------------------

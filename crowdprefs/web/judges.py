@@ -33,13 +33,10 @@ import numpy as np
 import pandas as pd
 import uvicorn
 
-from crowdprefs.campaign import driver
-from crowdprefs.campaign.aggregate import count_answers, inter_agreement
 from crowdprefs.campaign.project import STATE_NAME, Project
 from crowdprefs.campaign.store import Store
 from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
-from crowdprefs.errors import CrowdError, StateError
-from crowdprefs.progress import make_progress
+from crowdprefs.errors import CrowdError
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
@@ -289,57 +286,3 @@ def run_web_campaign(
     oracle = simulated_oracle(root)
     with LocalServer(root, new_token()) as server:
         return run_judges(server.url, tokens, oracle, watch=watch, max_seconds=max_seconds)
-
-
-@dataclass
-class WebDemo:
-    """A finished web campaign: what the judges did, and per iteration ``pairs, answers,
-    agreement`` (mean inter-agreement of the pairs) and ``judges``."""
-
-    report: JudgeReport
-    iterations: pd.DataFrame
-
-
-def iteration_table(answers: pd.DataFrame) -> pd.DataFrame:
-    """Per iteration of ``answers`` (``iteration, pair_id, worker_id, score``): pairs, answers,
-    the mean inter-agreement of its pairs (seed 002 §5.3) and the judges who answered."""
-    counts = count_answers(answers)
-    agreement = pd.Series(
-        inter_agreement(counts["more"], counts["equal"], counts["less"]), index=counts.index
-    )
-    iteration_of = answers.drop_duplicates("pair_id").set_index("pair_id")["iteration"]
-    table = answers.groupby("iteration").agg(
-        pairs=("pair_id", "nunique"), answers=("pair_id", "size"), judges=("worker_id", "nunique")
-    )
-    table["agreement"] = agreement.groupby(iteration_of.reindex(agreement.index)).mean()
-    return table.reset_index()[["iteration", "pairs", "answers", "agreement", "judges"]]
-
-
-def run_web_demo(project: Project, judges: int = 40, max_seconds: float = 900.0) -> WebDemo:
-    """The demo's campaign through the web crowd: ``judges`` simulated judges post their answers
-    over HTTP to a local server (127.0.0.1), which aggregates each batch and publishes the next;
-    progress is shown on stderr. Raises :class:`StateError` when ``max_seconds`` pass first
-    (running it again resumes).
-    """
-    with make_progress(transient=True) as progress:
-        task = progress.add_task(
-            f"{judges} judges answering over HTTP", total=len(project.store.query_names())
-        )
-
-        def watch() -> bool:
-            totals = driver.status(project)["totals"]
-            progress.update(
-                task,
-                completed=totals["closed"],
-                description=f"iteration {totals['iteration']}: {totals['answers']} answers",
-            )
-            return False
-
-        report = run_web_campaign(project.root, judges=judges, watch=watch, max_seconds=max_seconds)
-    totals = driver.status(project)["totals"]
-    if totals["closed"] < totals["queries"]:
-        raise StateError(
-            f"the web campaign stopped after {max_seconds:g} s with "
-            f"{totals['queries'] - totals['closed']} list(s) open; run it again to resume"
-        )
-    return WebDemo(report, iteration_table(project.store.answers()))

@@ -18,7 +18,6 @@ from audio_prep import PrepareOptions, decode
 from crowdprefs.campaign.clips import listening_seconds, prepare_project
 from crowdprefs.campaign.project import Project, init_project
 from crowdprefs.cli import main
-from crowdprefs.cli.console import console, err_console
 from crowdprefs.errors import InputError
 from examples.melodies import make_example
 
@@ -188,8 +187,7 @@ def test_listening_time_is_the_query_plus_two_candidates_over_all_pairs():
 
 def test_the_project_command_reports_and_fails_for_the_missing_clip(project, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["crowdprefs", "prepare", str(project.root), "-j", "1"])
-    for stream in (console, err_console):  # no line breaks inside the messages
-        monkeypatch.setattr(stream, "width", 400)
+    monkeypatch.setenv("COLUMNS", "400")  # no line breaks inside the messages
     with pytest.raises(SystemExit) as exit_:
         main()
     out, err = capsys.readouterr()

@@ -142,7 +142,7 @@ def test_readme_ranking_is_what_the_command_prints_on_mirex2011(cli, mirex2011):
         "none",
     )
     assert code == 0
-    ranking = re.findall(r"│\s+(\d+) │ (\w+) │\s+([\d.]+) ", out)
+    ranking = re.findall(r"│\s+(\d+) │ (\w+) │\s+([\d.]+)±", out)
     assert len(ranking) == 18
     section = README.read_text().split("## Evaluating systems", 1)[1]
-    assert ranking == re.findall(r"│\s+(\d+) │ (\w+) │\s+([\d.]+) ", section)[:18]
+    assert ranking == re.findall(r"│\s+(\d+) │ (\w+) │\s+([\d.]+)±", section)[:18]

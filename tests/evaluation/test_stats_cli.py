@@ -46,7 +46,8 @@ def test_power_and_stability_commands(cli, files, tmp_path):
     scores, strata = files
     code, out, err = cli(
         "stats", "power", "--scores", scores, "--strata", strata,
-        "--samples", "5", "--step", "10", "--plot", tmp_path / "p.png", "-o", tmp_path / "p.csv",
+        "--samples", "5", "--size-step", "10", "--plot", tmp_path / "p.png",
+        "-o", tmp_path / "p.csv",
     )  # fmt: skip
     assert code == 0, err
     assert "AG@5 FT" in out and "nDCG@5 W1" in out
@@ -54,7 +55,7 @@ def test_power_and_stability_commands(cli, files, tmp_path):
     assert set(pd.read_csv(tmp_path / "p.csv")["size"]) == {10, 20}
     code, out, err = cli(
         "stats", "stability", "--scores", scores, "--strata", strata,
-        "--samples", "5", "--step", "5", "-p", "W1", "--format", "csv",
+        "--samples", "5", "--size-step", "5", "-p", "W1", "--format", "csv",
     )  # fmt: skip
     assert code == 0, err
     table = pd.read_csv(io.StringIO(out))

@@ -198,7 +198,7 @@ def test_plan_command(tmp_path):
             "5",
             "--adaptive",
             "sequential",
-            "--csv",
+            "--output",
             str(tmp_path / "runs.csv"),
         ],
     )

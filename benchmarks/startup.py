@@ -1,0 +1,126 @@
+"""Start-up of the command line against a bare typer app with the same commands (target ≤ 2×).
+
+Times ``python -c "from crowdprefs.cli import main; main()" ARGS`` for ``--help`` and a few
+``COMMAND --help``, and the same arguments on a bare typer app generated with the same command
+tree (same names, one argument and one option each, nothing imported but typer). Each case runs
+``--runs`` times, interleaved with its baseline; the medians of wall time (``time.perf_counter``)
+and of CPU time (user + system of the child, steadier on a shared machine) give the ratios. It
+also counts the modules each process holds once ``--help`` is printed.
+
+    python benchmarks/startup.py [--runs 7] [--command "stats power"] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = ("init", "status", "demo", "audit", "plan", "evaluate", "stats power", "mtc next")
+CROWDPREFS = "from crowdprefs.cli import main; main()"
+BARE = "from bare_cli import main; main()"
+COUNT = (
+    "import atexit, sys; "
+    "atexit.register(lambda: sys.stderr.write(f'\\nMODULES {{len(sys.modules)}}\\n')); {}"
+)
+
+
+def command_tree() -> dict:
+    """``{name: None | {sub: None}}`` of crowdprefs' typer app (imported in this process)."""
+    import typer.main
+
+    from crowdprefs.cli.app import app
+
+    def tree(group) -> dict:
+        commands = getattr(group, "commands", None)
+        return {n: tree(c) if hasattr(c, "commands") else None for n, c in commands.items()}
+
+    return tree(typer.main.get_command(app))
+
+
+def bare_source(tree: dict) -> str:
+    """A typer app with ``tree``'s commands, each with one argument and one option."""
+    lines = ["import typer", "", "app = typer.Typer(no_args_is_help=True, add_completion=False)"]
+
+    def add(parent: str, commands: dict, depth: int) -> None:
+        for i, (name, sub) in enumerate(commands.items()):
+            if sub is not None:
+                group = f"group_{depth}_{i}"
+                lines.append(f"{group} = typer.Typer(help='The {name} group.')")
+                lines.append(f"{parent}.add_typer({group}, name={name!r})")
+                add(group, sub, depth + 1)
+                continue
+            lines.extend(
+                [
+                    f"@{parent}.command({name!r})",
+                    f"def command_{depth}_{i}(path: str, option: int = 1) -> None:",
+                    f"    '''The {name} command.'''",
+                ]
+            )
+
+    add("app", tree, 0)
+    lines += ["", "def main() -> None:", "    app()"]
+    return "\n".join(lines) + "\n"
+
+
+def run(code: str, args: list[str], env: dict) -> tuple[float, float, str]:
+    """Wall and CPU seconds of one child process, and its stderr."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {done.stderr.strip()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stderr
+
+
+def modules(code: str, env: dict) -> int:
+    stderr = run(COUNT.format(code), ["--help"], env)[2]
+    return int(stderr.rsplit("MODULES ", 1)[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="Runs of each case (median).")
+    parser.add_argument(
+        "--command", action="append", help=f"Commands to time (default: {', '.join(COMMANDS)})."
+    )
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "bare_cli.py").write_text(bare_source(command_tree()), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, str(ROOT)]), "COLUMNS": "80"}
+        cases = [["--help"]] + [[*c.split(), "--help"] for c in options.command or COMMANDS]
+        print(f"{'case':<24}{'crowdprefs s':>13}{'bare s':>8}{'ratio':>7}{'cpu ratio':>11}")
+        worst = 0.0
+        for args in cases:
+            ours, bare = [], []
+            for _ in range(options.runs):  # interleaved: both see the same machine load
+                ours.append(run(CROWDPREFS, args, env)[:2])
+                bare.append(run(BARE, args, env)[:2])
+            wall = [statistics.median(t[0] for t in ts) for ts in (ours, bare)]
+            cpu = [statistics.median(t[1] for t in ts) for ts in (ours, bare)]
+            ratio = wall[0] / wall[1]
+            worst = max(worst, ratio)
+            label = " ".join(args)
+            print(
+                f"{label:<24}{wall[0]:>13.3f}{wall[1]:>8.3f}{ratio:>7.2f}{cpu[0] / cpu[1]:>11.2f}"
+            )
+        print(
+            f"modules after --help: crowdprefs {modules(CROWDPREFS, env)}, "
+            f"bare {modules(BARE, env)}; worst wall ratio {worst:.2f} (target ≤ 2)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The demo as a library call: every stage runs, its files are written, a rerun resumes."""
+
+from __future__ import annotations
+
+import pytest
+
+from crowdprefs.demo import DEMO_FILES, DemoOptions, run_demo
+from crowdprefs.errors import InputError
+from crowdprefs.io import read_lists
+
+
+def test_run_demo_runs_every_stage_and_reports_it(tmp_path):
+    seen = []
+    result = run_demo(
+        tmp_path / "d", DemoOptions(audio=False), lambda what, done, total: seen.append(total)
+    )
+    assert not result.resumed
+    assert (result.queries, result.candidates, result.per_query) == (11, 118, (4, 23))
+    assert all(
+        (tmp_path / "d" / name).exists() for key, name in DEMO_FILES.items() if key != "clips"
+    )
+    assert result.clips is None and not (tmp_path / "d" / "project" / "clips").exists()
+    lists = read_lists(result.files["lists"])
+    assert len(lists) == 118
+    assert result.list_groups == int(lists.groupby("query")["group"].max().sum())
+    table = result.iterations
+    assert table["iteration"].tolist() == list(range(1, len(table) + 1))
+    assert table["answers"].sum() == 10 * table["pairs"].sum()
+    assert 0.5 < result.adr <= 1 and result.previews == table["pairs"].iloc[0]
+    assert seen and set(seen) == {11}
+    assert result.flag_recall > 0.5
+    scores = result.evaluation.set_index(["system", "measure"])
+    assert scores.loc[("sys-A", "ADR@5"), "truth"] > scores.loc[("sys-E", "ADR@5"), "truth"]
+
+    again = run_demo(tmp_path / "d", DemoOptions(audio=False))
+    assert again.resumed and again.iterations.equals(table)
+
+
+def test_run_demo_refuses_a_folder_holding_something_else(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(InputError, match="holds no demo"):
+        run_demo(tmp_path, DemoOptions(audio=False))
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_the_demo_options_name_no_command_line_flag():
+    with pytest.raises(InputError) as error:
+        DemoOptions(crowd="mturk-sandbox")
+    assert "--" not in str(error.value) and "mturk-fake" in str(error.value)

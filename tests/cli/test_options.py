@@ -1,0 +1,68 @@
+"""The defaults the command line shows are the library's own (restated there to start fast)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from crowdprefs.campaign.adaptive import StoppingRule
+from crowdprefs.campaign.project import DEFAULT_SEED
+from crowdprefs.cli import options
+from crowdprefs.crowds import CROWDS
+from crowdprefs.crowds.results import Columns
+from crowdprefs.evaluation.gawm import MEANS
+from crowdprefs.evaluation.power import PROCEDURES
+from crowdprefs.evaluation.stats import PAIRWISE_TESTS
+
+
+def test_the_restated_defaults_equal_the_librarys():
+    assert options.DEFAULT_SEED == DEFAULT_SEED
+    assert options.CROWDS == CROWDS
+    assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
+    assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY
+    library_columns = asdict(Columns())
+    assert {key: library_columns[key] for key in options.COLUMNS} == options.COLUMNS
+    assert {name: p.description for name, p in PROCEDURES.items()} == options.PROCEDURES
+    assert options.MEANS == MEANS
+    assert options.PAIRWISE_TESTS == PAIRWISE_TESTS
+
+
+def command_options() -> dict[str, dict[str, str]]:
+    """``{"stats power": {"--seed": help, "-o": help, ...}}`` for every command."""
+    import typer.main
+
+    from crowdprefs.cli.app import app
+
+    found: dict[str, dict[str, str]] = {}
+
+    def walk(group, prefix: str) -> None:
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                walk(command, f"{prefix}{name} ")
+                continue
+            found[prefix + name] = {
+                spelling: param.help or ""
+                for param in command.params
+                for spelling in (*param.opts, *param.secondary_opts)
+                if spelling.startswith("-")
+            }
+
+    walk(typer.main.get_command(app), "")
+    return found
+
+
+def test_one_spelling_per_meaning_across_commands():
+    options = command_options()
+    significance = ["init", "audit", "replay", "plan", "evaluate", "stats test"]
+    assert len({options[c]["--alpha"] for c in significance}) == 1
+    assert "--level" not in options["plan"] and "--false-different-rate" in options["plan"]
+    for command in ("export", "replay", "plan", "crowd-model fit", "preview", "stats power"):
+        assert {"--output", "-o"} <= set(options[command]), command
+    for command in ("audit", "import-answers", "replay", "crowd-model fit"):
+        assert {"--query-column", "--answer-column", "--equal-value"} <= set(options[command])
+    for command in ("status", "audit", "replay"):
+        assert options[command]["--json"] == options["status"]["--json"]
+    seeds = {c: o["--seed"] for c, o in options.items() if "--seed" in o}
+    assert {"init", "demo", "plan", "compare-lists", "stats power"} <= set(seeds)
+    assert len(set(seeds.values())) == 1
+    assert {"--jobs", "-j"} <= set(options["demo"])
+    assert "--step" not in options["stats power"] and "--size-step" in options["stats power"]

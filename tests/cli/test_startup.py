@@ -1,0 +1,67 @@
+"""The command line starts without the library's heavy dependencies: each command module imports
+the library inside its functions, so ``--help`` loads typer and rich only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("scipy", "pandas", "numpy", "boto3", "starlette", "matplotlib", "statsmodels", "jinja2")
+
+HELP_EVERYWHERE = """
+import json, sys
+import typer.main
+from crowdprefs.cli import main
+from crowdprefs.cli.app import app
+
+def paths(group, prefix=()):
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from paths(command, (*prefix, name))
+        yield (*prefix, name)
+
+shown = [()] + list(paths(typer.main.get_command(app)))
+codes = []
+for path in shown:
+    sys.argv = ["crowdprefs", *path, "--help"]
+    try:
+        main()
+    except SystemExit as stop:
+        codes.append(stop.code)
+print(json.dumps({"codes": codes, "commands": len(shown), "modules": sorted(sys.modules)}))
+"""
+
+
+def loaded_after(code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_importing_the_cli_loads_no_heavy_library():
+    report = loaded_after(
+        "import json, sys; import crowdprefs.cli; "
+        "print(json.dumps({'modules': sorted(sys.modules)}))"
+    )
+    roots = {name.split(".")[0] for name in report["modules"]}
+    assert not roots & set(HEAVY), sorted(roots & set(HEAVY))
+
+
+def test_every_commands_help_loads_no_heavy_library():
+    report = loaded_after(HELP_EVERYWHERE)
+    assert report["commands"] > 30
+    assert set(report["codes"]) == {0}
+    roots = {name.split(".")[0] for name in report["modules"]}
+    assert not roots & set(HEAVY), sorted(roots & set(HEAVY))
+    library = {m for m in report["modules"] if m.startswith("crowdprefs.")}
+    assert {m for m in library if not m.startswith("crowdprefs.cli")} <= {
+        "crowdprefs.errors",
+        "crowdprefs.progress",
+    }
