@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, decide, nominal_level, operating
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import make_collection
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.quality.planning import Design, simulate, summarize
 
 

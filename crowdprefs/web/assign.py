@@ -36,8 +36,8 @@ import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.store import ANSWER_COLUMNS
-from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
+from crowdprefs.rng import counter_uniform
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:

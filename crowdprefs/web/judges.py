@@ -34,8 +34,9 @@ import pandas as pd
 import uvicorn
 
 from crowdprefs.campaign.project import Project
-from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
+from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import CrowdError
+from crowdprefs.quality.crowd_model import simulate_answers
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import new_token

@@ -23,9 +23,9 @@ from crowdprefs.campaign.adaptive import (
 )
 from crowdprefs.campaign.aggregate import AggregationRule, verdicts
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 
 SMALL = StoppingRule(method="sequential", initial=3, step=1, maximum=8, alpha=0.1)
 
