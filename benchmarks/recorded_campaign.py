@@ -12,6 +12,7 @@ log spread 0.9). It writes
 * ``results.csv``: every answer as an MTurk batch-results CSV (``crowd-model fit`` reads it);
 * ``lists.qrel``: the lists the campaign produced (its "published lists");
 * ``truth.qrel``: the latent truth that generated the answers;
+* ``generator.toml``: the crowd that answered (``plan --crowd-model`` reads it);
 * ``candidates.csv``.
 
 Everything measured on these files is simulated, not the real campaign's numbers. The latent
@@ -32,9 +33,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement
 from crowdprefs.crowds.results import write_results
+from crowdprefs.files import write_atomic
 from crowdprefs.io import write_lists
 from crowdprefs.quality.crowd_model import CrowdModel
 from crowdprefs.quality.planning import Collection, Design, simulate_campaign
@@ -218,6 +221,7 @@ def write(recording: Recording, folder: Path) -> None:
     write_results(recording.answers, folder / "results.csv")
     write_lists(recording.lists, folder / "lists.qrel", tag="recorded")
     write_lists(recording.truth, folder / "truth.qrel", tag="truth")
+    write_atomic(folder / "generator.toml", tomli_w.dumps({"simulated": GENERATOR.to_dict()}))
     recording.truth[["query", "document"]].to_csv(folder / "candidates.csv", index=False)
 
 
