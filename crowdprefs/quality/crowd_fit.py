@@ -282,7 +282,6 @@ class _ContinuumFit:
     posterior: np.ndarray  # (workers, types + 1)
     gap_posterior: np.ndarray  # (pairs, 2G + 1) or one-hot over the known gaps
     log_likelihood: float
-    offset: int
 
 
 def fit_continuum(
@@ -322,11 +321,9 @@ def fit_continuum(
         )
         return np.exp(log_q - _logsumexp(log_q, 1)[:, None])
 
-    if not known:
-        uniform = np.full((data.workers, types), 0.0)
-        uniform[:, :-1] = np.exp(population.log_weights()[:-1])
-        uniform[:, -1] = population.careless_share
-        gap_posterior = e_step_gaps(uniform, np.asarray(population.gaps))
+    if not known:  # start from every worker being the population's average worker
+        average = np.tile(np.exp(population.log_weights()), (data.workers, 1))
+        gap_posterior = e_step_gaps(average, np.asarray(population.gaps))
 
     def worker_stats() -> np.ndarray:
         """Expected counts of each worker's choices at each A-gap: ``(workers, gaps, 3)``."""
@@ -386,7 +383,7 @@ def fit_continuum(
         population, log_like = updated, float(marginal.sum())
         if change < tolerance:
             break
-    return _ContinuumFit(population, posterior, gap_posterior, log_like, widest)
+    return _ContinuumFit(population, posterior, gap_posterior, log_like)
 
 
 # --------------------------------------------------------------------------- activity and times
@@ -555,8 +552,9 @@ class Fit:
 
 
 def _model_of(
-    data: _Answers, continuum: _ContinuumFit, base: CrowdModel, per_worker, per_pair, seed: int
+    continuum: _ContinuumFit, base: CrowdModel, per_worker, per_pair, seed: int
 ) -> CrowdModel:
+    """``base`` with the continuum's population and the activity fitted to the answer counts."""
     p = continuum.population
     return replace(
         base,
@@ -646,7 +644,7 @@ def fit_crowd_model(
         **fit_rounds(times, base),
         completion_hours=float(np.median(hours)) if len(hours) else base.completion_hours,
     )
-    model = _model_of(data, continuum, counted, per_worker, per_pair, seed)
+    model = _model_of(continuum, counted, per_worker, per_pair, seed)
 
     replicates = []
     rng = np.random.default_rng([seed, 0xB007])
@@ -671,7 +669,7 @@ def fit_crowd_model(
         }
         counts_r = np.bincount(sample.worker, minlength=sample.workers)
         replicates.append(
-            _model_of(sample, refit, replace(counted, **fields_r), counts_r, per_pair, seed + r + 1)
+            _model_of(refit, replace(counted, **fields_r), counts_r, per_pair, seed + r + 1)
         )
     intervals = {}
     if replicates:
