@@ -2,9 +2,10 @@
 
 On an Eval05-sized synthetic collection (11 queries, 118 candidates, groups of 1–5 like the 2010
 lists; :func:`crowdprefs.demo.make_collection`) with the default simulated crowd, simulates
-``--campaigns`` (default 60) whole campaigns with each design and prints answers, cost and list
-quality (ADR against the true lists, order relations recovered, true ties kept), with 95%
-intervals of the means, and the ratio of answers against the fixed design. Then measures the
+``--campaigns`` (default 60) whole campaigns with each design (the same campaign seeds) and prints
+answers, cost, list quality (ADR against the true lists, order relations recovered, true ties
+kept), with 95% intervals of the means, the ratio of answers against the fixed design, and the
+rounds of answers and wall time each design costs. Then measures the
 sequential rule's false "different" verdicts on truly equal pairs answered by the core
 simulated crowd (position bias, careless workers and bots included) against its stated rate.
 
@@ -20,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, decide, nominal_level, operating
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import make_collection
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.quality.planning import Design, simulate, summarize
 
 
@@ -74,7 +75,7 @@ def main() -> None:
     base = results["fixed 10"].loc["answers", "mean"]
     print(
         f"\n{'design':24s} {'answers (95% CI)':>22s} {'ratio':>6s} {'cost $':>7s} "
-        f"{'ADR (95% CI)':>22s} {'order rec.':>10s} {'ties kept':>9s} {'wall h':>7s}"
+        f"{'ADR (95% CI)':>22s} {'order rec.':>10s} {'ties kept':>9s} {'rounds':>6s} {'wall h':>7s}"
     )
     for name, s in results.items():
         print(
@@ -82,7 +83,8 @@ def main() -> None:
             f"{s.loc['answers', 'ci_high']:.0f})   {s.loc['answers', 'mean'] / base:6.3f} "
             f"{s.loc['cost', 'mean']:7.2f} {s.loc['adr', 'mean']:.4f} ({s.loc['adr', 'ci_low']:.4f}"
             f"–{s.loc['adr', 'ci_high']:.4f}) {s.loc['order_recovered', 'mean']:10.3f} "
-            f"{s.loc['ties_kept', 'mean']:9.3f} {s.loc['wall_hours', 'mean']:7.1f}"
+            f"{s.loc['ties_kept', 'mean']:9.3f} {s.loc['rounds', 'mean']:6.1f} "
+            f"{s.loc['wall_hours', 'mean']:7.1f}"
         )
     rule = StoppingRule()
     level, worst = nominal_level(rule)

@@ -1,9 +1,10 @@
 """How fast ``plan`` simulates whole campaigns: 100 campaigns of 1,000 queries × 30 candidates.
 
-Target (issue 10): under a minute. CPU time is printed with the wall time: on the shared
-2-core machine the wall time depends on everyone else's load (the load average is printed too).
-Baseline in the same run: one campaign of the Eval05-sized
-demo collection through the real driver (SQLite state, the simulated crowd backend), against the
+Target (issue 10): under a minute. Every answer is given by a worker of the campaign's pool
+(distinct workers per pair, each with their own parameters). CPU time is printed with the wall
+time: on the shared 2-core machine the wall time depends on everyone else's load (the load
+average is printed too). Baseline in the same run: one campaign of the Eval05-sized demo
+collection through the real driver (SQLite state, the simulated crowd backend), against the
 in-memory simulation of :mod:`crowdprefs.quality.planning` on the same collection; the ratio is the
 speed-up per campaign. Peak memory of the large run is reported too.
 
@@ -70,7 +71,7 @@ def main() -> None:
             f"wall, {cpu:.1f} s CPU ({cpu / 60:.2f} of the 60 s target), load average "
             f"{os.getloadavg()[0]:.1f}, peak RSS so far {peak:.0f} MiB; "
             f"mean {frame['pairs'].mean():.0f} pairs, {frame['answers'].mean():.0f} answers, "
-            f"ADR {frame['adr'].mean():.3f}"
+            f"{frame['rounds'].mean():.1f} rounds, ADR {frame['adr'].mean():.3f}"
         )
 
 

@@ -16,7 +16,12 @@ import pandas as pd
 
 from crowdprefs.campaign.aggregate import count_answers, verdicts
 from crowdprefs.campaign.sorting import initial_order, replay
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, latent_similarity, simulate_answers
+from crowdprefs.quality.crowd_model import (
+    CrowdModel,
+    WorkerPool,
+    latent_similarity,
+    simulate_answers,
+)
 
 
 def sort_query(query: str, truth: pd.DataFrame, pool, model, seed: int) -> tuple[int, int]:

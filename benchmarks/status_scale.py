@@ -19,7 +19,8 @@ import pandas as pd
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, Settings, init_project
-from crowdprefs.crowds.simulated import CrowdModel, SimulatedCrowd, random_truth
+from crowdprefs.crowds.simulated import SimulatedCrowd
+from crowdprefs.quality.crowd_model import CrowdModel, random_truth
 
 
 def build(root: Path, queries: int, candidates: int, iterations: int) -> Project:

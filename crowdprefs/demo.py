@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.project import DEFAULT_SEED, Project, Settings, init_project
-from crowdprefs.crowds.simulated import CrowdModel
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.io import write_lists
+from crowdprefs.quality.crowd_model import CrowdModel
 from examples.melodies import QUERY_SIZES, make_example
 
 if TYPE_CHECKING:

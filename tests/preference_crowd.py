@@ -7,7 +7,12 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, latent_similarity, simulate_answers
+from crowdprefs.quality.crowd_model import (
+    CrowdModel,
+    WorkerPool,
+    latent_similarity,
+    simulate_answers,
+)
 
 
 def truth_lists(groups_per_query: dict[str, list[list[str]]]) -> pd.DataFrame:

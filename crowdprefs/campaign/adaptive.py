@@ -11,13 +11,19 @@ answers.
 
 Two stopping rules:
 
-``curtail`` (curtailment of the project's rule)
+``curtail`` (curtailment of the project's rule, exact or predictive)
     The verdict the project's :class:`~crowdprefs.campaign.aggregate.AggregationRule` gives after
     ``maximum`` answers is computed for every final state; walking back one answer at a time,
-    each state keeps the set of final verdicts still reachable from it. A pair is decided as soon
-    as that set has one verdict: whatever the remaining answers say, the fixed design would give
-    the same verdict. A curtailed campaign thus gives exactly the verdicts (and lists) of the
-    fixed design with ``maximum`` answers for the same answers, with fewer of them.
+    each state gets the predictive probability of each final verdict: the remaining answers
+    follow the Dirichlet-multinomial of a Dirichlet(``prior``, ``prior``, ``prior``) posterior
+    on the pair's answer shares (a Pólya urn: the next answer is "more" with probability
+    ``(more + prior) / (n + 3·prior)``). A pair is decided as soon as one verdict has predictive
+    probability at least ``1 − epsilon`` (stochastic curtailment). With ``epsilon = 0`` (the
+    default) that means every completion gives the same verdict: whatever the remaining answers
+    say, the fixed design would give it, so a curtailed campaign gives exactly the verdicts (and
+    lists) of the fixed design with ``maximum`` answers for the same answers, with fewer of
+    them. With ``epsilon > 0`` a pair stops once the fixed design's verdict is predictable with
+    probability ``1 − epsilon``, for any aggregation rule; the verdict is the predicted one.
 
 ``sequential`` (a group-sequential Mann-Whitney test with a stated error rate ``alpha``)
     At every look the pair's Mann-Whitney p-value (seed 002 §3.2; the project's sidedness,
@@ -62,8 +68,9 @@ class StoppingRule:
 
     ``initial`` answers are asked first, then ``step`` more per round while the pair is
     undecided, never more than ``maximum`` in all. ``aggregation`` is the project's rule (the
-    verdict ``curtail`` preserves; its test settings are those of ``sequential``); ``alpha``,
-    ``equal_share``, ``futility`` and ``prior`` belong to ``sequential`` (see the module doc).
+    verdict ``curtail`` predicts; its test settings are those of ``sequential``); ``epsilon``
+    belongs to ``curtail``, ``alpha``, ``equal_share`` and ``futility`` to ``sequential``, and
+    ``prior`` (the Pólya urn's) to both (see the module doc).
 
     The defaults (4 + 2 + 2 + 2 answers up to 10, ``alpha = 0.3``, ``futility = 0.2``) are those
     with which ``benchmarks/adaptive_vs_fixed.py`` finds lists as good as the fixed 10 answers'
@@ -82,6 +89,7 @@ class StoppingRule:
     equal_share: float = 0.5
     futility: float = 0.2
     prior: float = 1.0
+    epsilon: float = 0.0
     aggregation: AggregationRule = field(default_factory=AggregationRule)
 
     def __post_init__(self) -> None:
@@ -103,6 +111,8 @@ class StoppingRule:
             raise InputError(f"futility must lie in [0, 1), got {self.futility}")
         if self.prior <= 0:
             raise InputError(f"the Dirichlet prior must be positive, got {self.prior}")
+        if not 0 <= self.epsilon < 0.5:
+            raise InputError(f"epsilon must lie in [0, 0.5), got {self.epsilon}")
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -254,6 +264,29 @@ def _terminal(more, equal, less, rule: StoppingRule, level: float | None) -> np.
     return np.where(crossed, np.sign(np.asarray(more) - np.asarray(less)), 0).astype(np.int8)
 
 
+def _verdict_chances(table: np.ndarray, prior: float) -> np.ndarray:
+    """Predictive probability of each final verdict (more, equal, less) from every state, shape
+    ``(3, …table.shape)``, by the Pólya urn walked back from the final layer of ``table``.
+
+    A verdict unreachable from a state has probability exactly 0 (sums of zeros)."""
+    top = table.shape[0] - 1
+    m, e, q = np.indices(table.shape)
+    n = m + e + q
+    size = top + 2
+    chance = np.zeros((3,) + (size,) * 3)
+    final = n == top
+    for slot, verdict in enumerate((1, 0, -1)):
+        chance[slot][np.nonzero(final & (table == verdict))] = 1.0
+    for layer in range(top - 1, -1, -1):
+        a, b, c = m[n == layer], e[n == layer], q[n == layer]
+        chance[:, a, b, c] = (
+            (a + prior) * chance[:, a + 1, b, c]
+            + (b + prior) * chance[:, a, b + 1, c]
+            + (c + prior) * chance[:, a, b, c + 1]
+        ) / (layer + 3 * prior)
+    return chance[:, : top + 1, : top + 1, : top + 1]
+
+
 @lru_cache(maxsize=32)
 def policy(rule: StoppingRule) -> Policy:
     """Build (once per rule) the decision table of every state with at most ``maximum`` answers."""
@@ -267,15 +300,11 @@ def policy(rule: StoppingRule) -> Policy:
     size = top + 2
 
     if rule.method == "curtail":
-        # reach[s]: bit (v + 1) set while final verdict v can still be reached from s
-        reach = np.zeros((size,) * 3, dtype=np.int8)
-        reach[final.nonzero()] = np.left_shift(1, table[final] + 1)
-        for layer in range(top - 1, -1, -1):
-            a, b, c = m[n == layer], e[n == layer], q[n == layer]
-            reach[a, b, c] = reach[a + 1, b, c] | reach[a, b + 1, c] | reach[a, b, c + 1]
-        bits = reach[: top + 1, : top + 1, : top + 1]
-        single = inside & ~final & (bits != 0) & ((bits & (bits - 1)) == 0)
-        table[single] = np.log2(bits[single]).astype(np.int8) - 1
+        chance = _verdict_chances(table, rule.prior)
+        best = chance.argmax(axis=0)
+        doubt = chance.sum(axis=0) - chance.max(axis=0)  # exactly 0 where one verdict is certain
+        settled = inside & ~final & (doubt <= rule.epsilon)
+        table[settled] = (1 - best[settled]).astype(np.int8)
         return Policy(rule, table, None)
 
     assert level is not None

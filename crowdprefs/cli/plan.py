@@ -1,4 +1,4 @@
-"""Planning commands: ``plan`` (simulate a campaign before paying) and ``crowd-model fit``."""
+"""Planning commands: ``plan`` (simulate designs before paying) and ``crowd-model fit``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
@@ -35,7 +36,6 @@ from crowdprefs.cli.options import (
     Seed,
     results_columns,
 )
-from crowdprefs.errors import InputError
 
 crowd_model_app = typer.Typer(
     help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
@@ -44,10 +44,13 @@ app.add_typer(crowd_model_app, name="crowd-model")
 
 _LABELS = {
     "iterations": ("iterations", "{:.1f}"),
+    "rounds": ("rounds of answers", "{:.1f}"),
     "pairs": ("pairs", "{:.0f}"),
     "answers": ("answers", "{:.0f}"),
     "cost": ("cost $ (fees incl.)", "{:.2f}"),
     "wall_hours": ("wall time h", "{:.1f}"),
+    "rounds_pipelined": ("rounds, segments pipelined", "{:.1f}"),
+    "wall_hours_pipelined": ("wall time h, segments pipelined", "{:.1f}"),
     "adr": ("ADR vs truth", "{:.3f}"),
     "order_recovered": ("order relations recovered", "{:.3f}"),
     "ties_kept": ("true ties kept", "{:.3f}"),
@@ -66,10 +69,28 @@ def plan(
     ] = None,
     answers_per_pair: AnswersPerPair = 10,
     adaptive: Annotated[
-        str, typer.Option(help="Adaptive answers: off, curtail or sequential.")
+        str,
+        typer.Option(
+            help="Adaptive answers: off, curtail or sequential; an adaptive design is shown "
+            "beside the fixed one, compared campaign by campaign."
+        ),
     ] = "off",
+    maximum: Annotated[
+        int | None,
+        typer.Option(help="Adaptive: most answers a pair can get (default: answers per pair)."),
+    ] = None,
     initial: Annotated[int, typer.Option(help="Adaptive: answers asked first.")] = 4,
     step: Annotated[int, typer.Option(help="Adaptive: answers added per round.")] = 2,
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            help="Curtail: stop a pair once the fixed rule's verdict after all its answers is "
+            "predictable with probability 1 - epsilon (0: only when certain)."
+        ),
+    ] = 0.0,
+    prior: Annotated[
+        float, typer.Option(help="Adaptive: Dirichlet prior of the predictive (Pólya urn).")
+    ] = 1.0,
     alpha: Annotated[
         float,
         typer.Option(
@@ -84,25 +105,30 @@ def plan(
     level: Alpha = 0.05,
     margin: Margin = 2,
     reward: Reward = 0.02,
+    pivot_b_share: Annotated[
+        float, typer.Option(help="Share of pairs showing the pivot as variation B.")
+    ] = 0.5,
     crowd_model: CrowdModelFile = None,
-    campaigns: Annotated[int, typer.Option(help="Campaigns to simulate.")] = 100,
+    campaigns: Annotated[int, typer.Option(help="Campaigns to simulate per design.")] = 100,
     seed: Seed = 0,
     csv_out: Annotated[
-        Path | None, typer.Option(*OUTPUT, help="Also write one row per campaign to this CSV.")
+        Path | None,
+        typer.Option(*OUTPUT, help="Also write one row per design and campaign to this CSV."),
     ] = None,
 ) -> None:
     """Estimate a campaign's cost, duration and list quality before any money is spent.
 
-    Simulates the campaign many times with the simulated crowd: iterations, pairs, answers,
-    cost, wall time, and how well the lists recover the hidden truth."""
+    Simulates the campaign many times with the simulated crowd: iterations, rounds, pairs,
+    answers, cost, wall time, and how well the lists recover the hidden truth; an adaptive
+    design is compared with the fixed one on the same simulated campaigns."""
     from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
-    from crowdprefs.crowds.simulated import CrowdModel, random_truth
+    from crowdprefs.errors import InputError
     from crowdprefs.io import read_lists
     from crowdprefs.progress import make_progress
-    from crowdprefs.quality.crowd_model import load_crowd_model
-    from crowdprefs.quality.planning import Design, simulate, summarize
+    from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
+    from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
 
     frame = read_candidates(candidates)
     hidden = read_lists(truth) if truth else random_truth(frame, seed)
@@ -115,53 +141,44 @@ def plan(
         )
     hidden = hidden.merge(frame[["query", "document"]], on=["query", "document"])
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
+    fixed = Design(answers_per_pair, aggregation, None, reward, pivot_b_share=pivot_b_share)
+    designs = {f"{answers_per_pair} answers, {_rule_name(rule, level, margin)}": fixed}
     stopping = None
     if adaptive != "off":
+        most = maximum or answers_per_pair
         stopping = StoppingRule(
             method=adaptive,  # type: ignore[arg-type]
-            initial=min(initial, answers_per_pair),
+            initial=min(initial, most),
             step=step,
-            maximum=answers_per_pair,
+            maximum=most,
             alpha=alpha,
             futility=futility,
+            prior=prior,
+            epsilon=epsilon,
             aggregation=aggregation,
         )
-    design = Design(answers_per_pair, aggregation, stopping, reward)
+        name = (
+            f"{adaptive}{f' ε={epsilon:g}' if epsilon else ''} ({stopping.initial}+{step}…{most})"
+        )
+        designs[name] = Design(most, aggregation, stopping, reward, pivot_b_share=pivot_b_share)
     model = load_crowd_model(crowd_model) if crowd_model else CrowdModel()
     with make_progress(transient=True) as progress:
-        task = progress.add_task("simulating campaigns", total=campaigns)
-        results = simulate(
+        task = progress.add_task("simulating campaigns", total=campaigns * len(designs))
+        results = simulate_designs(
             hidden,
-            design,
+            designs,
             model,
             campaigns=campaigns,
             seed=seed,
             on_campaign=lambda _: progress.advance(task),
         )
     if csv_out:
-        results.to_csv(csv_out, index_label="campaign")
-    summary = summarize(results)
-    what = "fixed" if stopping is None else stopping.method
-    title = (
-        f"{campaigns} simulated campaigns: {frame['query'].nunique()} queries, {len(frame)} "
-        f"candidates, {what} answers (max {answers_per_pair}), {aggregation.rule}"
+        results.to_csv(csv_out, index=False)
+    table = _design_table(compare_designs(results, next(iter(designs))), list(designs))
+    table.title = (
+        f"{campaigns} simulated campaigns per design: {frame['query'].nunique()} queries, "
+        f"{len(frame)} candidates; mean ± 95% interval, differences paired"
     )
-    table = Table(title=title)
-    table.add_column("measure")
-    for name in ("mean", "95% CI of mean", "5%", "median", "95%"):
-        table.add_column(name, justify="right")
-    for column, row in summary.iterrows():
-        label, fmt = _LABELS[str(column)]
-        if math.isnan(row["mean"]):
-            continue
-        table.add_row(
-            label,
-            fmt.format(row["mean"]),
-            f"{fmt.format(row['ci_low'])}–{fmt.format(row['ci_high'])}",
-            fmt.format(row["p5"]),
-            fmt.format(row["median"]),
-            fmt.format(row["p95"]),
-        )
     console.print(table)
     if stopping is not None and stopping.method == "sequential":
         per_look, worst = nominal_level(stopping)
@@ -171,9 +188,54 @@ def plan(
         )
 
 
+def _rule_name(rule: str, level: float, margin: int) -> str:
+    return f"margin {margin}" if rule == "margin" else f"Mann-Whitney {level:g}"
+
+
+def _design_table(comparison, designs: list[str]) -> Table:
+    """Measures down; per design its mean ± the half-width of the 95% interval; then each later
+    design's paired difference from the first."""
+    table = Table()
+    table.add_column("measure")
+    for name in designs:
+        table.add_column(escape(name), justify="right")
+    for name in designs[1:]:
+        table.add_column(f"Δ {escape(name)}", justify="right")
+
+    def cell(fmt: str, mean: float, low: float, high: float) -> str:
+        if math.isnan(mean):
+            return "–"
+        return f"{fmt.format(mean)} ± {fmt.format((high - low) / 2).lstrip('+')}"
+
+    for measure, (label, fmt) in _LABELS.items():
+        rows = [comparison.loc[(name, measure)] for name in designs]
+        cells = [cell(fmt, r["mean"], r["ci_low"], r["ci_high"]) for r in rows]
+        signed = fmt.replace("{:", "{:+")
+        cells += [cell(signed, r["delta"], r["delta_low"], r["delta_high"]) for r in rows[1:]]
+        table.add_row(label, *cells)
+    return table
+
+
 @crowd_model_app.command("fit")
 def fit(
     results: ResultsFile,
+    lists: Annotated[
+        Path | None,
+        typer.Option(
+            help="The lists the campaign produced (group qrels): each pair's gap is read from "
+            "them, and the predictive check simulates against them."
+        ),
+    ] = None,
+    rule: Rule = "mann-whitney",
+    level: Alpha = 0.05,
+    margin: Margin = 2,
+    bootstrap: Annotated[
+        int, typer.Option(help="Bootstrap replicates (over workers) for the intervals.")
+    ] = 50,
+    campaigns: Annotated[
+        int, typer.Option(help="Simulated campaigns of the predictive check (needs --lists).")
+    ] = 200,
+    seed: Seed = 0,
     output: Annotated[
         Path, typer.Option(*OUTPUT, help="TOML file to write the fitted model to.")
     ] = Path("crowd-model.toml"),
@@ -188,31 +250,68 @@ def fit(
 ) -> None:
     """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
 
-    The model's difficulty, accuracy, 'equal' tendency, position bias, work times, bots and
-    activity are fitted to the recorded answers and saved as TOML."""
+    The workers' noise, 'equal' tendency and lean to B (as distributions), careless share,
+    bots, activity and times are fitted with bootstrap intervals and saved as TOML. With
+    --lists the model is checked against the campaign: its recorded design simulated on its
+    candidates against its lists. --rule, --alpha and --margin give the rule it used."""
+    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.crowds.results import read_results
-    from crowdprefs.quality.crowd_model import fit_crowd_model, save_fit
+    from crowdprefs.io import read_lists
+    from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check, save_fit
 
+    aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
     columns = results_columns(
-        query_column,
-        a_column,
-        b_column,
-        answer_column,
-        a_value,
-        b_value,
-        equal_value,
+        query_column, a_column, b_column, answer_column, a_value, b_value, equal_value,
         pivot_column,
-    )
+    )  # fmt: skip
     answers = read_results(results, columns)
-    fitted = fit_crowd_model(answers)
+    produced = read_lists(lists) if lists else None
+    with console.status("fitting the crowd model"):
+        fitted = fit_crowd_model(answers, produced, bootstrap=bootstrap, seed=seed)
     save_fit(fitted, output)
     model = fitted.model
-    table = Table(title=f"crowd model fitted to {results} ({fitted.pairs} pairs)")
+    source = "its lists" if produced is not None else "latent gaps"
+    table = Table(
+        title=f"crowd model fitted to {escape(str(results))} ({fitted.pairs} pairs, "
+        f"{fitted.answers} answers, gaps from {source})"
+    )
     table.add_column("parameter")
     table.add_column("value", justify="right")
+    table.add_column("95% interval", justify="right")
     for name, value in model.to_dict().items():
-        table.add_row(name, f"{value:.3g}" if isinstance(value, float) else str(value))
-    shares = " ".join(f"{g}:{s:.2f}" for g, s in fitted.gap_shares.items())
-    table.add_row("pairs by true gap (groups)", shares)
+        low_high = fitted.intervals.get(name)
+        shown = f"{value:.3g}" if isinstance(value, float) else str(value)
+        table.add_row(name, shown, f"{low_high[0]:.3g} – {low_high[1]:.3g}" if low_high else "")
+    gaps = fitted.gap_shares
+    shares = " ".join(f"{g}:{s:.2f}" for g, s in gaps.items() if g < 5)
+    beyond = sum(s for g, s in gaps.items() if g >= 5)
+    table.add_row("pairs by gap (groups)", shares + (f" ≥5:{beyond:.2f}" if beyond else ""), "")
     console.print(table)
-    console.print(f"wrote {output}")
+    console.print(f"wrote {escape(str(output))}")
+    if produced is None:
+        console.print("predictive check: give the campaign's lists (--lists) to run it")
+        return
+    with console.status("simulating the recorded design"):
+        check = predictive_check(
+            fitted.replicates or model, answers, produced, aggregation, campaigns, seed
+        )
+    design = check.attrs["design"]
+    report = Table(
+        title=f"predictive check: {campaigns} simulated campaigns of the recorded design "
+        f"({design.answers_per_pair} answers per pair, {_rule_name(rule, level, margin)}, "
+        f"pivot shown as B in "
+        f"{design.pivot_b_share:.0%} of pairs) against the lists"
+    )
+    for column in ("statistic", "recorded", "simulated mean", "5% – 95%", "inside"):
+        report.add_column(column, justify="left" if column == "statistic" else "right")
+    for statistic, row in check.iterrows():
+        fmt = "{:.3f}" if str(statistic).startswith(("share", "agreement")) else "{:.1f}"
+        inside = row["p5"] <= row["recorded"] <= row["p95"]
+        report.add_row(
+            str(statistic),
+            fmt.format(row["recorded"]),
+            fmt.format(row["simulated"]),
+            f"{fmt.format(row['p5'])} – {fmt.format(row['p95'])}",
+            "yes" if inside else "no",
+        )
+    console.print(report)

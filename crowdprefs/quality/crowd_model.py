@@ -1,295 +1,354 @@
-"""Calibrate the simulated crowd from a recorded campaign's answers.
+"""The crowd model: workers with persistent identities answering preference questions.
 
-The simulated crowd (:mod:`crowdprefs.crowds.simulated`) answers "is A or B more similar?" by
-perceiving ``d = g + noise·z − bias`` (``g`` the signed gap between the two candidates' true
-groups, A's side positive) and answering "equal" when ``|d| < band``; careless workers answer at
-random and bots "equal" in fixed time. :func:`fit_crowd_model` estimates, from an answers frame
-(:func:`crowdprefs.crowds.results.read_results`, or any frame with ``pair_id, worker_id, choice``
-(A/B/equal), ``seconds`` and optionally ``status, kind, created_at, accepted_at``):
+The truth gives every candidate a latent similarity to its query; candidates in the same true
+group are equally similar (groups are one unit apart, group 1 most similar). A worker asked
+"is A or B more similar?" perceives ``d = s_A − s_B + noise·z − bias`` and answers "equal" when
+``|d| < band``, A when ``d > 0``, B otherwise (an ordered-probit answer: Thurstone's law of
+comparative judgment with an indifference band). Workers are a continuum: each one's noise and
+band are log-normal around the model's medians (``noise``, ``equal_band``; log standard
+deviations ``noise_spread``, ``equal_spread``) and their bias, a lean towards the variation shown
+as B, is normal (``position_bias``, ``bias_spread``). A ``careless_share`` of workers answers at
+random; ``bots`` answer "equal" in exactly ``bot_seconds`` (the two robots of seed
+``002_b9503f18ee81843c.txt`` §4.2). Answer times are log-normal around each worker's median;
+when the clips' durations are known, at least the time to hear the three clips plus an
+exponential decision time, since the HIT only takes an answer once every clip played through.
 
-* **bots**: workers with at least 5 answers, all "equal", whose times vary by at most 1 s (the
-  two robots of seed ``002_b9503f18ee81843c.txt`` §4.2 answered "equal" in exactly 8 s);
-  ``bot_seconds`` their median time.
-* **per-pair difficulty, noise, equal band, position bias, careless share**: maximum likelihood
-  of each pair's counts (A, equal, B) under a mixture over the unknown gap ``g ∈ {−4 … 4}``
-  (weights symmetric in the sign: the side shown as A is random, seed 002 §4.2). The answer
-  shares at each gap average the model's workers (their log-normal noise and band, normal
-  bias, with the default spreads) over fixed quantile draws. The gap weights (the *difficulty
-  distribution*: the share of pairs whose candidates are 0, 1, 2… groups apart) are a share of
-  equal pairs and a geometric fall beyond (:func:`gap_weights`), fitted with the rest by
-  Nelder-Mead from four starting points (the best optimum is kept).
-* **times**: ``median_seconds`` the median of the honest workers' median times,
-  ``worker_seconds_spread`` the standard deviation of their log medians,
-  ``answer_seconds_spread`` that of each answer's log time around its worker's median;
-  ``completion_hours`` the median time from a HIT's creation to its last accepted answer.
-* **activity**: the Zipf exponent of answers per worker against the worker's rank (least
-  squares on the log-log scale); ``workers`` the number of non-bot workers.
+Workers take HITs with Zipf-like activity (weight ``rank^−activity``), each pair going to
+distinct workers: a pair's answers are a weighted sample of the pool without replacement
+(successive sampling), so one worker gives at most one answer per pair, as on MTurk.
 
-The spreads of noise, band and bias and the careless workers' time are not identifiable from
-counts alone and keep their defaults (listed in the report).
+Time: a HIT's answers are accepted within ``completion_hours`` of its publication
+(:func:`simulate_answers`' timestamps). A *round* of ``N`` answers published together (one batch,
+or one more look of adaptive answers) is complete after ``(round_hours + N / answers_per_hour) ·
+exp(round_spread · z)`` hours: a latency for workers to find the HITs plus the crowd's throughput
+(small batches of seed 002 Table 2 finished in under an hour, the first one in 13.5 h).
+
+The defaults give about 50% "equal", 21% A and 29% B answers on the demo collection with a
+median of about 21 s per answer, as in the 2010 campaign of seed 002 (Table 2). Randomness in
+:func:`simulate_answers` is counter-based: answer *k* of pair *p* depends only on the crowd seed,
+*p* and *k*, so collecting in any order, after any crash, gives the same answers.
+:mod:`crowdprefs.quality.crowd_fit` fits the model to a recorded campaign.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import tomli_w
-from scipy import optimize, special, stats
+from scipy import special
 
-from crowdprefs.crowds.simulated import CrowdModel
+from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
-from crowdprefs.files import write_atomic
-
-GAPS = np.arange(-4, 5)
-"""Signed gaps (in true groups) the difficulty mixture ranges over."""
-
-_DRAWS = 48
-_MAX_RATIO = 0.75
-"""Largest fall of the difficulty distribution per group of gap (see :func:`_mixture_fit`)."""
+from crowdprefs.rng import counter_uniform
 
 
 @dataclass(frozen=True)
-class Fit:
-    """A fitted crowd model and what the fit saw."""
+class CrowdModel:
+    """Parameters of the simulated crowd (similarities in units of the gap between true groups).
 
-    model: CrowdModel
-    gap_shares: dict[int, float]
-    log_likelihood: float
-    pairs: int
-    answers: int
-    bots: list[str]
+    ``noise``, ``equal_band`` are the workers' medians, ``*_spread`` the standard deviations of
+    their logarithms; ``position_bias`` and ``bias_spread`` the mean and standard deviation of
+    the workers' lean to B. See the module doc for the rest.
+    """
 
-    def to_toml(self) -> dict[str, Any]:
-        return {
-            "simulated": self.model.to_dict(),
-            "fit": {
-                "pairs": self.pairs,
-                "answers": self.answers,
-                "log_likelihood": self.log_likelihood,
-                "gap_shares": {str(g): s for g, s in self.gap_shares.items()},
-                "bots": self.bots,
-                "kept_default": ["noise_spread", "equal_spread", "bias_spread", "careless_seconds"],
-            },
-        }
+    workers: int = 80
+    careless_share: float = 0.05
+    bots: int = 2
+    bot_seconds: float = 8.0
+    noise: float = 0.7
+    noise_spread: float = 0.4
+    equal_band: float = 1.1
+    equal_spread: float = 0.3
+    position_bias: float = 0.15
+    bias_spread: float = 0.1
+    median_seconds: float = 21.0
+    worker_seconds_spread: float = 0.35
+    answer_seconds_spread: float = 0.5
+    careless_seconds: float = 6.0
+    think_seconds: float = 2.0
+    activity: float = 1.0
+    completion_hours: float = 3.0
+    round_hours: float = 0.5
+    answers_per_hour: float = 90.0
+    round_spread: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.workers < 1 or self.bots < 0 or not 0 <= self.careless_share <= 1:
+            raise InputError("the simulated crowd needs at least one worker and shares in [0, 1]")
+        positive = ("noise", "equal_band", "answers_per_hour")
+        bad = [name for name in positive if not getattr(self, name) > 0]
+        spreads = ("noise_spread", "equal_spread", "bias_spread", "round_spread", "round_hours")
+        bad += [name for name in spreads if getattr(self, name) < 0]
+        if bad:
+            raise InputError(f"simulated-crowd setting {bad[0]} is out of range")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CrowdModel:
+        """The model from a ``[simulated]`` TOML table; values are checked against each field's
+        type (every field is a number), one clear error for the first that is not."""
+        kinds = {f.name: type(f.default) for f in fields(cls)}
+        unknown = set(data) - set(kinds)
+        if unknown:
+            raise InputError(f"unknown simulated-crowd setting(s): {', '.join(sorted(unknown))}")
+        values = {}
+        for name, value in data.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(f"simulated-crowd setting {name} must be a number, got {value!r}")
+            if kinds[name] is int and value != int(value):
+                raise InputError(f"simulated-crowd setting {name} must be a whole number")
+            values[name] = kinds[name](value)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-def _answers(frame: pd.DataFrame) -> pd.DataFrame:
-    missing = {"pair_id", "worker_id", "choice", "seconds"} - set(frame.columns)
-    if missing:
-        raise InputError(f"the answers lack column(s) {', '.join(sorted(missing))}")
-    keep = frame["choice"].isin(["A", "B", "equal"])
-    if "status" in frame.columns:
-        keep &= frame["status"].fillna("submitted").ne("rejected")
-    if "kind" in frame.columns:
-        keep &= frame["kind"].fillna("sort").eq("sort")
-    return frame[keep]
+REJECTION_TRIES = 4
+"""Draws from the whole pool per answer before :func:`distinct_workers` masks taken workers."""
 
 
-def find_bots(answers: pd.DataFrame) -> list[str]:
-    """Workers with ≥ 5 answers, all "equal", in times that vary by at most one second."""
-    per = answers.groupby("worker_id").agg(
-        n=("choice", "size"),
-        equal=("choice", lambda c: bool((c == "equal").all())),
-        low=("seconds", "min"),
-        high=("seconds", "max"),
-    )
-    bots = per[(per["n"] >= 5) & per["equal"] & (per["high"] - per["low"] <= 1.0)]
-    return sorted(bots.index.astype(str))
+def choice_shares(noise, band, bias, gap_a) -> np.ndarray:
+    """``(P(A), P(equal), P(B))`` of honest workers (broadcast arrays) at signed gaps
+    ``gap_a = s_A − s_B``: ``P(A) = Φ((g − bias − band)/noise)``, ``P(B) = Φ((−g + bias −
+    band)/noise)``. The last axis of the result holds the three shares."""
+    p_a = special.ndtr((gap_a - bias - band) / noise)
+    p_b = special.ndtr((-gap_a + bias - band) / noise)
+    return np.stack([p_a, 1.0 - p_a - p_b, p_b], axis=-1)
 
 
-def _worker_draws() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Standard-normal quantile points for the workers' noise, band and bias (decorrelated)."""
-    z = special.ndtri((np.arange(_DRAWS) + 0.5) / _DRAWS)
-    rng = np.random.default_rng(0xC0DE)
-    noise, band, bias = z, rng.permutation(z), rng.permutation(z)
-    # antithetic bias draws: the answer shares mirror exactly when the mean bias is 0
-    return np.tile(noise, 2), np.tile(band, 2), np.concatenate([bias, -bias])
+@dataclass(frozen=True)
+class WorkerPool:
+    """The drawn workers: ids, kinds and personal parameters (arrays over workers)."""
+
+    ids: np.ndarray
+    kind: np.ndarray  # "honest", "careless" or "bot"
+    weight: np.ndarray
+    noise: np.ndarray
+    band: np.ndarray
+    bias: np.ndarray
+    median_seconds: np.ndarray
+
+    @classmethod
+    def draw(cls, model: CrowdModel, seed: int) -> WorkerPool:
+        rng = np.random.default_rng([seed, 0x5C0])
+        n = model.workers + model.bots
+        kind = np.full(n, "honest", dtype=object)
+        careless = rng.random(model.workers) < model.careless_share
+        kind[: model.workers][careless] = "careless"
+        kind[model.workers :] = "bot"
+        order = rng.permutation(n)  # bots and careless workers are anywhere in the ranking
+        kind = kind[order]
+        weight = 1.0 / np.arange(1, n + 1) ** model.activity
+        return cls(
+            ids=np.array([f"W{seed % 1000:03d}{i:04d}" for i in range(n)]),
+            kind=kind,
+            weight=weight,
+            noise=model.noise * rng.lognormal(0.0, model.noise_spread, n),
+            band=model.equal_band * rng.lognormal(0.0, model.equal_spread, n),
+            bias=rng.normal(model.position_bias, model.bias_spread, n),
+            median_seconds=model.median_seconds
+            * rng.lognormal(0.0, model.worker_seconds_spread, n),
+        )
+
+    def shares(self, gap_a: np.ndarray) -> np.ndarray:
+        """Each worker's ``(P(A), P(equal), P(B))`` at each gap: shape ``(workers, gaps, 3)``;
+        careless workers answer each option with probability 1/3, bots always "equal"."""
+        gap = np.asarray(gap_a, dtype=float)[None, :]
+        table = choice_shares(self.noise[:, None], self.band[:, None], self.bias[:, None], gap)
+        table[self.kind == "careless"] = 1.0 / 3.0
+        table[self.kind == "bot"] = (0.0, 1.0, 0.0)
+        return table
 
 
-def answer_shares(
-    noise: np.ndarray, band: np.ndarray, bias: np.ndarray, careless: np.ndarray, base: CrowdModel
+def distinct_workers(
+    weight: np.ndarray, taken: np.ndarray, uniform: Callable[[int, np.ndarray], np.ndarray]
 ) -> np.ndarray:
-    """Shares (A, equal, B) at each gap of :data:`GAPS` for broadcast parameter arrays.
+    """One more worker for each row of ``taken`` (the workers already answering that pair, −1
+    for empty slots), drawn by ``weight`` among the workers not taken yet: successive sampling
+    without replacement. Draws from the whole pool are rejected while they repeat a worker (up
+    to :data:`REJECTION_TRIES` times); the rows left then draw from their masked weights.
+    ``uniform(t, rows)`` gives the uniform numbers of try ``t`` for those rows."""
+    cumulative = np.cumsum(weight / weight.sum())
+    last = len(weight) - 1
+    pick = np.full(len(taken), -1, dtype=np.int64)
+    todo = np.arange(len(taken))
+    for t in range(REJECTION_TRIES):
+        if len(todo) == 0:
+            return pick
+        draw = np.minimum(np.searchsorted(cumulative, uniform(t, todo)), last)
+        fresh = ~(taken[todo] == draw[:, None]).any(axis=1)
+        pick[todo[fresh]] = draw[fresh]
+        todo = todo[~fresh]
+    if len(todo):
+        masked = np.tile(weight, (len(todo), 1))
+        used = taken[todo]
+        rows = np.broadcast_to(np.arange(len(todo))[:, None], used.shape)
+        masked[rows[used >= 0], used[used >= 0]] = 0.0
+        if (masked.sum(axis=1) <= 0).any():
+            raise InputError("the simulated crowd has too few workers for distinct answers")
+        masked = np.cumsum(masked, axis=1)
+        u = uniform(REJECTION_TRIES, todo) * masked[:, -1]
+        pick[todo] = np.minimum((masked <= u[:, None]).sum(axis=1), last)
+    return pick
 
-    Averages the honest workers' ``P(d > band)`` and ``P(d < −band)`` over the model's
-    log-normal noise and band and normal bias (default spreads), then mixes in careless answers.
-    Returns an array of shape ``parameters.shape + (len(GAPS), 3)``.
+
+def round_hours(model: CrowdModel, answers, z=0.0) -> np.ndarray:
+    """Hours until a round of ``answers`` answers published together is complete, at standard
+    normal deviates ``z`` (0: the median round; see the module doc)."""
+    median = model.round_hours + np.asarray(answers, dtype=float) / model.answers_per_hour
+    return median * np.exp(model.round_spread * np.asarray(z, dtype=float))
+
+
+def latent_similarity(truth: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """``(query, document) → s`` from group qrels (group 1 most similar: s = −group)."""
+    return {
+        (q, d): -float(g)
+        for q, d, g in truth[["query", "document", "group"]].itertuples(index=False)
+    }
+
+
+def random_truth(candidates: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """A hidden truth for candidates without one: about three members per group, seeded."""
+    rng = np.random.default_rng([seed, 0x7207])
+    parts = []
+    for query, frame in candidates.groupby("query", sort=False):
+        levels = max(1, round(len(frame) / 3))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "query": query,
+                    "document": frame["document"].to_numpy(),
+                    "group": rng.integers(1, levels + 1, len(frame)),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)
+
+
+def simulate_answers(
+    pairs: pd.DataFrame,
+    similarity: dict[tuple[str, str], float],
+    pool: WorkerPool,
+    model: CrowdModel,
+    seed: int,
+    first: np.ndarray | None = None,
+    published_at: datetime | None = None,
+) -> pd.DataFrame:
+    """Answers ``first[i] … answers_wanted[i]−1`` of every pair, vectorised over all of them.
+
+    ``pairs`` needs ``pair_id, query, x, y, a_is_x, answers_wanted``. An ``x`` equal to its
+    query (an attention check) is identical to the query, so more similar than any candidate.
+    Returns rows ready for :meth:`crowdprefs.campaign.store.Store.add_answers`.
     """
-    zn, zb, zs = _worker_draws()
-    noise = np.asarray(noise)[..., None, None] * np.exp(base.noise_spread * zn)
-    band = np.asarray(band)[..., None, None] * np.exp(base.equal_spread * zb)
-    bias = np.asarray(bias)[..., None, None] + base.bias_spread * zs
-    gap = GAPS[:, None].astype(float)
-    p_a = special.ndtr((gap - bias - band) / noise).mean(axis=-1)
-    p_b = special.ndtr((-gap + bias - band) / noise).mean(axis=-1)
-    honest = np.stack([p_a, 1 - p_a - p_b, p_b], axis=-1)
-    c = np.asarray(careless)[..., None, None]
-    return (1 - c) * honest + c / 3
-
-
-def gap_weights(equal_pairs: float, ratio: float) -> np.ndarray:
-    """Shares of pairs whose candidates are 0, 1, … 4 true groups apart: ``equal_pairs`` at 0,
-    the rest falling geometrically by ``ratio`` per group."""
-    rest = ratio ** np.arange(len(GAPS) // 2)
-    return np.concatenate([[equal_pairs], (1 - equal_pairs) * rest / rest.sum()])
-
-
-def _mixture_fit(counts: np.ndarray, weight: np.ndarray, base: CrowdModel):
-    """Maximum likelihood by Nelder-Mead (four starting points) over noise, band, bias, careless
-    share and the difficulty distribution; returns (parameters, gap weights, log-likelihood).
-
-    The gap weights fall geometrically beyond gap 0, by a ratio of at most ``_MAX_RATIO``: free
-    (or flat) weights would let a crowd twice as noisy with groups twice as far apart fit as
-    well, while the plan's truths put adjacent groups one unit apart; sorted lists compare close
-    candidates more often than distant ones (the demo's QuickSort pairs fall by about 0.5).
-    """
-    constant = special.gammaln(counts.sum(1) + 1) - special.gammaln(counts + 1).sum(1)
-    split = np.where(GAPS == 0, 1.0, 2.0)
-
-    def unpack(theta: np.ndarray) -> tuple[tuple[float, float, float, float], np.ndarray]:
-        params = (
-            float(np.exp(theta[0])),
-            float(np.exp(theta[1])),
-            float(theta[2]),
-            float(special.expit(theta[3]) * 0.5),
-        )
-        return params, gap_weights(special.expit(theta[4]), special.expit(theta[5]) * _MAX_RATIO)
-
-    def log_likelihood(theta: np.ndarray) -> float:
-        params, folded = unpack(theta)
-        shares = np.clip(answer_shares(*params, base), 1e-12, 1)  # (G, 3)
-        signed = np.concatenate([folded[:0:-1], folded]) / split
-        joint = counts @ np.log(shares).T + constant[:, None] + np.log(signed)
-        top = joint.max(axis=1)
-        total = top + np.log(np.exp(joint - top[:, None]).sum(axis=1))
-        return float((total * weight).sum())
-
-    best = None
-    starts = (
-        (0.5, 0.7, 0.1, 0.05, 0.4, 0.3),
-        (0.7, 1.1, 0.15, 0.05, 0.4, 0.5),
-        (1.0, 1.0, 0.1, 0.1, 0.3, 0.5),
-        (1.3, 0.6, 0.0, 0.1, 0.2, 0.6),
+    wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
+    first = (
+        np.zeros(len(pairs), dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
     )
-    for start in starts:
-        noise, band, bias, careless, equal_pairs, ratio = start
-        theta = np.array(
-            [
-                np.log(noise),
-                np.log(band),
-                bias,
-                special.logit(careless * 2),
-                special.logit(equal_pairs),
-                special.logit(ratio / _MAX_RATIO),
-            ]
-        )
-        result = optimize.minimize(
-            lambda t: -log_likelihood(t),
-            theta,
-            method="Nelder-Mead",
-            options={"xatol": 1e-3, "fatol": 1e-3, "maxiter": 1500},
-        )
-        if best is None or result.fun < best.fun:
-            best = result
-    params, folded = unpack(best.x)
-    return params, folded, -float(best.fun)
-
-
-def _zipf_exponent(per_worker: pd.Series) -> float:
-    counts = np.sort(per_worker.to_numpy())[::-1].astype(float)
-    if len(counts) < 3:
-        return CrowdModel.activity
-    rank = np.arange(1, len(counts) + 1)
-    slope = stats.linregress(np.log(rank), np.log(counts)).slope
-    return float(max(0.0, -slope))
-
-
-def fit_crowd_model(frame: pd.DataFrame, base: CrowdModel = CrowdModel()) -> Fit:
-    """Fit the simulated crowd's parameters to a recorded campaign (see the module doc)."""
-    answers = _answers(frame)
-    if answers.empty:
-        raise InputError("no usable answers (A, B or equal) to fit a crowd model to")
-    bots = find_bots(answers)
-    honest = answers[~answers["worker_id"].astype(str).isin(bots)]
-    table = pd.crosstab(honest["pair_id"], honest["choice"]).reindex(
-        columns=["A", "equal", "B"], fill_value=0
-    )
-    table = table[table.sum(axis=1) >= 2]
-    if len(table) < 10:
+    if (wanted > len(pool.ids)).any():
         raise InputError(
-            f"only {len(table)} pair(s) have two or more answers; a crowd model needs at least 10"
+            f"the simulated crowd has {len(pool.ids)} workers; "
+            f"a pair cannot get {wanted.max()} distinct answers"
         )
-    distinct, weight = np.unique(table.to_numpy(), axis=0, return_counts=True)
-    (noise, band, bias, careless), gap_weights, log_like = _mixture_fit(
-        distinct.astype(float), weight.astype(float), base
+    todo = np.maximum(wanted - first, 0)
+    row = np.repeat(np.arange(len(pairs)), todo)
+    k = np.concatenate(
+        [np.arange(f, w) for f, w in zip(first, wanted, strict=True) if w > f]
+        or [np.zeros(0, np.int64)]
     )
+    if len(row) == 0:
+        return pd.DataFrame(columns=["pair_id"])
+    pair_id = pairs["pair_id"].to_numpy(dtype=np.int64)
 
-    seconds = honest["seconds"].astype(float)
-    ok = seconds > 0
-    worker_median = seconds[ok].groupby(honest["worker_id"][ok]).median()
-    enough = honest[ok].groupby("worker_id").size() >= 3
-    spread = np.log(worker_median[enough[enough].index]).std(ddof=1)
-    residual = np.log(seconds[ok]) - np.log(honest["worker_id"][ok].map(worker_median))
-    bot_times = answers.loc[answers["worker_id"].astype(str).isin(bots), "seconds"]
-    completion = base.completion_hours
-    if {"created_at", "accepted_at"} <= set(answers.columns):
-        created = pd.to_datetime(answers["created_at"], utc=True, errors="coerce")
-        accepted = pd.to_datetime(answers["accepted_at"], utc=True, errors="coerce")
-        span = (accepted - created).dt.total_seconds().groupby(answers["pair_id"]).max() / 3600
-        if span.notna().any():
-            completion = float(span.median())
+    # Distinct workers per pair: the Gumbel-top-k ranking of the pool, keyed by pair.
+    worker_index = np.arange(len(pool.ids))
+    u = counter_uniform(seed, 1, pair_id[:, None], worker_index[None, :])
+    ranking = np.argsort(-(np.log(pool.weight)[None, :] - np.log(-np.log(u))), axis=1)
+    worker = ranking[row, k]
 
-    model = replace(
-        base,
-        workers=max(1, int(honest["worker_id"].nunique())),
-        bots=len(bots),
-        bot_seconds=float(bot_times.median()) if len(bot_times) else base.bot_seconds,
-        careless_share=float(careless),
-        noise=float(noise),
-        equal_band=float(band),
-        position_bias=float(bias),
-        median_seconds=float(worker_median.median()) if len(worker_median) else 0.0,
-        worker_seconds_spread=float(spread) if np.isfinite(spread) else base.worker_seconds_spread,
-        answer_seconds_spread=float(residual.std(ddof=1))
-        if len(residual) > 1
-        else base.answer_seconds_spread,
-        activity=_zipf_exponent(honest.groupby("worker_id").size()),
-        completion_hours=completion,
+    def draw(stream: int) -> np.ndarray:
+        return counter_uniform(seed, stream, pair_id[row], k)
+
+    def latent(column: str) -> np.ndarray:
+        keys = zip(pairs["query"], pairs[column], strict=True)
+        return np.array([similarity.get(key, np.nan) for key in keys])
+
+    sx, sy = latent("x"), latent("y")
+    top = np.nanmax(list(similarity.values())) if similarity else 0.0
+    sx = np.where(pairs["x"].to_numpy() == pairs["query"].to_numpy(), top + 3.0, sx)
+    if np.isnan(sx).any() or np.isnan(sy).any():
+        missing = pairs.loc[np.isnan(sx) | np.isnan(sy)].iloc[0]
+        raise InputError(
+            f"the simulated crowd's truth has no similarity for query {missing['query']!r}, "
+            f"pair {missing['x']!r}/{missing['y']!r}"
+        )
+    a_is_x = pairs["a_is_x"].to_numpy(dtype=bool)
+    gap = np.where(a_is_x, sx - sy, sy - sx)[row]  # s_A − s_B
+
+    perceived = gap + pool.noise[worker] * special.ndtri(draw(2)) - pool.bias[worker]
+    choice = np.where(
+        np.abs(perceived) < pool.band[worker], "equal", np.where(perceived > 0, "A", "B")
+    ).astype(object)
+    seconds = pool.median_seconds[worker] * np.exp(
+        model.answer_seconds_spread * special.ndtri(draw(3))
     )
-    return Fit(
-        model=model,
-        gap_shares={int(g): float(w) for g, w in enumerate(gap_weights)},
-        log_likelihood=log_like,
-        pairs=len(table),
-        answers=int(len(honest)),
-        bots=bots,
+    if "listen_seconds" in pairs:  # an honest worker hears the three clips, then decides
+        listen = pairs["listen_seconds"].to_numpy(dtype=np.float64)[row]
+        floor = listen - model.think_seconds * np.log(draw(7))
+        seconds = np.where(np.isnan(listen), seconds, np.maximum(seconds, floor))
+
+    kind = pool.kind[worker]
+    careless = kind == "careless"
+    choice[careless] = np.array(["A", "B", "equal"], dtype=object)[
+        (draw(4)[careless] * 3).astype(int)
+    ]
+    seconds[careless] = model.careless_seconds * np.exp(0.3 * special.ndtri(draw(5)[careless]))
+    bots = kind == "bot"
+    choice[bots] = "equal"
+    seconds[bots] = model.bot_seconds
+
+    start = published_at or datetime.fromisoformat(now())
+    accepted = [start + timedelta(hours=h) for h in model.completion_hours * draw(6)]
+    frame = pd.DataFrame(
+        {
+            "pair_id": pair_id[row],
+            "crowd": "simulated",
+            "assignment_id": [f"sim-{p}-{j}" for p, j in zip(pair_id[row], k, strict=True)],
+            "worker_id": pool.ids[worker],
+            "choice": choice,
+            "seconds": np.round(seconds, 1),
+            "accepted_at": [t.isoformat(timespec="milliseconds") for t in accepted],
+            "submitted_at": [
+                (t + timedelta(seconds=float(sec))).isoformat(timespec="milliseconds")
+                for t, sec in zip(accepted, seconds, strict=True)
+            ],
+        }
     )
+    frame["score"] = score_of(frame["choice"], pd.Series(a_is_x[row].astype(int)))
+    return frame
 
 
-def save_fit(fit: Fit, path: str | os.PathLike) -> None:
-    """Write the fit as TOML (``[simulated]`` model fields, ``[fit]`` report), atomically.
-
-    The ``[simulated]`` table can be pasted into a project's ``crowdprefs.toml``.
-    """
-    write_atomic(path, tomli_w.dumps(fit.to_toml()))
-
-
-def load_crowd_model(path: str | os.PathLike) -> CrowdModel:
-    """The :class:`CrowdModel` of a TOML file's ``[simulated]`` table (from :func:`save_fit`)."""
+def model_file_section(path: str | os.PathLike) -> dict[str, Any]:
+    """The parsed TOML of a crowd model file, one clear error when it is missing or invalid."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"crowd model file not found: {path}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: invalid TOML: {error}") from None
-    section = dict(data.get("simulated", {}))
+
+
+def load_crowd_model(path: str | os.PathLike) -> CrowdModel:
+    """The :class:`CrowdModel` of a TOML file's ``[simulated]`` table (``crowd-model fit``)."""
+    section = dict(model_file_section(path).get("simulated", {}))
     section.pop("truth", None)
     section.pop("seed", None)
     try:

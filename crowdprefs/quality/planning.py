@@ -12,18 +12,18 @@ without SQLite, vectorised over every query and pair of a campaign:
   re-ranking of ``3·segment + part``. Starting from no verdicts no pair is ever needed twice, so
   this is :func:`crowdprefs.campaign.sorting.replay` batch for batch (the tests check it
   against replay).
-* Answers follow the simulated crowd's model (:mod:`crowdprefs.crowds.simulated`): a worker
-  perceives ``s_A − s_B + noise·z − bias`` and answers "equal" inside their band; careless
-  workers answer at random, bots "equal" in fixed time. One difference, for speed: each answer's
-  worker is drawn by activity weight independently (the driver's simulated crowd draws distinct
-  workers per pair), so a pair's answer counts are multinomial with exact shares (integrated
-  over the workers) and are drawn per pair, not per answer; with 80 workers the mix of answers
-  is the same (tested).
+* Answers follow the crowd model (:mod:`crowdprefs.quality.crowd_model`) worker by worker:
+  each campaign draws its pool of workers, a pair's answers come from distinct workers drawn by
+  activity weight (successive sampling), and each answer follows its worker's own noise, band
+  and bias at the pair's gap (the pivot is shown as B in ``pivot_b_share`` of the pairs), so
+  worker-level effects (a busy careless worker, a lean to B) carry over pairs as in a campaign.
 * Verdicts use the project's :class:`~crowdprefs.campaign.aggregate.AggregationRule` after a fixed
   number of answers, or a :class:`~crowdprefs.campaign.adaptive.StoppingRule` (rounds of answers
   until decided).
 * Cost uses :mod:`crowdprefs.campaign.budget` (each pair is one HIT with as many assignments as
-  answers); wall time adds, per round of answers, the time until its last answer is submitted.
+  answers); each *round* (one publication of answers: a batch, or one more look of adaptive
+  answers) takes the crowd model's round time, a latency plus the answers over the crowd's
+  throughput (:func:`crowdprefs.quality.crowd_model.round_hours`); wall time is their sum.
 
 Quality is reported with the cost: the ADR (seed 001 §3.4, :func:`crowdprefs.evaluation.measures.
 average_dynamic_recall`) of each produced list against the true list, the produced list being
@@ -34,7 +34,7 @@ earlier group) and of true ties kept (equally similar pairs left in one group).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,33 +42,86 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
-from crowdprefs.campaign.aggregate import AggregationRule, verdicts
+from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, verdicts
 from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.measures import Judged, average_dynamic_recall, judge
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, distinct_workers, round_hours
+from crowdprefs.rng import counter_uniform
 
 SUMMARY_COLUMNS = [
     "iterations",
+    "rounds",
     "pairs",
     "answers",
     "cost",
     "wall_hours",
+    "rounds_pipelined",
+    "wall_hours_pipelined",
     "adr",
     "order_recovered",
     "ties_kept",
 ]
 
+ITERATION_COLUMNS = [
+    "iteration",
+    "pairs",
+    "answers",
+    "rounds",
+    "hours",
+    "agreement",
+    "A",
+    "equal",
+    "B",
+]
+"""Per iteration of a simulated campaign: pairs, answers, rounds, hours, the mean
+inter-agreement of its pairs (seed 002 §5.3; pairs with two answers or more) and the answers'
+A/equal/B counts."""
+
+ANSWER_COLUMNS = [
+    "iteration",
+    "pair",
+    "query",
+    "x",
+    "y",
+    "a_is_x",
+    "slot",
+    "round",
+    "worker",
+    "choice",
+    "seconds",
+    "accepted_hours",
+]
+"""The answer log of a recorded simulated campaign (:func:`simulate_campaign` with ``record``):
+codes of the query, of x and the pivot y (candidates of the collection), the worker (in the
+campaign's :class:`~crowdprefs.quality.crowd_model.WorkerPool`), ``choice`` 0 = A, 1 = equal,
+2 = B, the work time and the acceptance time in hours from the campaign's start."""
+
 
 @dataclass(frozen=True)
 class Design:
-    """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees."""
+    """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees,
+    and how often the pivot is shown as variation B (seed 002 §4.2 randomised the sides)."""
 
     answers_per_pair: int = 10
     aggregation: AggregationRule = field(default_factory=AggregationRule)
     adaptive: StoppingRule | None = None
     reward: float = 0.02
     fees: FeeModel = field(default_factory=FeeModel)
+    pivot_b_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.answers_per_pair < 1:
+            raise InputError(f"a pair needs at least one answer, got {self.answers_per_pair}")
+        if not 0 <= self.pivot_b_share <= 1:
+            raise InputError(
+                f"the share of pivots shown as B must lie in [0, 1], got {self.pivot_b_share}"
+            )
+
+    @property
+    def most_answers(self) -> int:
+        """The most answers a pair can get."""
+        return self.answers_per_pair if self.adaptive is None else self.adaptive.maximum
 
 
 @dataclass(frozen=True)
@@ -108,8 +161,8 @@ def sort_rounds(
 
     ``query`` gives each candidate's query code (sorted ascending), ``position`` its place in
     its query's initial order, and ``oracle(x, y)`` the verdicts (+1: x more similar, 0, −1) of
-    a batch of candidate-index pairs. ``group`` is each candidate's group (1 = most similar) and
-    ``iterations`` the number of batches each query needed.
+    a batch of candidate-index pairs (``y`` the pivots). ``group`` is each candidate's group
+    (1 = most similar) and ``iterations`` the number of batches each query needed.
     """
     n = len(query)
     seg = query.copy()
@@ -144,64 +197,81 @@ def sort_rounds(
     return seg - start[query] + 1, iterations, asked
 
 
-@dataclass
 class _Crowd:
-    """The simulated crowd's workers as arrays: exact answer shares for pairs of latent gaps.
+    """One campaign's workers as arrays: each worker's answer shares at every whole gap
+    between true groups (``table[worker, gap + offset]``), their activity weights and times.
 
-    Each answer's worker is drawn by activity weight independently, so a pair's answers are
-    i.i.d. given its gap and the side shown as A, and its counts are multinomial with shares
-    ``Σ_w weight_w · P_w(choice | gap)``: ``P_w(A) = Φ((g_A − bias_w − band_w) / noise_w)`` and
-    ``P_w(B) = Φ((−g_A + bias_w − band_w) / noise_w)`` for honest workers, 1/3 each for careless
-    ones, "equal" for bots (the model of :mod:`crowdprefs.crowds.simulated`).
-    """
+    Answers are counter-based, keyed by the campaign seed, the pair (its two candidates) and the
+    answer's slot: the same pair gets the same sides, workers and answers whatever the design,
+    so designs compared on the same campaign seeds differ only by what they ask (paired)."""
 
-    model: CrowdModel
-    pool: WorkerPool
-    rng: np.random.Generator
-
-    def __post_init__(self) -> None:
-        pool = self.pool
-        self.weight = pool.weight / pool.weight.sum()
-        self.honest = pool.kind == "honest"
-        careless = self.weight[pool.kind == "careless"].sum()
-        self.floor = np.array([careless / 3, careless / 3 + self.weight[pool.kind == "bot"].sum()])
+    def __init__(self, model: CrowdModel, seed: int, widest_gap: int, rng: np.random.Generator):
+        self.model = model
+        self.seed = seed
+        self.pool = WorkerPool.draw(model, seed)
+        self.rng = rng
+        self.offset = widest_gap
+        table = self.pool.shares(np.arange(-widest_gap, widest_gap + 1))
+        self.cumulative = np.cumsum(table, axis=2)[:, :, :2]
         self.seconds = np.where(
-            pool.kind == "bot",
-            self.model.bot_seconds,
-            np.where(pool.kind == "careless", self.model.careless_seconds, pool.median_seconds),
+            self.pool.kind == "bot",
+            model.bot_seconds,
+            np.where(
+                self.pool.kind == "careless", model.careless_seconds, self.pool.median_seconds
+            ),
         )
 
-    def shares(self, gap: np.ndarray, a_is_x: np.ndarray) -> np.ndarray:
-        """Shares (more, equal, less) from x's view for each pair (gap = s_x − s_y, in whole
-        groups)."""
-        gap_a = np.rint(np.where(a_is_x, gap, -gap)).astype(np.int64)
-        low = int(gap_a.min()) if len(gap_a) else 0
-        inverse = gap_a - low
-        pool, w = self.pool, self.weight * self.honest
-        g = np.arange(low, low + int(inverse.max(initial=0)) + 1, dtype=float)[:, None]
-        p_a = special.ndtr((g - pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
-        p_b = special.ndtr((-g + pool.bias - pool.band) / pool.noise) @ w + self.floor[0]
-        side = np.stack([p_a, 1 - p_a - p_b, p_b], axis=1)[inverse.reshape(-1)]
-        return np.where(a_is_x[:, None], side, side[:, ::-1])
+    def uniform(self, stream: int, key: np.ndarray, *more) -> np.ndarray:
+        return counter_uniform(self.seed, stream, key, *more)
 
-    def round_seconds(self, answers: int) -> float:
-        """Time until the last of ``answers`` answers published together is submitted: the
-        latest acceptance (uniform over ``completion_hours``) plus one answer's work time."""
-        rng = self.rng
-        latest = self.model.completion_hours * 3600 * rng.random() ** (1 / answers)
-        worker = rng.choice(len(self.weight), p=self.weight)
-        spread = self.model.answer_seconds_spread
-        return float(latest + self.seconds[worker] * np.exp(spread * rng.standard_normal()))
+    def round_hours(self, index, answers) -> np.ndarray:
+        """Hours of the campaign's round(s) ``index`` asking ``answers`` answers (the round's
+        speed is keyed by its index, the same for every design)."""
+        z = special.ndtri(self.uniform(16, np.asarray(index)))
+        return round_hours(self.model, answers, z)
+
+    def workers(self, key: np.ndarray, taken: np.ndarray, slot: int) -> np.ndarray:
+        """The worker of answer ``slot`` of each pair (``taken``: the pairs' earlier workers)."""
+        return distinct_workers(
+            self.pool.weight, taken, lambda t, rows: self.uniform(12, key[rows], slot, t)
+        )
+
+    def answer(self, key: np.ndarray, slot: np.ndarray, worker: np.ndarray, gap_a: np.ndarray):
+        """Each answer's choice (0 = A, 1 = equal, 2 = B) by ``worker`` at A's gap ``gap_a``."""
+        edges = self.cumulative[worker, gap_a + self.offset]
+        u = self.uniform(14, key, slot)
+        return (u >= edges[:, 0]).astype(np.int64) + (u >= edges[:, 1])
+
+    def work_seconds(self, key: np.ndarray, slot: np.ndarray, worker: np.ndarray) -> np.ndarray:
+        z = special.ndtri(self.uniform(15, key, slot))
+        return self.seconds[worker] * np.exp(self.model.answer_seconds_spread * z)
+
+
+@dataclass
+class _Batch:
+    """What one iteration asked and got (for the per-iteration table and the answer log)."""
+
+    verdict: np.ndarray
+    answers: np.ndarray
+    rounds: int
+    hours: float
+    shown: np.ndarray  # (pairs, 3): A, equal, B answers
+    per_round: np.ndarray  # (rounds, pairs): answers asked of each pair in each round
+    log: list[dict[str, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class Campaign:
-    """One simulated campaign: totals, each candidate's produced group and each query's
-    number of iterations."""
+    """One simulated campaign: totals, each candidate's produced group, each query's number of
+    iterations, the per-iteration table (:data:`ITERATION_COLUMNS`) and, when recorded, the
+    answer log (:data:`ANSWER_COLUMNS`) with the campaign's worker pool."""
 
     summary: dict[str, float]
     group: np.ndarray
     iterations: np.ndarray
+    per_iteration: pd.DataFrame
+    answers: pd.DataFrame | None = None
+    pool: WorkerPool | None = None
 
     def lists(self, collection: Collection) -> pd.DataFrame:
         """The produced lists ``query, document, group``."""
@@ -215,30 +285,111 @@ class Campaign:
 
 
 def _decide_batch(
-    gap: np.ndarray, crowd: _Crowd, design: Design
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Collect answers for a batch of pairs until decided: ``(verdict, answers, wall seconds)``."""
+    key: np.ndarray,
+    gap: np.ndarray,
+    crowd: _Crowd,
+    design: Design,
+    clock: tuple[int, float],
+    record: bool,
+) -> _Batch:
+    """Collect answers for a batch of pairs (``key`` identifies each pair, ``gap`` = s_x − s_y
+    in whole groups, y the pivot) round after round until decided; ``clock`` gives the rounds
+    and hours the campaign took before the batch."""
     pairs = len(gap)
-    a_is_x = crowd.rng.integers(0, 2, pairs).astype(bool)
-    shares = crowd.shares(gap, a_is_x)
-    counts = np.zeros((pairs, 3), dtype=np.int64)  # more, equal, less
+    a_is_x = crowd.uniform(11, key) < design.pivot_b_share  # the pivot y is shown as B
+    gap_a = np.where(a_is_x, gap, -gap)
+    workers = np.full((pairs, design.most_answers), -1, dtype=np.int64)
+    shown = np.zeros((pairs, 3), dtype=np.int64)
     have = np.zeros(pairs, dtype=np.int64)
     rule = design.adaptive
     wanted = np.full(pairs, design.answers_per_pair if rule is None else rule.initial)
-    wall = 0.0
+    slots = np.arange(workers.shape[1])
+    rounds, hours, log, load = 0, 0.0, [], []
     while True:
-        new = wanted - have
-        asking = new > 0
-        if asking.any():
-            counts[asking] += crowd.rng.multinomial(new[asking], shares[asking])
-            wall += crowd.round_seconds(int(new.sum()))
+        if (wanted > have).any():
+            for slot in range(int(have.min()), int(wanted.max())):
+                rows = np.flatnonzero((have <= slot) & (slot < wanted))
+                workers[rows, slot] = crowd.workers(key[rows], workers[rows, :slot], slot)
+            row, slot = np.nonzero((slots >= have[:, None]) & (slots < wanted[:, None]))
+            worker = workers[row, slot]
+            choice = crowd.answer(key[row], slot, worker, gap_a[row])
+            shown += np.bincount(row * 3 + choice, minlength=3 * pairs).reshape(pairs, 3)
+            load.append(np.bincount(row, minlength=pairs))
+            took = float(crowd.round_hours(clock[0] + rounds, len(row)))
+            if record:
+                seconds = crowd.work_seconds(key[row], slot, worker)
+                latest = np.maximum(took - seconds / 3600, 0.0)
+                log.append(
+                    {
+                        "row": row,
+                        "slot": slot,
+                        "round": np.full(len(row), rounds),
+                        "worker": worker,
+                        "choice": choice,
+                        "seconds": seconds,
+                        "accepted_hours": clock[1] + hours + latest * crowd.rng.random(len(row)),
+                    }
+                )
+            rounds += 1
+            hours += took
         have = wanted
+        counts = np.where(a_is_x[:, None], shown, shown[:, ::-1])  # more, equal, less
         if rule is None:
-            return verdicts(*counts.T, design.aggregation)[0], have, wall
+            verdict = verdicts(*counts.T, design.aggregation)[0]
+            break
         decided, verdict = decide(*counts.T, rule)
         if decided.all():
-            return verdict, have, wall
+            break
         wanted = answers_wanted(*counts.T, rule)
+    for entry in log:
+        entry["a_is_x"] = a_is_x[entry["row"]]
+    per_round = np.array(load) if load else np.zeros((0, pairs), dtype=np.int64)
+    return _Batch(verdict, have, rounds, hours, shown, per_round, log)
+
+
+class _Pipeline:
+    """The rounds a campaign would take if each segment went on as soon as its own pairs were
+    decided (the driver waits for the whole batch): a segment's pairs start in the round after
+    its parent segment's last answers, so a pair's first answers are asked in parallel with
+    other pairs' later ones. The pairs and answers are the same (they do not depend on when
+    they are asked); only the rounds they fall in change."""
+
+    def __init__(self, items: int) -> None:
+        self.ready = np.zeros(items, dtype=np.int64)  # round at which an item's segment starts
+        self.load = np.zeros(0, dtype=np.int64)  # answers asked in each round
+
+    def add(self, x: np.ndarray, y: np.ndarray, per_round: np.ndarray) -> None:
+        """A batch of pairs ``(x, y)`` (``y`` the pivot: one segment per pivot) and the answers
+        each pair was asked in each of the batch's rounds."""
+        start = self.ready[y]
+        used = per_round > 0
+        rounds = np.where(used.any(axis=0), len(used) - np.argmax(used[::-1], axis=0), 0)
+        finish = np.zeros(len(self.ready), dtype=np.int64)
+        np.maximum.at(finish, y, start + rounds)
+        self.ready[x] = finish[y]
+        self.ready[y] = finish[y]
+        r, p = np.nonzero(used)
+        at = start[p] + r
+        if len(at) and at.max() >= len(self.load):
+            self.load = np.concatenate([self.load, np.zeros(at.max() + 1 - len(self.load), int)])
+        np.add.at(self.load, at, per_round[r, p])
+
+    def hours(self, crowd: _Crowd) -> tuple[int, float]:
+        """Rounds and wall hours (the crowd model's round times)."""
+        load = self.load[self.load > 0]
+        return len(load), float(np.sum(crowd.round_hours(np.arange(len(load)), load)))
+
+
+def _widest_gap(collection: Collection) -> int:
+    """The largest difference of true groups within a query."""
+    if len(collection.group) == 0:
+        return 0
+    n = len(collection.queries)
+    high = np.zeros(n, dtype=np.int64)
+    low = np.full(n, np.iinfo(np.int64).max)
+    np.maximum.at(high, collection.query, collection.group)
+    np.minimum.at(low, collection.query, collection.group)
+    return int((high - low).max())
 
 
 def simulate_campaign(
@@ -246,35 +397,89 @@ def simulate_campaign(
     design: Design,
     model: CrowdModel = CrowdModel(),
     seed: int = 0,
+    record: bool = False,
 ) -> Campaign:
-    """One whole campaign on ``collection`` with the simulated crowd (seeded)."""
+    """One whole campaign on ``collection`` with the simulated crowd (seeded); ``record`` keeps
+    the answer log and the worker pool."""
     rng = np.random.default_rng([seed, 0x91A7])
-    crowd = _Crowd(model, WorkerPool.draw(model, seed), rng)
-    similarity = -collection.group.astype(float)
+    crowd = _Crowd(model, seed, _widest_gap(collection), rng)
+    similarity = -collection.group
     position = rng.random(len(collection.query))
-    totals = {"pairs": 0, "answers": 0, "cost": 0.0, "wall": 0.0}
+    totals = {"pairs": 0, "answers": 0, "cost": 0.0, "hours": 0.0, "rounds": 0}
+    pipeline = _Pipeline(len(collection.query))
+    rows: list[dict] = []
+    logs: list[pd.DataFrame] = []
 
     def oracle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        verdict, answers, wall = _decide_batch(similarity[x] - similarity[y], crowd, design)
+        key = x * len(collection.query) + y
+        batch = _decide_batch(
+            key,
+            similarity[x] - similarity[y],
+            crowd,
+            design,
+            (totals["rounds"], totals["hours"]),
+            record,
+        )
+        answers = batch.answers
         totals["pairs"] += len(x)
         totals["answers"] += int(answers.sum())
         totals["cost"] += float(
             np.sum(design.fees.per_assignment(design.reward, answers) * answers)
         )
-        totals["wall"] += wall
-        return verdict
+        totals["hours"] += batch.hours
+        totals["rounds"] += batch.rounds
+        pipeline.add(x, y, batch.per_round)
+        agreement = inter_agreement(*batch.shown.T)
+        agreement = agreement[np.isfinite(agreement)]
+        rows.append(
+            {
+                "iteration": len(rows) + 1,
+                "pairs": len(x),
+                "answers": int(answers.sum()),
+                "rounds": batch.rounds,
+                "hours": batch.hours,
+                "agreement": float(agreement.mean()) if len(agreement) else np.nan,
+                **dict(zip(("A", "equal", "B"), batch.shown.sum(axis=0).tolist(), strict=True)),
+            }
+        )
+        for entry in batch.log:
+            row = entry.pop("row")
+            logs.append(
+                pd.DataFrame(
+                    {
+                        "iteration": len(rows),
+                        "pair": totals["pairs"] - len(x) + row,
+                        "query": collection.query[x[row]],
+                        "x": x[row],
+                        "y": y[row],
+                        **entry,
+                    }
+                )
+            )
+        return batch.verdict
 
     group, iterations, _ = sort_rounds(collection.query, position, oracle)
+    pipelined_rounds, pipelined_hours = pipeline.hours(crowd)
     summary = {
         "iterations": int(iterations.max()) if len(iterations) else 0,
+        "rounds": totals["rounds"],
         "pairs": totals["pairs"],
         "answers": totals["answers"],
         "cost": round(totals["cost"], 2),
-        "wall_hours": totals["wall"] / 3600,
-        "adr": float(_campaign_adr(collection, group, rng).mean()),
+        "wall_hours": totals["hours"],
+        "rounds_pipelined": pipelined_rounds,
+        "wall_hours_pipelined": pipelined_hours,
+        "adr": float(_campaign_adr(collection, group, np.random.default_rng([seed, 0xADE])).mean()),
         **_relations(collection, group),
     }
-    return Campaign(summary, group, iterations)
+    per_iteration = pd.DataFrame(rows, columns=ITERATION_COLUMNS)
+    answers = None
+    if record:
+        answers = pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
+        answers = answers.reindex(columns=ANSWER_COLUMNS)
+    return Campaign(
+        summary, group, iterations, per_iteration, answers, crowd.pool if record else None
+    )
 
 
 def _campaign_adr(collection: Collection, group: np.ndarray, rng: np.random.Generator):
@@ -361,28 +566,36 @@ def list_adr(produced: pd.DataFrame, truth: pd.DataFrame, seed: int = 0) -> np.n
 def simulate(
     truth: pd.DataFrame,
     design: Design,
-    model: CrowdModel = CrowdModel(),
+    model: CrowdModel | Sequence[CrowdModel] = CrowdModel(),
     campaigns: int = 100,
     seed: int = 0,
     on_campaign: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Simulate ``campaigns`` whole campaigns; one row each with :data:`SUMMARY_COLUMNS`.
 
-    Campaign ``i`` uses seed ``seed · 1000003 + i``: its initial orders, workers and answers.
+    Campaign ``i`` uses seed ``seed · 1000003 + i``: its initial orders, workers and answers, so
+    two designs simulated with the same seed are compared on the same campaigns (paired). With
+    several models (e.g. bootstrap replicates of a fit) campaign ``i`` uses model ``i`` modulo
+    their number.
     """
     if campaigns < 1:
         raise InputError(f"simulate at least one campaign, got {campaigns}")
+    models = [model] if isinstance(model, CrowdModel) else list(model)
     collection = Collection.from_truth(truth)
     rows = []
     for i in range(campaigns):
-        rows.append(simulate_campaign(collection, design, model, seed=seed * 1_000_003 + i).summary)
+        crowd = models[i % len(models)]
+        rows.append(simulate_campaign(collection, design, crowd, seed=seed * 1_000_003 + i).summary)
         if on_campaign:
             on_campaign(i)
     return pd.DataFrame(rows)[SUMMARY_COLUMNS]
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per column: mean, 95% interval of the mean (normal), and the 5%, 50%, 95% quantiles."""
+    """Per column: mean, 95% interval of the mean (normal), and the 5%, 50%, 95% quantiles.
+
+    Given the difference of two designs' per-campaign frames (same seeds), the interval is the
+    paired one."""
     values = frame[SUMMARY_COLUMNS]
     mean = values.mean()
     half = 1.959964 * values.std(ddof=1).fillna(0) / np.sqrt(len(values))
@@ -396,3 +609,37 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
             "p95": values.quantile(0.95),
         }
     )
+
+
+def simulate_designs(
+    truth: pd.DataFrame,
+    designs: dict[str, Design],
+    model: CrowdModel | Sequence[CrowdModel] = CrowdModel(),
+    campaigns: int = 100,
+    seed: int = 0,
+    on_campaign: Callable[[int], None] | None = None,
+) -> pd.DataFrame:
+    """:func:`simulate` for several designs on the same campaign seeds (paired): one row per
+    design and campaign, ``design, campaign`` then :data:`SUMMARY_COLUMNS`."""
+    frames = []
+    for name, design in designs.items():
+        frame = simulate(truth, design, model, campaigns, seed, on_campaign)
+        frames.append(frame.assign(design=name, campaign=np.arange(campaigns)))
+    columns = ["design", "campaign", *SUMMARY_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def compare_designs(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Designs side by side (from :func:`simulate_designs`): per design and measure the mean
+    with its 95% interval and, against ``baseline``, the paired difference with its 95%
+    interval (campaign by campaign on the same seeds). Indexed by ``(design, measure)``."""
+    base = frame[frame["design"] == baseline].set_index("campaign")[SUMMARY_COLUMNS]
+    parts = []
+    for name, rows in frame.groupby("design", sort=False):
+        values = rows.set_index("campaign")[SUMMARY_COLUMNS]
+        summary = summarize(values)[["mean", "ci_low", "ci_high"]]
+        delta = summarize(values - base.reindex(values.index))[["mean", "ci_low", "ci_high"]]
+        summary[["delta", "delta_low", "delta_high"]] = delta.to_numpy()
+        parts.append(summary.assign(design=name))
+    table = pd.concat(parts).rename_axis("measure").reset_index()
+    return table.set_index(["design", "measure"])

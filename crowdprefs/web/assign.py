@@ -40,9 +40,9 @@ import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
-from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
+from crowdprefs.rng import counter_uniform
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:

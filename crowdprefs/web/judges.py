@@ -35,8 +35,9 @@ import uvicorn
 
 from crowdprefs.campaign.project import STATE_NAME, Project
 from crowdprefs.campaign.store import Store
-from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
+from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import CrowdError
+from crowdprefs.quality.crowd_model import simulate_answers
 from crowdprefs.web import assign
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token

@@ -23,9 +23,9 @@ from crowdprefs.campaign.adaptive import (
 )
 from crowdprefs.campaign.aggregate import AggregationRule, verdicts
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 
 SMALL = StoppingRule(method="sequential", initial=3, step=1, maximum=8, alpha=0.1)
 
@@ -55,6 +55,62 @@ def test_curtailment_decides_only_what_no_remaining_answers_can_change(aggregati
         assert bool(decided[0]) == (len(finals) == 1), (m, e, q, finals)
         if decided[0]:
             assert finals == {int(verdict[0])}
+
+
+def _dirichlet_multinomial(counts, remaining, prior):
+    """Probability of each completion (a, b, c) of ``remaining`` answers under the Pólya urn."""
+    from scipy import special
+
+    n = sum(counts)
+    out = {}
+    for a, b, c in _completions(remaining):
+        log_p = (
+            special.gammaln(remaining + 1)
+            - sum(special.gammaln(k + 1) for k in (a, b, c))
+            + special.gammaln(n + 3 * prior)
+            - special.gammaln(n + remaining + 3 * prior)
+            + sum(
+                special.gammaln(k + d + prior) - special.gammaln(k + prior)
+                for k, d in zip(counts, (a, b, c), strict=True)
+            )
+        )
+        out[(a, b, c)] = float(np.exp(log_p))
+    return out
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.15, 0.3])
+def test_predictive_curtailment_stops_once_the_final_verdict_is_likely_enough(epsilon):
+    """A state is decided exactly when one final verdict of the rule (margin 2 after 7 answers)
+    has Pólya-urn predictive probability ≥ 1 − ε, and then gets that verdict."""
+    aggregation = AggregationRule(rule="margin", margin=2)
+    rule = StoppingRule(
+        method="curtail", initial=1, step=1, maximum=7, epsilon=epsilon, aggregation=aggregation
+    )
+    for m, e, q in itertools.product(range(7), repeat=3):
+        n = m + e + q
+        if n == 0 or n >= 7:
+            continue
+        chance = {1: 0.0, 0: 0.0, -1: 0.0}
+        for (a, b, c), p in _dirichlet_multinomial((m, e, q), 7 - n, rule.prior).items():
+            chance[int(verdicts([m + a], [e + b], [q + c], aggregation)[0][0])] += p
+        best = max(chance, key=chance.get)
+        decided, verdict = decide([m], [e], [q], rule)
+        likely = chance[best] >= 1 - epsilon + 1e-9
+        assert bool(decided[0]) == likely or abs(chance[best] - (1 - epsilon)) < 1e-9, (m, e, q)
+        if decided[0]:
+            assert int(verdict[0]) == best
+
+
+def test_larger_epsilon_stops_earlier_and_epsilon_is_checked():
+    expected = []
+    for epsilon in (0.0, 0.1, 0.3):
+        rule = StoppingRule(method="curtail", initial=2, step=1, maximum=10, epsilon=epsilon)
+        expected.append(operating(rule, 0.2, 0.6, 0.2).answers)
+    assert expected[0] > expected[1] > expected[2]
+    with pytest.raises(InputError, match="epsilon"):
+        StoppingRule(method="curtail", epsilon=0.5)
+    rule = StoppingRule.from_section({"method": "curtail", "epsilon": 0.15}, 10, AggregationRule())
+    assert rule.epsilon == 0.15
 
 
 def test_curtailed_campaign_gives_the_fixed_verdicts_with_fewer_answers():
@@ -242,11 +298,12 @@ def test_driver_extension_checks_the_budget(tmp_path):
         max_size=30,
     ),
     method=st.sampled_from(["curtail", "sequential"]),
+    epsilon=st.sampled_from([0.0, 0.2]),
 )
-def test_decisions_and_schedule_are_consistent(counts, method):
+def test_decisions_and_schedule_are_consistent(counts, method, epsilon):
     """Any counts: a verdict never goes against the lead, decided pairs want no more answers,
     undecided ones want more, never beyond the maximum."""
-    rule = StoppingRule(method=method, initial=4, step=2, maximum=10)
+    rule = StoppingRule(method=method, initial=4, step=2, maximum=10, epsilon=epsilon)
     more, equal, less = (np.array(c) for c in zip(*counts, strict=True))
     decided, verdict = decide(more, equal, less, rule)
     assert (verdict * np.sign(more - less) >= 0).all()

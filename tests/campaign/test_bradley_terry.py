@@ -11,8 +11,8 @@ import pytest
 from scipy import optimize, stats
 
 from crowdprefs.campaign import bradley_terry as bt
-from crowdprefs.crowds.simulated import CrowdModel
 from crowdprefs.errors import InputError
+from crowdprefs.quality.crowd_model import CrowdModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from preference_crowd import all_pairs, crowd_answers, truth_lists  # noqa: E402

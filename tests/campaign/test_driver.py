@@ -19,10 +19,11 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.sorting import initial_orders, replay
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.simulated import CrowdModel, SimulatedCrowd
+from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.io import read_lists
+from crowdprefs.quality.crowd_model import CrowdModel
 
 
 @pytest.fixture
@@ -152,7 +153,7 @@ def test_simulated_answers_do_not_depend_on_collection_order(demo):
 
 
 def crowd_answers(crowd: SimulatedCrowd, pairs: pd.DataFrame) -> pd.DataFrame:
-    from crowdprefs.crowds.simulated import simulate_answers
+    from crowdprefs.quality.crowd_model import simulate_answers
 
     return simulate_answers(pairs, crowd.similarity, crowd.pool, crowd.model, crowd.seed)
 

@@ -12,22 +12,24 @@ from typer.testing import CliRunner
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.adaptive import StoppingRule
+from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.sorting import replay
 from crowdprefs.cli.app import app
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.simulated import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.io import write_lists
+from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.quality.planning import (
     SUMMARY_COLUMNS,
     Collection,
     Design,
     _campaign_adr,
-    _Crowd,
     _relations,
+    compare_designs,
     list_adr,
     simulate,
     simulate_campaign,
+    simulate_designs,
     sort_rounds,
     summarize,
 )
@@ -84,8 +86,10 @@ def test_seed_002_table_1_example():
     assert asked == 6 + 4 + 2
 
 
-def test_answer_shares_match_the_simulated_crowd():
-    """The plan's exact answer shares equal the core simulated crowd's empirical shares."""
+def test_worker_shares_match_the_simulated_crowd():
+    """The planner's per-worker answer shares (``WorkerPool.shares``) are those of the core
+    simulated crowd: over its answers, the mean planned share of each choice at the answer's
+    worker and gap equals the observed share."""
     model = CrowdModel()
     pool = WorkerPool.draw(model, 4)
     similarity = {("q", "a"): 0.0, ("q", "b"): -1.0, ("q", "c"): -2.0}
@@ -105,15 +109,62 @@ def test_answer_shares_match_the_simulated_crowd():
         }
     )
     core = simulate_answers(pairs, similarity, pool, model, seed=4)
-    score = core["score"].to_numpy().reshape(len(x), 4)
+    row = core["pair_id"].to_numpy()
     gap = np.array([similarity[("q", a)] - similarity[("q", b)] for a, b in zip(x, y, strict=True)])
-    shares = _Crowd(model, pool, np.random.default_rng(0)).shares(gap, a_is_x)
+    gap_a = np.where(a_is_x, gap, -gap)[row]
+    worker = pd.Index(pool.ids).get_indexer(core["worker_id"])
+    planned = pool.shares(np.arange(-2, 3))[worker, gap_a.astype(int) + 2]
     for case in range(len(cases)):
-        for side in (True, False):
-            rows = (np.arange(len(x)) % len(cases) == case) & (a_is_x == side)
-            for slot, value in enumerate((1, 0, -1)):
-                empirical = (score[rows] == value).mean()
-                assert abs(empirical - shares[rows, slot].mean()) < 0.03, (case, side, value)
+        rows = row % len(cases) == case
+        for slot, choice in enumerate(("A", "equal", "B")):
+            observed = (core["choice"][rows] == choice).mean()
+            assert abs(observed - planned[rows, slot].mean()) < 0.02, (case, choice)
+
+
+def test_workers_persist_and_answer_a_pair_once():
+    """A recorded campaign: each pair's answers come from distinct workers of one pool, the
+    busiest worker gives at most one answer per pair, and sides follow the pivot share."""
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    design = Design(pivot_b_share=0.74)
+    campaign = simulate_campaign(collection, design, CrowdModel(activity=1.5), seed=6, record=True)
+    log = campaign.answers
+    assert not log.duplicated(["pair", "worker"]).any()
+    assert log["worker"].max() < len(campaign.pool.ids)
+    busiest = log["worker"].value_counts()
+    assert busiest.iloc[0] <= log["pair"].nunique()
+    assert busiest.iloc[0] / log["pair"].nunique() > 0.5  # Zipf 1.5: the head answers most pairs
+    sides = log.groupby("pair")["a_is_x"].first()
+    assert sides.mean() == pytest.approx(0.74, abs=0.08)
+    assert log.groupby("iteration")["worker"].nunique().min() > 1
+    per = campaign.per_iteration
+    assert per["pairs"].sum() == campaign.summary["pairs"]
+    assert per[["A", "equal", "B"]].to_numpy().sum() == campaign.summary["answers"]
+
+
+def test_designs_on_the_same_seeds_get_the_same_answers():
+    """Exact curtailment on the same campaign seeds gives the fixed design's lists (paired
+    answers), with fewer answers; pipelining segments leaves a fixed design's rounds alone and
+    never adds rounds to an adaptive one."""
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    margin = AggregationRule(rule="margin", margin=2)
+    fixed = Design(10, margin)
+    curtailed = Design(10, margin, StoppingRule(method="curtail", step=1, aggregation=margin))
+    for seed in range(3):
+        a = simulate_campaign(collection, fixed, seed=seed)
+        b = simulate_campaign(collection, curtailed, seed=seed)
+        np.testing.assert_array_equal(a.group, b.group)
+        assert b.summary["answers"] < a.summary["answers"]
+        assert a.summary["rounds_pipelined"] == a.summary["rounds"]
+        assert a.summary["wall_hours_pipelined"] == pytest.approx(a.summary["wall_hours"])
+        assert b.summary["rounds_pipelined"] <= b.summary["rounds"]
+        assert b.summary["rounds"] > a.summary["rounds"]
+    table = compare_designs(
+        simulate_designs(truth, {"fixed": fixed, "curtail": curtailed}, campaigns=4), "fixed"
+    )
+    assert table.loc[("curtail", "adr"), "delta"] == 0.0
+    assert table.loc[("curtail", "answers"), "delta_high"] < 0
 
 
 def test_campaign_totals_and_lists():
@@ -123,7 +174,7 @@ def test_campaign_totals_and_lists():
     s = campaign.summary
     assert s["answers"] == 10 * s["pairs"]
     assert s["cost"] == pytest.approx(s["answers"] * 0.03)  # $0.02 + max($0.01, 40% fee)
-    assert 3 <= s["iterations"] <= 10 and s["wall_hours"] > 0
+    assert 3 <= s["iterations"] <= 10 and s["wall_hours"] > 0 and s["rounds"] == s["iterations"]
     lists = campaign.lists(collection)
     assert len(lists) == 118
     assert lists.groupby("query")["group"].min().eq(1).all()
@@ -181,7 +232,7 @@ def test_simulate_and_summarize():
     assert (frame["adr"].between(0, 1)).all()
 
 
-def test_plan_command(tmp_path):
+def test_plan_command_compares_designs_side_by_side(tmp_path):
     candidates, truth = make_collection(2010, sizes=(5, 8, 12))
     candidates.to_csv(tmp_path / "c.csv", index=False)
     write_lists(truth, tmp_path / "t.qrel")
@@ -201,14 +252,50 @@ def test_plan_command(tmp_path):
             "--output",
             str(tmp_path / "runs.csv"),
         ],
+        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
     assert "ADR vs truth" in result.output and "per-look" in result.output
-    assert len(pd.read_csv(tmp_path / "runs.csv")) == 5
-    without_truth = runner.invoke(
-        app, ["plan", "--candidates", str(tmp_path / "c.csv"), "--campaigns", "2"]
+    assert "10 answers, Mann-Whitney 0.05" in result.output and "Δ sequential" in result.output
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert len(runs) == 10 and set(runs["design"]) == {
+        "10 answers, Mann-Whitney 0.05",
+        "sequential (4+2…10)",
+    }
+    curtail = runner.invoke(
+        app,
+        [
+            "plan",
+            "--candidates",
+            str(tmp_path / "c.csv"),
+            "--campaigns",
+            "2",
+            "--rule",
+            "margin",
+            "--adaptive",
+            "curtail",
+            "--epsilon",
+            "0.2",
+            "--maximum",
+            "12",
+            "--initial",
+            "3",
+            "--step",
+            "1",
+        ],
+        env={"COLUMNS": "200"},
     )
-    assert without_truth.exit_code == 0, without_truth.output
+    assert curtail.exit_code == 0, curtail.output
+    assert "curtail ε=0.2 (3+1…12)" in curtail.output and "segments pipelined" in curtail.output
+
+
+def test_plan_refuses_a_bad_epsilon_in_one_line(tmp_path, cli):
+    candidates, _ = make_collection(2010, sizes=(5, 8))
+    candidates.to_csv(tmp_path / "c.csv", index=False)
+    code, out, err = cli(
+        "plan", "--candidates", tmp_path / "c.csv", "--adaptive", "curtail", "--epsilon", "0.7"
+    )
+    assert code != 0 and "epsilon must lie in [0, 0.5)" in err and "Traceback" not in err
 
 
 @pytest.mark.slow

@@ -41,8 +41,9 @@ from botocore.validate import ParamValidator
 from defusedxml import ElementTree as SafeElementTree
 
 from crowdprefs.campaign.store import Store
-from crowdprefs.crowds.simulated import SimulatedCrowd, simulate_answers
+from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.hits.render import HTML_QUESTION_NS, QUESTION_LIMIT
+from crowdprefs.quality.crowd_model import simulate_answers
 
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 ANSWER_NS = (
