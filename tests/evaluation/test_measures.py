@@ -198,8 +198,10 @@ def test_cross_check_with_ir_measures(seed):
 
 
 def test_interpolated_precision_matches_ir_measures():
-    runs, truth = random_collection(7)
-    levels = [0.0, 0.2, 0.5, 0.8, 1.0]
+    """At every recall level 0, 0.01, ..., 1: trec_eval counts ⌊x·R + 0.9⌋ relevant documents
+    for level x (0.51 with R = 7 needs 4, not R(r) ≥ 0.51)."""
+    runs, truth = random_collection(7, n_queries=30, depth=25)
+    levels = [round(0.01 * i, 2) for i in range(101)]
     data = M.judge(runs, truth)
     ours = M.interpolated_precision(data, levels)
     qrels = truth.rename(columns={"query": "query_id", "document": "doc_id", "gain": "relevance"})
