@@ -18,6 +18,7 @@ from crowdprefs.evaluation.mtc.statistics import (
     pair_statistics,
     pair_table,
     sign_accuracy,
+    sign_agreement,
     upper_pairs,
     with_judgments,
 )
@@ -34,7 +35,7 @@ class Simulation:
     pairs: pd.DataFrame  # final pair table with a ``correct`` column
     stopped: bool  # the target was reached
     confidences: np.ndarray  # iterations × system pairs (A < B): stated confidence
-    correct: np.ndarray  # iterations × system pairs: estimated sign is the true one
+    correct: np.ndarray  # iterations × system pairs: sign_agreement (1 right, ½ a tie, 0 wrong)
 
     def first_reaching(self, target: float) -> int | None:
         """The first iteration whose confidence in the ranking reached ``target``."""
@@ -96,7 +97,7 @@ def simulate(
         accuracy, tau = sign_accuracy(stats, full)
         done = int(est.judged.sum())
         confidences.append(pair_conf)
-        correct.append(np.sign(stats.diff[a, b]) == np.sign(full[a] - full[b]))
+        correct.append(sign_agreement(stats.diff[a, b], full[a] - full[b]))
         records.append((iteration, done, conf, float(pair_conf.min()), accuracy, tau))
         if progress is not None:
             progress(done)
@@ -115,6 +116,4 @@ def simulate(
     pairs = pair_table(col, stats, delta)
     pairs["correct"] = correct[-1]
     done_order = np.concatenate(order) if order else np.array([], dtype=int)
-    return Simulation(
-        log, done_order, pairs, reached, np.array(confidences), np.array(correct, dtype=bool)
-    )
+    return Simulation(log, done_order, pairs, reached, np.array(confidences), np.array(correct))

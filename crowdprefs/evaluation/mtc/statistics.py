@@ -139,19 +139,27 @@ def pair_table(col: Collection, stats: PairStatistics, delta: float = 0.0) -> pd
     )
 
 
+def sign_agreement(estimated: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Per pair, how right the estimated sign of a difference is: 1 when it is the true sign,
+    0 when it is the opposite, ½ when exactly one of the two is a tie (a coin toss would
+    order the pair right half of the time)."""
+    estimated, true = np.sign(estimated), np.sign(true)
+    return np.where(estimated == true, 1.0, np.where(estimated * true == 0, 0.5, 0.0))
+
+
 def sign_accuracy(stats: PairStatistics, truth: np.ndarray) -> tuple[float, float]:
-    """Share of pairs whose estimated sign of Δ is the true one, and Kendall's τ_b.
+    """Mean :func:`sign_agreement` over the pairs (ties count ½), and Kendall's τ_b.
 
     ``truth`` is each system's AG@k under all judgments; τ_b = Σ sign·sign / √(n₁ n₂) with
     n₁, n₂ the untied pairs of each ranking.
     """
     a, b = upper_pairs(len(truth))
-    estimated, true = np.sign(stats.diff[a, b]), np.sign(truth[a] - truth[b])
     if not a.size:
         return 1.0, 1.0
+    estimated, true = np.sign(stats.diff[a, b]), np.sign(truth[a] - truth[b])
     ties = np.sqrt(np.count_nonzero(estimated) * np.count_nonzero(true))
     tau = float((estimated * true).sum() / ties) if ties > 0 else float("nan")
-    return float((estimated == true).mean()), tau
+    return float(sign_agreement(estimated, true).mean()), tau
 
 
 def calibration_table(
@@ -164,7 +172,7 @@ def calibration_table(
     Bins are [e_i, e_{i+1}); the last one is closed. Columns: bin, pairs, share, mean stated
     confidence, realised accuracy.
     """
-    confidence, correct = np.asarray(confidence, float), np.asarray(correct, bool)
+    confidence, correct = np.asarray(confidence, float), np.asarray(correct, float)
     index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, len(edges) - 2)
     frame = pd.DataFrame({"bin": index, "confidence": confidence, "correct": correct})
     grouped = frame.groupby("bin").agg(

@@ -93,3 +93,17 @@ def test_calibration_table_bins():
     assert table["pairs"].tolist() == [2, 0, 0, 0, 0, 1, 2]
     assert table.loc[0, "accuracy"] == 0.5 and table.loc[6, "accuracy"] == 0.5
     assert table.loc[6, "stated"] == pytest.approx(0.9975)
+
+
+def test_a_tied_estimate_counts_half(small):
+    """Uniform estimates without judgments tie every system: accuracy ½ (a coin toss), not 0."""
+    _, col, truth = small
+    est = mtc.UniformEstimator(col)(np.full(col.n_pairs, np.nan))
+    stats = mtc.pair_statistics(col, est, "fine")
+    assert mtc.sign_accuracy(stats, col.incidence @ truth)[0] == 0.5
+    agreement = mtc.sign_agreement(np.array([1.0, -2.0, 0.0, 3.0, 0.0]), np.array([2, 1, 5, 0, 0]))
+    assert agreement.tolist() == [1.0, 0.0, 0.5, 0.5, 1.0]
+    sim = mtc.simulate(
+        col, truth, mtc.UniformEstimator(col), mtc.make_selector("reference", col, 3, 2), "fine"
+    )
+    assert sim.log["accuracy"].iloc[0] == 0.5 and sim.correct[0].tolist() == [0.5] * 15
