@@ -25,6 +25,8 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from crowdprefs.evaluation.mtc import Choice
+
 mtc_app = typer.Typer(
     help="Minimal Test Collections: rank systems by AG@k with few level judgments.",
     no_args_is_help=True,
@@ -42,18 +44,24 @@ ScaleOpt = Annotated[str, typer.Option("--scale", help="Gain scale: fine (0-100)
 EstimatorOpt = Annotated[
     str,
     typer.Option(
-        "--estimator", help="Gain estimator: uniform, output, judge, fitted or trained (--model)."
+        "--estimator",
+        help="Gain estimator: auto (trained with --model, else judge with --metadata on the "
+        "Fine scale, else fitted), uniform, output, judge, fitted or trained.",
     ),
 ]
 ModelOpt = Annotated[
     Path | None,
-    typer.Option("--model", help="Gain model of `mtc train` (for --estimator trained)."),
+    typer.Option(
+        "--model",
+        help="Gain model of `mtc train` on other systems and queries (used by auto/trained).",
+    ),
 ]
 EffectsOpt = Annotated[
     bool,
     typer.Option(
         "--effects/--no-effects",
-        help="Per-system random effects: correlated errors within a system (honest variances).",
+        help="Per-system errors: the errors of a system's documents are correlated (honest "
+        "variances); a trained model learns them from the judgments.",
     ),
 ]
 TargetOpt = Annotated[float, typer.Option("--target", help="Target confidence in the ranking.")]
@@ -90,6 +98,13 @@ def _flagged(flag: str, check: Callable[[str], str], value: str) -> None:
         raise InputError(f"{flag}: {error}") from None
 
 
+def _say_estimator(choice: Choice, note: str | None) -> None:
+    """Which estimator is used and why, and any note on a trained model's features (stderr)."""
+    err_console.print(f"estimator: {choice.name} ({escape(choice.reason)})")
+    if note is not None:
+        err_console.print(f"note: {escape(note)}")
+
+
 def _model(path: Path | None):
     from crowdprefs.evaluation import mtc
 
@@ -121,7 +136,7 @@ def next_(
     ] = None,
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
-    estimator: EstimatorOpt = "judge",
+    estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
     selection: SelectionOpt = "adaptive",
@@ -153,6 +168,7 @@ def next_(
             selection=selection, batch=batch, batch_size=batch_size, target=target, hits=hits,
             audio_url=audio_url, hit_scale=hit_scale,
         )  # fmt: skip
+    _say_estimator(chosen.estimator, chosen.note)
     err_console.print(
         f"{len(chosen.pairs)} pairs to judge written to {escape(str(out))} (judged so far "
         f"{chosen.judged} of {chosen.total}; confidence in the ranking {chosen.confidence:.4f})"
@@ -167,7 +183,7 @@ def estimate(
     ] = None,
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
-    estimator: EstimatorOpt = "judge",
+    estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
     delta: DeltaOpt = 0.0,
@@ -205,7 +221,7 @@ def simulate(
     ],
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
-    estimator: EstimatorOpt = "judge",
+    estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
     selection: SelectionOpt = "adaptive",
@@ -217,7 +233,8 @@ def simulate(
         bool,
         typer.Option(
             "--compat",
-            help="Reproduce the reference tool: reference selection, no random effects.",
+            help="Reproduce the reference tool: reference selection, no per-system errors "
+            "(and its overconfident stops).",
         ),
     ] = False,
     target: TargetOpt = 0.95,
@@ -246,13 +263,10 @@ def simulate(
             target=target, rule=rule, delta=delta, max_judgments=max_judgments,
             keep_going=keep_going, progress=True,
         )  # fmt: skip
-    if report.cross_fitted:
-        err_console.print(
-            "trained model cross-fitted by query folds on the oracle's judgments: each query's "
-            "gains come from a model trained on the other folds' queries only"
-        )
+    _say_estimator(report.estimator, report.note)
     if plot is not None:
-        mtc.plot_simulation(report.sim.log, plot, f"MTC: {estimator}, {report.selection} selection")
+        title = f"MTC: {report.estimator.name}, {report.selection} selection"
+        mtc.plot_simulation(report.sim.log, plot, title)
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -285,34 +299,43 @@ def train(
     metadata: Annotated[Path, typer.Option("--metadata", help="'document artist genre' lines.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the model (JSON).")],
     scale: ScaleOpt = "fine",
-    folds: Annotated[
-        int, typer.Option("--folds", help="Query folds of the cross-validated check.")
-    ] = 5,
+    system_folds: Annotated[
+        int, typer.Option("--system-folds", help="System folds of the held-out measurement.")
+    ] = 3,
+    query_folds: Annotated[
+        int, typer.Option("--query-folds", help="Query folds of the held-out measurement.")
+    ] = 2,
 ) -> None:
-    """Train a gain model on a judged collection, for `--estimator trained --model` elsewhere.
+    """Train a gain model on a judged collection, for new systems and queries elsewhere.
 
     A cumulative logit on output-based features of documents and of the systems retrieving
-    them (mtc.TRAINED_FEATURES), with the per-system error spread of its residuals. Prints a
-    query-fold cross-validated check: RMSE and mean (gain − E)²/Var on held-out queries.
+    them, with the errors it makes on systems and queries it was not fitted on (measured on
+    held-out system folds × query folds of this collection); use it with --model.
     """
     from crowdprefs.evaluation import mtc
 
-    if folds < 2:
-        raise InputError(f"--folds must be at least 2 (got {folds})")
+    if system_folds < 2 or query_folds < 2:
+        raise InputError(
+            f"--system-folds and --query-folds must be at least 2 (got {system_folds}, "
+            f"{query_folds})"
+        )
     with _option_hints():
-        training = mtc.train_model(mtc.load_inputs(runs, judgments, metadata, scale), out, folds)
-    model = training.model
+        inputs = mtc.load_inputs(runs, judgments, metadata, scale)
+        model = mtc.train_model(inputs, out, system_folds, query_folds)
     console.print(f"gain model on the {model.scale} scale, trained on {model.judgments} judgments")
     table = Table()
     table.add_column("feature")
     table.add_column("coefficient (per sd)", justify="right")
-    for name, beta in zip(mtc.TRAINED_FEATURES, model.params, strict=False):
-        table.add_row(name, f"{beta:+.3f}")
+    table.add_column("training range", justify="right")
+    for name, beta, low, high in zip(
+        mtc.TRAINED_FEATURES, model.params, model.low, model.high, strict=False
+    ):
+        table.add_row(name, f"{beta:+.3f}", f"{low:.3f} to {high:.3f}")
     console.print(table)
     console.print(
-        f"per-system error sd: sigma {model.sigma:.3f}, tau {model.tau:.3f} (gain points); "
-        f"variance scale {model.variance_scale:.3f}; "
-        f"held-out queries ({folds} folds): RMSE {training.rmse:.3f}, "
-        f"mean (gain - E)^2/Var {training.standardised:.3f} (1 = calibrated)"
+        f"on held-out systems and queries ({system_folds} system folds × {query_folds} query "
+        f"folds): RMSE {model.held_out_rmse:.3f} gain points; per-system error sd sigma "
+        f"{model.sigma:.3f}, tau {model.tau:.3f}, common shift omega {model.omega:.3f}; "
+        f"variance scale {model.variance_scale:.3f}"
     )
     err_console.print(f"model written to {escape(str(out))}")

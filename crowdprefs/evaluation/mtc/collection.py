@@ -102,6 +102,18 @@ class Collection:
         """OV of the seed (§4.2.1): distinct pairs / (S·Q·k)."""
         return self.n_pairs / (self.n_systems * self.n_queries * self.k)
 
+    def subset(self, systems: np.ndarray, queries: np.ndarray) -> tuple[Collection, np.ndarray]:
+        """The collection of the chosen systems' runs on the chosen queries (boolean masks in
+        system and query order), and for each of its pairs the position of that pair here."""
+        incidence = self.incidence[systems]
+        kept = np.flatnonzero((incidence.sum(axis=0) > 0) & queries[self.query_of])
+        incidence = incidence[:, kept]
+        pairs = self.pairs.iloc[kept].reset_index(drop=True)
+        pairs["q"] = (np.cumsum(queries) - 1)[pairs["q"].to_numpy()]
+        pairs["c"] = incidence.sum(axis=0).astype(int)
+        part = Collection(self.systems[systems], self.queries[queries], pairs, incidence, self.k)
+        return part, kept
+
     def pair_index(self, frame: pd.DataFrame) -> np.ndarray:
         """Position of each (query, document) row of ``frame`` among the pairs; −1 if absent."""
         keys = pd.MultiIndex.from_frame(self.pairs[["query", "document"]])
@@ -193,6 +205,10 @@ class PairMetadata:
     def known(self) -> np.ndarray:
         return (self.artist >= 0) & (self.genre >= 0) & (self.query_genre >= 0)
 
+    def take(self, pairs: np.ndarray) -> PairMetadata:
+        """The metadata of the pairs at these positions (of :meth:`Collection.subset`)."""
+        return PairMetadata(self.artist[pairs], self.genre[pairs], self.query_genre[pairs])
+
 
 def pair_metadata(col: Collection, metadata: pd.DataFrame) -> PairMetadata:
     """Look up artist and genre of every pair's document and query in ``metadata``."""
@@ -213,17 +229,23 @@ def query_groups(col: Collection, codes: np.ndarray) -> np.ndarray:
     return np.unique(col.query_of * (codes.max() + 2) + codes + 1, return_inverse=True)[1]
 
 
-def query_folds(
-    col: Collection, folds: int, seed: int = 0, groups: np.ndarray | None = None
-) -> np.ndarray:
-    """Fold (0..folds−1) of every pair by its query, queries dealt to folds in a seeded order.
+def query_folds(col: Collection, folds: int, seed: int = 0) -> np.ndarray:
+    """Fold (0..folds−1) of every pair by its query, queries dealt to folds in a seeded order."""
+    order = np.random.default_rng(seed).permutation(col.n_queries)
+    return (np.argsort(order) % folds)[col.query_of]
 
-    ``groups`` (one label per query) keeps queries with the same label in one fold (copies
-    of a query in a bootstrap collection).
-    """
-    labels = np.arange(col.n_queries) if groups is None else pd.factorize(groups)[0]
-    order = np.random.default_rng(seed).permutation(labels.max() + 1)
-    return (np.argsort(order) % folds)[labels][col.query_of]
+
+def transfer_split(
+    col: Collection, seed: int
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Disjoint halves of the systems and of the queries, drawn with ``seed``: the (systems,
+    queries) masks of a training part and of a test part that shares neither with it, for
+    :meth:`Collection.subset` (a model trained on last year's systems and queries meets new
+    ones)."""
+    rng = np.random.default_rng(seed)
+    systems = rng.permutation(col.n_systems) < col.n_systems // 2
+    queries = rng.permutation(col.n_queries) < col.n_queries // 2
+    return (systems, queries), (~systems, ~queries)
 
 
 def read_metadata(path: str | Path) -> pd.DataFrame:

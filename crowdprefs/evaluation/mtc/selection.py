@@ -29,14 +29,29 @@ def adaptive_weights(
     w_d = Σ_{A<B, C_AB < target, d ∈ A△B} V_d / Var[Δ_AB]: the share of each still undecided
     pair's variance that judging d would remove (the seed's §3.4 variant that counts only
     pairs below the target). With binary X, Σ_{A<B} U_AB |X_Ad − X_Bd| = (U1)ᵀX_d − X_dᵀ U X_d.
+
+    When the estimates learn the per-system errors from each judgment (``est.learning``), d
+    also narrows them: the error part g_ABᵀ b of Δ_AB (g_AB = L_A − L_B, the loads of
+    :func:`~crowdprefs.evaluation.mtc.statistics.pair_statistics`) loses
+    (g_ABᵀ Σ z_d)² / (V_d + z_dᵀ Σ z_d), the variance explained by d's residual
+    r_d = z_d·b + ε_d; that share of Var[Δ_AB] is added for every undecided pair.
     """
     conf = stats.confidence()
+    undecided = (conf < target) & (stats.diff_var > 0)
     with np.errstate(divide="ignore"):
-        u = np.where((conf < target) & (stats.diff_var > 0), 1.0 / stats.diff_var, 0.0)
+        u = np.where(undecided, 1.0 / stats.diff_var, 0.0)
     np.fill_diagonal(u, 0.0)
     x = col.incidence
     spread = u.sum(axis=1) @ x - ((u @ x) * x).sum(axis=0)
-    return np.where(est.judged, 0.0, spread * est.var)
+    weights = spread * est.var
+    if est.learning and est.system_cov is not None:
+        a, b = np.nonzero(np.triu(undecided, k=1))
+        load = col.gram(~est.judged / col.retrieved_by)  # n·L, so that units match V_d
+        told = est.system_cov @ col.mean_over_systems  # Σ z_d for every d (S×P)
+        explained = est.var + (col.mean_over_systems * told).sum(axis=0)
+        gain = ((load[a] - load[b]) @ told) ** 2 / np.maximum(explained, 1e-12)
+        weights = weights + (gain / stats.diff_var[a, b][:, None]).sum(axis=0)
+    return np.where(est.judged, 0.0, weights)
 
 
 def take_batch(

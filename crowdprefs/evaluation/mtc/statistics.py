@@ -30,12 +30,16 @@ class Estimates:
     ``system_cov`` (S×S, optional) is the covariance of per-system errors b_s, by which an
     unjudged pair's gain is off by mean_{s retrieving d} b_s; it makes the errors of a
     system's documents correlated (MTC.md, "Why confidence 0.95 comes with accuracy 0.90").
+    ``learning`` says that ``system_cov`` is a posterior that each further judgment narrows
+    (the judged gain tells about the errors of the systems that retrieved it), which the
+    adaptive selection counts.
     """
 
     mean: np.ndarray
     var: np.ndarray
     judged: np.ndarray
     system_cov: np.ndarray | None = None
+    learning: bool = False
 
 
 def with_judgments(mean: np.ndarray, var: np.ndarray, gains: np.ndarray) -> Estimates:

@@ -23,7 +23,7 @@ def trained(small):
     _, col, truth = small
     meta = mtc.pair_metadata(col, make_metadata(col, 3))
     x = mtc.trained_features(col, meta)
-    return col, meta, x, mtc.train_gain_model(col, x, truth, "fine")
+    return col, meta, x, mtc.train_gain_model(col, meta, truth, "fine")
 
 
 @pytest.fixture()

@@ -80,20 +80,23 @@ def test_cli_train_then_estimate_with_the_model(files, cli):
     model = files / "model.json"
     code, out, err = cli(
         "mtc", "train", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
-        "--metadata", files / "meta.txt", "--out", model, "--folds", "3",
+        "--metadata", files / "meta.txt", "--out", model, "--system-folds", "2",
     )  # fmt: skip
     assert code == 0, err
-    assert "sysGEN" in out and "held-out queries (3 folds)" in " ".join(out.split())
+    flat = " ".join(out.split())
+    assert "sysGEN" in out and "training range" in flat
+    assert "on held-out systems and queries (2 system folds × 2 query folds): RMSE" in flat
     judged = len(pd.read_csv(files / "all.txt", sep="\t", header=None))
     assert mtc.GainModel.from_json(model.read_text()).judgments == judged
     code, out, err = cli(
         "mtc", "estimate", "--runs", files / "runs.txt", "--metadata", files / "meta.txt",
-        "--judgments", files / "some.txt", "--estimator", "trained", "--model", model, "--json",
+        "--judgments", files / "some.txt", "--model", model, "--json",
     )  # fmt: skip
     assert code == 0, err
     payload = json.loads(out)
     assert payload["judgments"] == len(pd.read_csv(files / "some.txt", sep="\t", header=None))
-    model.write_text('{"format": "crowdprefs-mtc-gain-model", "version": 1}')
+    assert payload["estimator"] == "trained" and "trained gain model was given" in payload["why"]
+    model.write_text('{"format": "crowdprefs-mtc-gain-model", "version": 2}')
     code, _, err = cli(
         "mtc", "estimate", "--runs", files / "runs.txt", "--metadata", files / "meta.txt",
         "--estimator", "trained", "--model", model,
@@ -102,15 +105,35 @@ def test_cli_train_then_estimate_with_the_model(files, cli):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_cli_simulate_trained_is_cross_fitted_without_a_model(files, cli):
-    code, out, err = cli(
-        "mtc", "simulate", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
-        "--metadata", files / "meta.txt", "--estimator", "trained", "--batches", "6", "--json",
-    )  # fmt: skip
+def test_cli_next_says_which_estimator_it_uses_and_why(files, cli):
+    """Without options: judge with metadata, fitted without; a trained model when given."""
+    base = ("mtc", "next", "--runs", files / "runs.txt", "--judgments", files / "some.txt")
+    code, _, err = cli(*base, "--metadata", files / "meta.txt", "--out", files / "a.tsv")
     assert code == 0, err
-    assert "cross-fitted by query folds" in " ".join(err.split())
-    payload = json.loads(out)
-    assert payload["cross_fitted"] is True and payload["log"][0]["judgments"] == 0
+    assert "estimator: judge (no trained gain model was given: with document metadata" in err
+    code, _, err = cli(*base, "--out", files / "b.tsv", "--batch", "3")
+    assert code == 0, err
+    assert "estimator: fitted (neither a trained gain model nor document metadata" in err
+    model = files / "model.json"
+    cli(
+        "mtc", "train", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
+        "--metadata", files / "meta.txt", "--out", model,
+    )  # fmt: skip
+    code, _, err = cli(*base, "--metadata", files / "meta.txt", "--model", model, "--out",
+                       files / "c.tsv")  # fmt: skip
+    assert code == 0, err
+    assert "estimator: trained (a trained gain model was given: on new systems and new" in err
+    code, _, err = cli(*base, "--estimator", "uniform", "--out", files / "d.tsv")
+    assert "estimator: uniform (asked for)" in err
+
+
+def test_cli_a_trained_estimator_without_a_model_names_the_option(files, cli):
+    code, _, err = cli(
+        "mtc", "simulate", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
+        "--metadata", files / "meta.txt", "--estimator", "trained",
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error:") and len(err.strip().splitlines()) == 1
+    assert "needs a trained gain model: give --model FILE (written by `mtc train`)" in err
 
 
 def test_cli_estimate_table_and_errors(files):
@@ -121,6 +144,10 @@ def test_cli_estimate_table_and_errors(files):
     )
     assert ok.exit_code == 0, ok.output
     assert len(json.loads(ok.stdout)["systems"]) == 6
-    missing = runner.invoke(app, ["mtc", "estimate", "--runs", str(files / "runs.txt")])
+    missing = runner.invoke(
+        app, ["mtc", "estimate", "--runs", str(files / "runs.txt"), "--estimator", "judge"]
+    )
     assert isinstance(missing.exception, InputError)
-    assert "--metadata" in str(missing.exception)
+    assert "needs document metadata (document artist genre): give --metadata FILE" in str(
+        missing.exception
+    )
