@@ -431,12 +431,14 @@ def interpolated_precision(data: Judged, levels: Iterable[float], rel: float = 1
 
     The interpolated PR curve averaged over queries, with trec_eval's count of relevant
     documents for a level (``iprec_at_recall``; ir_measures ``IPrec``): it differs from
-    R(r) ≥ x when x·|I_Q| lies less than 0.1 above a whole number.
+    R(r) ≥ x when x·|I_Q| lies less than 0.1 above a whole number. Levels are taken as the
+    decimals they denote (rounded to 12 places, as trec_eval reads them from text), so that
+    ``np.linspace(0, 1, 11)[7]`` = 0.7000000000000001 counts as 0.7.
     """
     chi, p, _, n_relevant = _precision_recall(data, rel, None)
     p = np.where(np.arange(p.shape[2]) < data.length[:, :, None], p, 0.0)
     hits = np.cumsum(chi, axis=2)
-    levels = np.asarray(list(levels), dtype=float)
+    levels = np.round(np.asarray(list(levels), dtype=float), 12)
     needed = np.floor(levels[None, :] * n_relevant[:, None] + 0.9)  # Q × levels
     reached = hits[:, :, :, None] >= needed[None, :, None, :]
     return np.where(reached, p[:, :, :, None], 0.0).max(axis=2)

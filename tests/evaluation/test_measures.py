@@ -213,6 +213,12 @@ def test_interpolated_precision_matches_ir_measures():
         for metric in ir_measures.iter_calc(measures, qrels, part[["query_id", "doc_id", "score"]]):
             q = int(np.flatnonzero(data.queries == metric.query_id)[0])
             assert ours[s, q, levels.index(metric.measure["recall"])] == pytest.approx(metric.value)
+    # levels computed in floating point count as the decimals they denote (0.7000000000000001
+    # × 3 relevant + 0.9 would need 3 documents at level 0.7, trec_eval's 0.7 needs 2)
+    assert np.array_equal(
+        M.interpolated_precision(data, np.linspace(0, 1, 11)),
+        M.interpolated_precision(data, np.arange(11) / 10),
+    )
 
 
 # --------------------------------------------------------------------------- conventions
