@@ -5,29 +5,22 @@ Runs, on ``../shared/data/mirex2011-ams`` (MTC.md, "What the reference tool does
 1. the compatibility mode (L_judge, static c·(S−c) weights, b = 1, n = 1): judgments to 0.95,
    accuracy, and its time against the reference tool's 69 s (wall and CPU time measured here);
 2. the same reference curve continued to 600 judgments (accuracy at every judgment count);
-3. our methods, adaptive selection, 20 judgments per iteration: the trained model (a
-   cumulative logit on output-based document and system features, with its per-system error
-   spread), L_judge and the refitted model with per-system random effects: the accuracy curve
-   against the reference's from 0 to 600 judgments, accuracy at 120, the honest stop
-   (confidence reaching 0.95 vs realised accuracy) and calibration (stated confidence vs
-   realised accuracy, per bin); 3b. the trained model under five deals of queries to folds;
+3. the estimators that need no trained model, with per-system errors and adaptive selection
+   of 20 judgments per iteration (L_judge, the default without a model, and the refitted
+   model): the accuracy curve against the reference's from 0 to 600 judgments, accuracy at
+   120, the stop (confidence reaching 0.95 vs realised accuracy) and calibration (stated
+   confidence vs realised accuracy, per bin);
 4. the same comparison over query-bootstrap collections (the 100 queries drawn with
    replacement, 20 seeded draws): one collection's curve moves by a pair or two with the luck
-   of a few near-tied systems, so a method is better only if it is better on average here;
-5. the trained model without judgments when the systems' profiles are permuted among
-   systems (do the system features carry signal, or only two more coefficients?);
-6. the trained model over collections of 50 distinct queries drawn without replacement, for
-   calibration (in a bootstrap collection a copied query repeats its errors, which no
-   variance that takes queries as independent can state).
+   of a few near-tied systems, so a method is better only if it is better on average here.
 
-No model predicts a query it was fitted on. The trained model is cross-fitted by query folds
-on the complete judgments (the pairs of one fold of 20 queries are predicted by a model
-trained on the other 80 queries' judgments; in a bootstrap collection, copies of a query
-share a fold), as the seed trains its models on the other MIREX editions; the refitted model
-is cross-fitted by query folds on the judgments made so far.
+A trained gain model is measured only on systems and queries it was not trained on:
+``benchmarks/mtc_transfer.py``. The refitted model is cross-fitted by query folds on the
+judgments made so far; L_judge carries the reference coefficients (fitted by the seed's
+authors on other MIREX editions).
 
 Usage: ``python benchmarks/mtc_vs_reference.py [--quick]`` (``--quick`` skips the refitted
-model, the slowest part, and draws 5 bootstrap and 4 subsampled collections).
+model, the slowest part, and draws 5 bootstrap collections).
 """
 
 from __future__ import annotations
@@ -64,49 +57,25 @@ def reference_run(
     )
 
 
-def our_estimator(
-    col: mtc.Collection,
-    truth: np.ndarray,
-    meta: mtc.PairMetadata,
-    model: str,
-    fold_seed: int = 0,
-    groups: np.ndarray | None = None,
-) -> mtc.GainEstimator:
-    """``model`` with per-system errors; ``trained`` is cross-fitted by query folds on the
-    oracle (each query predicted by a model trained on the other folds' queries only)."""
-    if model == "trained":
-        x = mtc.trained_features(col, meta)
-        return mtc.cross_fitted_estimator(col, x, truth, "fine", seed=fold_seed, groups=groups)
-    return mtc.make_estimator(model, col, "fine", meta, effects=True)
-
-
 def our_run(
-    col: mtc.Collection,
-    truth: np.ndarray,
-    meta: mtc.PairMetadata,
-    model: str = "trained",
-    fold_seed: int = 0,
-    groups: np.ndarray | None = None,
-    **kwargs,
+    col: mtc.Collection, truth: np.ndarray, meta: mtc.PairMetadata, model: str, **kwargs
 ) -> mtc.Simulation:
-    """Ours: ``model`` (:func:`our_estimator`), adaptive selection, 20 judgments per iteration."""
-    estimator = our_estimator(col, truth, meta, model, fold_seed, groups)
+    """Ours: ``model`` with per-system errors, adaptive selection, 20 judgments per iteration."""
+    estimator = mtc.make_estimator(model, col, "fine", meta, effects=True)
     return mtc.simulate(
         col, truth, estimator, mtc.make_selector("adaptive", col, 20, 1), "fine", **kwargs
     )
 
 
-def resampled_collections(draws: int, size: int = 100, replace: bool = True, seed: int = 0):
-    """Collections of ``size`` queries drawn with (bootstrap) or without replacement (a drawn
-    query is renamed ``q#i`` and keeps its runs, judgments and metadata): (collection,
-    metadata, truth, groups), where ``groups`` names each query's original so that its
-    copies share a fold."""
+def resampled_collections(draws: int, seed: int = 0):
+    """Collections of 100 queries drawn with replacement (a drawn query is renamed ``q#i`` and
+    keeps its runs, judgments and metadata): (collection, metadata, truth)."""
     runs, levels = read_runs(DATA / "runs.txt"), read_levels(DATA / "judgments.txt")
     metadata = mtc.read_metadata(DATA / "metadata.txt")
     queries = runs["query"].unique()
     rng = np.random.default_rng(seed)
     for _ in range(draws):
-        drawn = rng.choice(queries, size=size, replace=replace)
+        drawn = rng.choice(queries, size=len(queries), replace=True)
         renamed = [f"{q}#{i}" for i, q in enumerate(drawn)]
         rename = pd.DataFrame({"query": drawn, "renamed": renamed})
 
@@ -118,8 +87,7 @@ def resampled_collections(draws: int, size: int = 100, replace: bool = True, see
         drawn_meta = metadata.set_index("document").loc[drawn].reset_index(drop=True)
         drawn_meta["document"] = rename["renamed"]
         meta = mtc.pair_metadata(col, pd.concat([metadata, drawn_meta], ignore_index=True))
-        groups = np.array([name.split("#")[0] for name in col.queries])
-        yield col, meta, mtc.gains_vector(col, redraw(levels), "fine"), groups
+        yield col, meta, mtc.gains_vector(col, redraw(levels), "fine")
 
 
 def stop_of(sim: mtc.Simulation, target: float = 0.95) -> tuple[float, float, float] | None:
@@ -131,25 +99,21 @@ def stop_of(sim: mtc.Simulation, target: float = 0.95) -> tuple[float, float, fl
     return row.judgments, row.accuracy, row.confidence
 
 
-def resampling_study(
-    label: str, draws: int, models: tuple[str, ...], size: int = 100, replace: bool = True
-) -> None:
-    """Sections 4 and 6: the reference and ours over ``draws`` resampled collections."""
+def resampling_study(label: str, draws: int, models: tuple[str, ...]) -> None:
+    """Section 4: the reference and ours over ``draws`` bootstrap collections."""
     print(f"\n{label}")
     names = ("reference", *models)
     curves: dict[str, list[np.ndarray]] = {name: [] for name in names}
     stops: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
     pooled: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {name: [] for name in models}
-    for col, meta, truth, groups in resampled_collections(draws, size, replace):
+    for col, meta, truth in resampled_collections(draws):
         runs = {
             "reference": reference_run(
                 col, truth, meta, max_judgments=CURVE_END, stop_at_target=False
             )
         }
         for model in models:
-            runs[model] = our_run(
-                col, truth, meta, model, groups=groups, stop_at_target=False, max_judgments=3000
-            )
+            runs[model] = our_run(col, truth, meta, model, stop_at_target=False, max_judgments=3000)
         for name, sim in runs.items():
             curves[name].append(curve(sim))
             stop = stop_of(sim)
@@ -193,40 +157,6 @@ def resampling_study(
                 table, f"{model}, every iteration to the stop, all collections"
             )
             print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {gap:.3f}")
-
-
-def permutation_check(
-    col: mtc.Collection, meta: mtc.PairMetadata, truth: np.ndarray, draws: int = 20
-) -> None:
-    """Section 5: the trained model with the systems' profiles permuted among systems.
-
-    If sysPOP and sysGEN helped only because two more coefficients can fit 18 systems, any
-    permutation would help as much; they help because they carry the systems' quality.
-    """
-    print(f"\n[5] trained model without judgments, system profiles permuted ({draws} draws)")
-    full = col.incidence @ truth
-    popularity, genre_rate = mtc.system_profiles(col, meta)
-    for label, values in (("popularity", popularity), ("genre rate", genre_rate)):
-        print(f"  correlation of {label} with the true AG@5: {np.corrcoef(values, full)[0, 1]:.3f}")
-
-    def accuracy(profiles) -> float:
-        x = mtc.trained_features(col, meta, profiles)
-        est = mtc.cross_fitted_estimator(col, x, truth, "fine")(np.full(col.n_pairs, np.nan))
-        return mtc.sign_accuracy(mtc.pair_statistics(col, est, "fine"), full)[0]
-
-    rng = np.random.default_rng(1)
-    permuted = np.array(
-        [accuracy((rng.permutation(popularity), rng.permutation(genre_rate))) for _ in range(draws)]
-    )
-    print(
-        f"  accuracy: real profiles {accuracy(None):.4f}; permuted mean {permuted.mean():.4f}, "
-        f"best {permuted.max():.4f}; L_output {accuracy_of_output(col, meta, full):.4f}"
-    )
-
-
-def accuracy_of_output(col: mtc.Collection, meta: mtc.PairMetadata, full: np.ndarray) -> float:
-    est = mtc.OutputEstimator(col, meta)(np.full(col.n_pairs, np.nan))
-    return mtc.sign_accuracy(mtc.pair_statistics(col, est, "fine"), full)[0]
 
 
 def curve(sim: mtc.Simulation, end: int = CURVE_END) -> np.ndarray:
@@ -281,41 +211,6 @@ def report_method(
     )
 
 
-def fold_seeds(col, meta, truth, seeds: int = 5) -> None:
-    """The trained model's numbers under other deals of the queries to folds."""
-    print(f"\n[3b] trained, {seeds} deals of the queries to the 5 folds")
-    for seed in range(seeds):
-        sim = our_run(
-            col,
-            truth,
-            meta,
-            "trained",
-            fold_seed=seed,
-            stop_at_target=False,
-            max_judgments=CURVE_END,
-        )
-        line = curve(sim)
-        stop = stop_of(sim)
-        first = sim.first_reaching(0.95)
-        table = sim.calibration(first) if first is not None else None
-        big = table[table["pairs"] >= 10] if table is not None else None
-        gap = (
-            float((big["accuracy"] - big["stated"]).abs().max())
-            if big is not None
-            else float("nan")
-        )
-        print(
-            f"  seed {seed}: accuracy after 0 {line[0]:.4f}, after 120 {line[120]:.4f}; stop "
-            + (
-                "never"
-                if stop is None
-                else f"{stop[0]:.0f} judgments, accuracy {stop[1]:.4f} at {stop[2]:.4f}"
-            )
-            + f"; calibration gap at the stop {gap:.3f}"
-        )
-        yield line
-
-
 def main(quick: bool) -> None:
     if not (DATA / "runs.txt").exists():
         print(f"{DATA} not found: nothing to measure")
@@ -347,36 +242,16 @@ def main(quick: bool) -> None:
     )
 
     # 3. ours
-    methods = [
-        ("trained", "trained model (cross-fitted by query folds) + its system errors, adaptive"),
-        ("judge", "L_judge + random effects, adaptive"),
-    ]
+    methods = [("judge", "L_judge + per-system errors, adaptive (the default without a model)")]
     if not quick:
-        methods.append(("fitted", "refitted model (cross-fitted) + random effects, adaptive"))
+        methods.append(("fitted", "refitted model (cross-fitted) + per-system errors, adaptive"))
     for name, label in methods:
         print(f"\n[3] {label} (b = 20 pairs per iteration)")
         start = time.perf_counter()
         sim = our_run(col, truth, meta, name, stop_at_target=False, max_judgments=3000)
         report_method(col, sim, ref_curve, time.perf_counter() - start)
-    lines = np.array(list(fold_seeds(col, meta, truth)))
-    print(
-        f"  every deal at or above the reference at "
-        f"{(lines >= ref_curve - 1e-12).all(axis=0).sum()}/{ref_curve.size} counts"
-    )
     draws = 5 if quick else 20
-    resampling_study(
-        f"[4] over {draws} query-bootstrap collections (seeded)", draws, ("trained", "judge")
-    )
-    permutation_check(col, meta, truth)
-    draws = 4 if quick else 12
-    resampling_study(
-        f"[6] over {draws} collections of 50 distinct queries (a bootstrap copies queries, whose "
-        "errors then repeat, so its confidences cannot be calibrated; these can)",
-        draws,
-        ("trained",),
-        size=50,
-        replace=False,
-    )
+    resampling_study(f"[4] over {draws} query-bootstrap collections (seeded)", draws, ("judge",))
 
 
 if __name__ == "__main__":

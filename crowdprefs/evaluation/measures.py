@@ -426,14 +426,21 @@ def pr_curve(data: Judged, rel: float = 1) -> pd.DataFrame:
 
 
 def interpolated_precision(data: Judged, levels: Iterable[float], rel: float = 1) -> np.ndarray:
-    """IPrec at each recall level ``x``: max{P(r) : R(r) >= x}, 0 if none; shape (S, Q, levels).
+    """IPrec at each recall level ``x``: the highest precision P(r) at a rank r by which at
+    least ⌊x·|I_Q| + 0.9⌋ relevant documents are retrieved, 0 if none; shape (S, Q, levels).
 
-    The interpolated PR curve averaged over queries (trec_eval iprec_at_recall, ir_measures IPrec).
+    The interpolated PR curve averaged over queries, with trec_eval's count of relevant
+    documents for a level (``iprec_at_recall``; ir_measures ``IPrec``): it differs from
+    R(r) ≥ x when x·|I_Q| lies less than 0.1 above a whole number. Levels are taken as the
+    decimals they denote (rounded to 12 places, as trec_eval reads them from text), so that
+    ``np.linspace(0, 1, 11)[7]`` = 0.7000000000000001 counts as 0.7.
     """
-    _, p, r, _ = _precision_recall(data, rel, None)
+    chi, p, _, n_relevant = _precision_recall(data, rel, None)
     p = np.where(np.arange(p.shape[2]) < data.length[:, :, None], p, 0.0)
-    levels = np.asarray(list(levels), dtype=float)
-    reached = r[:, :, :, None] >= levels - 1e-12
+    hits = np.cumsum(chi, axis=2)
+    levels = np.round(np.asarray(list(levels), dtype=float), 12)
+    needed = np.floor(levels[None, :] * n_relevant[:, None] + 0.9)  # Q × levels
+    reached = hits[:, :, :, None] >= needed[None, :, None, :]
     return np.where(reached, p[:, :, :, None], 0.0).max(axis=2)
 
 

@@ -198,8 +198,10 @@ def test_cross_check_with_ir_measures(seed):
 
 
 def test_interpolated_precision_matches_ir_measures():
-    runs, truth = random_collection(7)
-    levels = [0.0, 0.2, 0.5, 0.8, 1.0]
+    """At every recall level 0, 0.01, ..., 1: trec_eval counts ⌊x·R + 0.9⌋ relevant documents
+    for level x (0.51 with R = 7 needs 4, not R(r) ≥ 0.51)."""
+    runs, truth = random_collection(7, n_queries=30, depth=25)
+    levels = [round(0.01 * i, 2) for i in range(101)]
     data = M.judge(runs, truth)
     ours = M.interpolated_precision(data, levels)
     qrels = truth.rename(columns={"query": "query_id", "document": "doc_id", "gain": "relevance"})
@@ -211,6 +213,12 @@ def test_interpolated_precision_matches_ir_measures():
         for metric in ir_measures.iter_calc(measures, qrels, part[["query_id", "doc_id", "score"]]):
             q = int(np.flatnonzero(data.queries == metric.query_id)[0])
             assert ours[s, q, levels.index(metric.measure["recall"])] == pytest.approx(metric.value)
+    # levels computed in floating point count as the decimals they denote (0.7000000000000001
+    # × 3 relevant + 0.9 would need 3 documents at level 0.7, trec_eval's 0.7 needs 2)
+    assert np.array_equal(
+        M.interpolated_precision(data, np.linspace(0, 1, 11)),
+        M.interpolated_precision(data, np.arange(11) / 10),
+    )
 
 
 # --------------------------------------------------------------------------- conventions
