@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from crowdprefs.campaign.store.prolific import ProlificStore
 from crowdprefs.campaign.store.schema import MIGRATIONS, SCHEMA_VERSION
 from crowdprefs.campaign.store.web import WebStore
 from crowdprefs.errors import StateError
@@ -49,7 +50,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class Store(WebStore):
+class Store(WebStore, ProlificStore):
     """A project's SQLite state. Use :meth:`transaction` for every change."""
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
@@ -147,6 +148,19 @@ class Store(WebStore):
         """The pairs of one batch (all batches when ``iteration`` is None), in asking order."""
         where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
         return self.frame(f"SELECT * FROM pairs {where} ORDER BY iteration, position", params)
+
+    def listen_seconds(self, iteration: int) -> pd.Series:
+        """Seconds needed to hear each pair of the batch once (its three clips), by
+        ``pair_id``; NaN while a clip's duration is unknown."""
+        return (
+            self.frame(
+                f"SELECT p.pair_id, {LISTEN_SECONDS} AS seconds FROM pairs p {CLIP_JOINS}"
+                " WHERE p.iteration = ? ORDER BY p.position",
+                (iteration,),
+            )
+            .set_index("pair_id")["seconds"]
+            .astype(float)
+        )
 
     def candidate_orders(self) -> dict[str, list[str]]:
         """Each query's documents in CSV order (plain lists: the sort's hot path)."""
