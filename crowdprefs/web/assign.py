@@ -53,6 +53,7 @@ import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge, WebScreen
+from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.crowds.simulated import counter_uniform
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
@@ -257,6 +258,20 @@ def invitation_links(
         return Invitations(links, None)
     param = settings.participant_param
     return Invitations(links, f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}")
+
+
+def study_terms(project: Project) -> StudyTerms:
+    """What the judges' site tells a Prolific study (``[web]``): a maker of new study links, the
+    questions one participant answers (in all and per batch), the completion code and the
+    address the done page sends participants to."""
+    settings = WebSettings.from_project(project)
+    return StudyTerms(
+        make_link=lambda: invitation_links(project, 0, study=True).study_link,
+        questions=settings.questions_per_judge,
+        completion_code=settings.completion_code,
+        completion_url=settings.completion_url,
+        per_batch=settings.questions_per_batch,
+    )
 
 
 def judge_for_token(project: Project, token: str | None) -> WebJudge | None:

@@ -20,14 +20,16 @@ import pandas as pd
 @dataclass(frozen=True)
 class ProlificStudy:
     """A Prolific study of the project, as crowdprefs created and last saw it: ``reward`` per
-    place in minor units, ``minutes`` of estimated completion time, the service ``fee_rate``
-    counted against the budget, the ``completion_code``, total ``places`` and ``status``."""
+    place in minor units for ``minutes`` of estimated completion time and ``questions`` per
+    participant, the service ``fee_rate`` counted against the budget, the ``completion_code``,
+    total ``places`` and ``status``."""
 
     study_id: str
     created_at: str
     reward: int
     currency: str
     minutes: int
+    questions: int
     fee_rate: float
     completion_code: str
     places: int
@@ -41,8 +43,8 @@ class ProlificStudy:
 
 
 _STUDY = (
-    "SELECT study_id, created_at, reward, currency, minutes, fee_rate, completion_code, places,"
-    " status, published_at FROM prolific_studies"
+    "SELECT study_id, created_at, reward, currency, minutes, questions, fee_rate, completion_code,"
+    " places, status, published_at FROM prolific_studies"
 )
 
 
@@ -69,14 +71,15 @@ class ProlificStore:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO prolific_studies (study_id, created_at, reward, currency, minutes,"
-                " fee_rate, completion_code, places, status, published_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " questions, fee_rate, completion_code, places, status, published_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     study.study_id,
                     study.created_at,
                     study.reward,
                     study.currency,
                     study.minutes,
+                    study.questions,
                     study.fee_rate,
                     study.completion_code,
                     study.places,

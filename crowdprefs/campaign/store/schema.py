@@ -194,6 +194,7 @@ MIGRATIONS: list[tuple[str, str]] = [
             reward INTEGER NOT NULL CHECK (reward > 0),
             currency TEXT NOT NULL,
             minutes INTEGER NOT NULL CHECK (minutes > 0),
+            questions INTEGER NOT NULL CHECK (questions > 0),
             fee_rate REAL NOT NULL,
             completion_code TEXT NOT NULL,
             places INTEGER NOT NULL,

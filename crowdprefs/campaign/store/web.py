@@ -473,6 +473,17 @@ class WebStore:
             " ORDER BY judge_id"
         )
 
+    def blocked_participants(self) -> list[str]:
+        """The study-platform participants whose judges were blocked on review."""
+        return [
+            p
+            for (p,) in self.conn.execute(
+                "SELECT j.participant FROM worker_blocks b JOIN web_judges j"
+                " ON j.judge_id = b.worker_id"
+                " WHERE b.crowd = 'web' AND j.participant IS NOT NULL ORDER BY j.participant"
+            )
+        ]
+
     def decide_web_workers(
         self,
         rejected: Sequence[tuple[str, str]],
