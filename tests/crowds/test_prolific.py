@@ -532,6 +532,16 @@ def test_the_fake_refuses_bad_transitions_rejections_and_bonuses(fake):
     client.close()
 
 
+def test_submissions_are_read_page_by_page(fake, monkeypatch):
+    monkeypatch.setattr("crowdprefs.crowds.prolific.client.PAGE_SIZE", 2)
+    with ProlificClient(TOKEN, fake.url) as client:
+        study = client.create_study(study_body(total_available_places=5))
+        client.publish_study(study["id"])
+        taken = [fake.take_place(study["id"], pid(n))[0] for n in range(5)]
+        assert [s["id"] for s in client.submissions(study["id"])] == taken
+    assert fake.calls().get("list_submissions") == 3
+
+
 def test_the_token_comes_from_the_environment_and_never_shows(tmp_path, fake, monkeypatch):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(InputError, match=f"set the environment variable {TOKEN_ENV}"):

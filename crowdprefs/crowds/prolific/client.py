@@ -111,7 +111,10 @@ class ProlificClient:
                 continue
             if response.status_code >= 400:
                 raise CrowdError(f"Prolific {method} {path}: {_problem(response)}")
-            return response.json() if response.content else None
+            try:
+                return response.json() if response.content else None
+            except ValueError:
+                raise CrowdError(f"Prolific {method} {path}: the answer is not JSON") from None
         raise AssertionError("unreachable")
 
     # --- studies --------------------------------------------------------------------------------
