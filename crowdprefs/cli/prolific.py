@@ -222,7 +222,8 @@ def bonus(
         try:
             if not (fake or yes):
                 typer.confirm(
-                    f"pay {per_answer:.2f} per accepted answer (plus fees) on Prolific?",
+                    f"pay {per_answer:.2f} {crowd.settings.currency} per accepted answer (plus "
+                    "fees) on Prolific?",
                     abort=True,
                 )
             paid = crowd.bonus(project, per_answer)

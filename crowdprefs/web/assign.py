@@ -75,6 +75,12 @@ SCORES = dict(
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 SCREENED = ("platform", "all", "off")
 """Values of ``[web] headphone_screen``."""
+KINDS = {
+    "int": (int, "a whole number"),
+    "float": ((int, float), "a number"),
+    "bool": (bool, "true or false"),
+}
+"""How each ``[web]`` setting's type is checked and named (any other type is text)."""
 ROLES = ("query", "a", "b")
 CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
 PLAY_LOG = tuple(name for name in ANSWER_FIELDS if name not in ("choice", "background", "comment"))
@@ -168,9 +174,9 @@ class WebSettings:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            kind = {"int": int, "float": (int, float), "bool": bool}.get(str(f.type), str)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise InputError(f"[web] {f.name} must be a {f.type}, got {value!r}")
+            kind, name = KINDS.get(str(f.type), (str, "text"))
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise InputError(f"[web] {f.name} must be {name}, got {value!r}")
         if self.headphone_screen not in SCREENED:
             raise InputError(
                 f"[web] headphone_screen must be one of {', '.join(SCREENED)}, "
