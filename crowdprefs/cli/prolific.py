@@ -80,9 +80,10 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
                 f"{plan.places} places at {_money(study.reward, currency)} for "
                 f"{study.minutes} min ({study.questions} questions each)",
                 highlight=False,
+                soft_wrap=True,
             )
             if plan.places <= plan.before:
-                console.print("no new places needed", highlight=False)
+                console.print("no new places needed", highlight=False, soft_wrap=True)
                 return
             if not (fake or yes):
                 typer.confirm(
@@ -94,6 +95,7 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
                 f"study {escape(study.study_id)} is {done.status.lower()} with {done.places} "
                 "places",
                 highlight=False,
+                soft_wrap=True,
             )
         finally:
             crowd.client.close()
@@ -120,17 +122,21 @@ def status(directory: ProjectDir, fake: Fake = False) -> None:
         f"{report['places_taken']}/{report['places']} places taken, "
         f"{_money(report['reward'], currency)} for {report['minutes']} min",
         highlight=False,
+        soft_wrap=True,
     )
     submissions = ", ".join(
         f"{n} {escape(s.lower())}" for s, n in sorted(report["submissions"].items())
     )
-    console.print(f"submissions: {submissions or 'none'}", highlight=False)
+    console.print(f"submissions: {submissions or 'none'}", highlight=False, soft_wrap=True)
     if report["batch"] is not None:
         console.print(
             f"batch {report['batch']}: {report['answers_missing']} answers still wanted",
             highlight=False,
+            soft_wrap=True,
         )
-    console.print(f"committed: {report['committed']:.2f} {currency} (fees included)")
+    console.print(
+        f"committed: {report['committed']:.2f} {currency} (fees included)", soft_wrap=True
+    )
 
 
 @prolific_app.command("review")
@@ -182,7 +188,9 @@ def review(
             crowd.client.close()
             if server is not None:
                 server.close()
-    console.print(f"approved {done['approved']}, rejected {done['rejected']} submissions")
+    console.print(
+        f"approved {done['approved']}, rejected {done['rejected']} submissions", soft_wrap=True
+    )
 
 
 def _read_flags(path: Path):
@@ -235,4 +243,5 @@ def bonus(
     console.print(
         f"paid {_money(paid['amount'], currency)} to {paid['participants']} participants",
         highlight=False,
+        soft_wrap=True,
     )

@@ -42,7 +42,7 @@ import pandas as pd
 
 from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import ProlificStudy
-from crowdprefs.crowds.prolific.client import API_URL, ProlificClient, token_from_environment
+from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import BudgetError, CrowdError, InputError, StateError
 from crowdprefs.hits.render import HitSettings
@@ -298,12 +298,12 @@ class ProlificCrowd:
         self.web = WebCrowd()
 
     @classmethod
-    def for_project(cls, project: Project, *, base_url: str = API_URL) -> ProlificCrowd:
-        """The crowd with the token from ``PROLIFIC_TOKEN`` and the terms of the project's
-        ``[web]`` settings."""
+    def for_project(cls, project: Project) -> ProlificCrowd:
+        """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN`` and the terms of
+        the project's ``[web]`` settings."""
         from crowdprefs.web.assign import study_terms  # the judges' site's side of the study
 
-        client = ProlificClient(token_from_environment(), base_url)
+        client = ProlificClient(token_from_environment())
         return cls(project, client, study_terms(project))
 
     # --- the Crowd port ---------------------------------------------------------------------
