@@ -19,6 +19,13 @@ Tables (migration ``0001_core``):
                 view, seconds, background, comment, the raw payload; unique per crowd assignment so
                 a retried collect never stores an answer twice.
 
+Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
+sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
+whether they passed) and the Prolific study's state: ``prolific_studies`` (the study with the
+reward, time and places it was published at), ``prolific_reviews`` (each submission's decision,
+stored before it is sent) and ``prolific_bonuses`` / ``prolific_bonus_lines`` (bonuses set up,
+and when paid).
+
 Migrations are named and applied in list order, each in its own transaction; ``PRAGMA
 user_version`` holds how many have been applied. To change the schema append a new
 ``(name, sql)`` entry to :data:`MIGRATIONS`; never edit an applied one.
@@ -170,6 +177,65 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE hits ADD COLUMN fee_rate REAL;
         ALTER TABLE hits ADD COLUMN fee_rate_10_or_more REAL;
         ALTER TABLE hits ADD COLUMN fee_minimum REAL;
+        """,
+    ),
+    (
+        "0007_web_headphone_screens",
+        """
+        CREATE TABLE web_screens (
+            judge_id TEXT PRIMARY KEY REFERENCES web_judges(judge_id),
+            seed INTEGER NOT NULL,
+            trials INTEGER NOT NULL CHECK (trials > 0),
+            pass_mark INTEGER NOT NULL CHECK (pass_mark > 0),
+            csrf TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            answers TEXT,
+            correct INTEGER,
+            passed INTEGER CHECK (passed IN (0, 1)),
+            finished_at TEXT
+        );
+        """,
+    ),
+    (
+        "0008_prolific_studies",
+        """
+        CREATE TABLE prolific_studies (
+            study_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            reward INTEGER NOT NULL CHECK (reward > 0),
+            currency TEXT NOT NULL,
+            minutes INTEGER NOT NULL CHECK (minutes > 0),
+            questions INTEGER NOT NULL CHECK (questions > 0),
+            fee_rate REAL NOT NULL,
+            completion_code TEXT NOT NULL,
+            places INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            published_at TEXT
+        );
+        CREATE TABLE prolific_reviews (
+            submission_id TEXT PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
+            participant_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
+            category TEXT,
+            message TEXT,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT
+        );
+        CREATE TABLE prolific_bonuses (
+            bonus_id TEXT PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
+            amount INTEGER NOT NULL CHECK (amount > 0),
+            fee_rate REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            paid_at TEXT
+        );
+        CREATE TABLE prolific_bonus_lines (
+            bonus_id TEXT NOT NULL REFERENCES prolific_bonuses(bonus_id),
+            participant_id TEXT NOT NULL,
+            amount INTEGER NOT NULL CHECK (amount > 0),
+            PRIMARY KEY (bonus_id, participant_id)
+        );
         """,
     ),
 ]
