@@ -11,13 +11,14 @@ workers and the two bots). The budget is the number of answers. Methods:
   adaptive rules (curtailed Mann-Whitney up to 10, the sequential default). Each design spends
   what it spends: one point per design.
 * ``random + BT``: answers spread uniformly over every pair of every query (each pair once per
-  shuffled cycle), lists from the tie-aware Bradley–Terry fit with worker reliability
-  (:func:`crowdprefs.campaign.bradley_terry.fit_bradley_terry`; its groups at α = 0.05).
+  cycle, cycles in a stratified random order), lists from the tie-aware Bradley–Terry fit with
+  worker reliability (:func:`crowdprefs.campaign.bradley_terry.fit_bradley_terry`; its groups
+  at α = 0.05).
 * ``repeated QS + BT``: QuickSort passes from fresh random initial orders, one answer per
   comparison (the answer is the verdict), then one Bradley–Terry fit on all answers.
 * ``active + BT``: after 150 answers spread uniformly, rounds choosing the next answers by expected
   information gain under the current fit (:mod:`crowdprefs.quality.sampling`), at least 50
-  answers per round and one eighth of the answers so far (to stay fast), refitting each round.
+  answers per round and a fifth of the answers so far (to stay fast), refitting each round.
 
 Answers to the non-QuickSort methods follow the same crowd model as planning's simulator (each
 worker's own noise, band and lean to B; workers drawn by activity weight, sides random), but a
@@ -30,9 +31,10 @@ groups (a list that puts everything in one group scores 0), averaged over querie
 method needs to reach the same mean accuracy (linear interpolation along its budget sweep) and
 their ratio to the QuickSort design's answers.
 
-Run: ``python benchmarks/equal_budget.py [--collections 30] [--seed 11] [--quick]``; writes
-``benchmarks/out/equal_budget.csv`` (per collection), ``equal_budget_table.csv`` and
-``equal_budget.md``.
+Run: ``python benchmarks/equal_budget.py [--collections 30] [--seed 11] [--quick]`` (``--quick``:
+6 collections, 3 budgets, 3 QuickSort designs); writes under ``benchmarks/out/``
+``equal_budget.csv`` (per collection), ``equal_budget_table.csv``, ``equal_budget_ratios.csv``
+and ``equal_budget.md``.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from crowdprefs.quality.planning import (
 from crowdprefs.quality.sampling import allocate_answers, answer_information, within_block_pairs
 
 OUT = Path(__file__).parent / "out"
-BUDGETS = (250, 500, 1000, 2000, 4000, 8000)
+BUDGETS = (250, 500, 1000, 1500, 2000, 3000, 4000, 6000)
 QUICK_BUDGETS = (250, 1000, 4000)
 CROWDS = {
     "default": CrowdModel(),
@@ -79,6 +81,7 @@ QUICK_QUICKSORT = ("QS MW k=10", "QS margin-2 k=10", "QS MW curtailed ≤10")
 SWEPT = ("random + BT", "repeated QS + BT", "active + BT")
 WARM_UP = 150
 ROUND = 50
+GROWTH = 5
 
 
 class Asker:
@@ -197,20 +200,19 @@ def active(collection, asker, budgets, rng):
     i, j = within_block_pairs(collection.query)
     parts = [asker.ask(*uniform_pairs(collection, WARM_UP, rng))]
     total, result = WARM_UP, {}
+    fit = bt_groups(collection, asker, joined(parts, total))
     for budget in budgets:
-        while True:
-            fit = bt_groups(collection, asker, joined(parts, total))
-            if total >= budget:
-                result[budget] = fit.groups
-                break
+        while total < budget:
             d = fit.scores[i] - fit.scores[j]
             variance = fit.standard_errors[i] ** 2 + fit.standard_errors[j] ** 2
             eta = float(np.median(fit.reliability))
             info = answer_information(d, fit.tie, fit.ties, reliability=eta)
-            batch = min(max(ROUND, total // 8), budget - total)
+            batch = min(max(ROUND, total // GROWTH), budget - total)
             counts = allocate_answers(variance, info, batch, most_per_pair=5)
             parts.append(asker.ask(np.repeat(i, counts), np.repeat(j, counts)))
             total += int(counts.sum())
+            fit = bt_groups(collection, asker, joined(parts, total))
+        result[budget] = fit.groups
     return result
 
 
