@@ -125,12 +125,11 @@ def test_modes_and_settings_are_checked(project):
         render_preference_hit(project, _pair(project), mode="web")
     with pytest.raises(InputError, match="unknown HIT mode"):
         render_preference_hit(project, _pair(project), mode="bogus")
-    bad = _set_section(project, "hit", {"frame_height": "tall"})
+    # the settings are checked when the project opens, before any HIT is rendered
     with pytest.raises(InputError, match=r"\[hit\] frame_height"):
-        render_preference_hit(bad, _pair(bad))
-    bad = _set_section(bad, "hit", {"colour": "red"})
+        _set_section(project, "hit", {"frame_height": "tall"})
     with pytest.raises(InputError, match="unknown \\[hit\\] setting"):
-        render_preference_hit(bad, _pair(bad))
+        _set_section(project, "hit", {"colour": "red"})
 
 
 def test_level_hit_escapes_and_shows_the_chosen_scales():
