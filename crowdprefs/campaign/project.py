@@ -26,7 +26,7 @@ import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.campaign.settings import CONFIG_NAME, check_settings
+from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings
 from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import write_atomic
@@ -117,6 +117,16 @@ def read_candidates(path: Path) -> pd.DataFrame:
     if empty.any():
         line = int(empty.to_numpy().argmax()) + 2
         raise InputError(f"{path}:{line}: empty query or document")
+    if frame.empty:
+        raise InputError(f"{path}: no candidates, only a header (need query,document rows)")
+    spaced = (frame["query"] + frame["document"]).str.contains(r"\s")
+    if spaced.any():
+        row = frame[spaced].iloc[0]
+        line = int(spaced.to_numpy().argmax()) + 2
+        raise InputError(
+            f"{path}:{line}: query {row['query']!r}, document {row['document']!r}: a name must "
+            "not contain spaces (qrels and run files separate their fields by spaces)"
+        )
     duplicated = frame.duplicated(["query", "document"])
     if duplicated.any():
         row = frame[duplicated].iloc[0]
@@ -207,6 +217,8 @@ def init_project(
     place, so a failure writes nothing and an existing project is never overwritten.
     """
     root = Path(root)
+    if not SCHEMA["project"]["seed"].accepts(seed):
+        raise InputError(f"the seed must be {SCHEMA['project']['seed'].expected()}, got {seed!r}")
     frame = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates)
     settings = settings or Settings()
     if (root / CONFIG_NAME).exists() or (root / STATE_NAME).exists():
