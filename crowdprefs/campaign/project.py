@@ -168,7 +168,7 @@ class Project:
             )
         try:
             data = tomllib.loads(config.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise InputError(f"{config}: invalid TOML: {error}") from None
         self.root = root
         self.settings = Settings.from_toml(data, config)
