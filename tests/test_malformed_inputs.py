@@ -70,6 +70,16 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def plan_args(*extra) -> Callable[[Workspace, Path], list]:
+    """``plan`` on the workspace's candidates; ``extra`` may hold functions of the case's folder."""
+    return lambda ws, t: [
+        "plan",
+        "--candidates",
+        ws.candidates,
+        *(e(t) if callable(e) else e for e in extra),
+    ]
+
+
 # --- files -------------------------------------------------------------------------------------
 
 
@@ -83,7 +93,12 @@ def init_with(text: str | bytes, says: str, name: str, *extra) -> Case:
 
 
 CANDIDATES = [
-    Case("candidates", "missing file", lambda ws, t: ["init", t / "n", "--candidates", t / "no.csv"], "not found"),
+    Case(
+        "candidates",
+        "missing file",
+        lambda ws, t: ["init", t / "n", "--candidates", t / "no.csv"],
+        "not found",
+    ),
     init_with("", "not a valid csv", "empty file"),
     init_with("query,document\n", "only a header", "header only"),
     init_with("query,doc\nq,a\nq,b\n", "missing column", "no document column"),
@@ -104,7 +119,9 @@ CANDIDATES = [
     init_with(
         "query,document,query_audio\nq,a,gone.mp3\nq,b,gone.mp3\n", "gone.mp3", "missing query clip"
     ),
-    Case("candidates", "a folder", lambda ws, t: ["init", t / "n", "--candidates", t], "cannot read"),
+    Case(
+        "candidates", "a folder", lambda ws, t: ["init", t / "n", "--candidates", t], "cannot read"
+    ),
     Case(
         "candidates",
         "existing project",
@@ -140,7 +157,7 @@ QRELS = [
     *qrels_case("truth q1 a 1\ntruth q1 a 2\n", "repeated", "a document listed twice"),
     *qrels_case(b"\xff\xfe\x00\x01", "", "binary"),
     *qrels_case("truth q1 a 1 extra more\n", "", "six fields"),
-    Case("qrels", "plan: missing", lambda ws, t: ["plan", "--candidates", ws.candidates, "--truth", t / "no.qrel"], "no such file"),
+    Case("qrels", "plan: missing", plan_args("--truth", lambda t: t / "no.qrel"), "no such file"),
     Case(
         "qrels",
         "evaluate: missing truth",
@@ -170,11 +187,18 @@ RUNS = [
     *runs_case(b"\x00\x01\x02\xff", "", "binary"),
     *runs_case("q1 Q0 a 1 2.0\n", "", "five fields"),
     *runs_case("nobody knows these queries\n", "", "unknown queries"),
-    Case("runs", "evaluate: missing", lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs",
-                                                     t / "none"], ""),  # fmt: skip
-    Case("runs", "evaluate: empty folder",
-         lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", (t / "e").mkdir() or t / "e"],
-         ""),  # fmt: skip
+    Case(
+        "runs",
+        "evaluate: missing",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", t / "none"],
+        "",
+    ),
+    Case(
+        "runs",
+        "evaluate: empty folder",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", (t / "e").mkdir() or t / "e"],
+        "",
+    ),
 ]
 
 
@@ -183,8 +207,16 @@ def levels_case(text: str | bytes, says: str, name: str) -> list[Case]:
         return ["mtc", "estimate", "--runs", ws.runs, "--judgments", write(t / "j.txt", text)]
 
     def next_(ws, t):
-        return ["mtc", "next", "--runs", ws.runs, "--judgments", write(t / "j.txt", text),
-                "-o", t / "next.txt"]  # fmt: skip
+        return [
+            "mtc",
+            "next",
+            "--runs",
+            ws.runs,
+            "--judgments",
+            write(t / "j.txt", text),
+            "-o",
+            t / "next.txt",
+        ]
 
     return [
         Case("levels", f"mtc estimate: {name}", estimate, says),
@@ -200,8 +232,12 @@ LEVELS = [
     *levels_case("q1 a nan\n", "", "a gain that is nan"),
     *levels_case("q1 a 10\nq1 a 20\n", "", "a pair judged twice"),
     *levels_case(b"\xff\xfe\x00", "", "binary"),
-    Case("levels", "missing", lambda ws, t: ["mtc", "estimate", "--runs", ws.runs,
-                                             "--judgments", t / "none"], ""),  # fmt: skip
+    Case(
+        "levels",
+        "missing",
+        lambda ws, t: ["mtc", "estimate", "--runs", ws.runs, "--judgments", t / "none"],
+        "",
+    ),
 ]
 
 RESULTS_HEADER = (
@@ -238,11 +274,17 @@ RESULTS = [
     *results_case("", "", "empty"),
     *results_case(RESULTS_HEADER, "", "header only"),
     *results_case("HITId,WorkerId\nH1,W1\n", "", "missing columns"),
-    *results_case(RESULTS_HEADER + f"H1,W1,A1,{TIME},{TIME},q1,a,b,maybe\n", "", "an unknown answer"),
+    *results_case(
+        RESULTS_HEADER + f"H1,W1,A1,{TIME},{TIME},q1,a,b,maybe\n", "", "an unknown answer"
+    ),
     *results_case(RESULTS_HEADER + "H1,W1,A1,yesterday,now,q1,a,b,A\n", "", "unreadable times"),
     *results_case(b"\xff\xfe\x00\x00binary", "", "binary"),
-    Case("results", "import-answers: missing",
-         lambda ws, t: ["import-answers", ws.project, t / "none.csv"], "not found"),  # fmt: skip
+    Case(
+        "results",
+        "import-answers: missing",
+        lambda ws, t: ["import-answers", ws.project, t / "none.csv"],
+        "not found",
+    ),
     Case("results", "replay: missing", lambda ws, t: ["replay", t / "none.csv"], "not found"),
 ]
 
@@ -251,14 +293,15 @@ def crowd_model_case(text: str, says: str, name: str) -> Case:
     return Case(
         "crowd-model",
         name,
-        lambda ws, t: ["plan", "--candidates", ws.candidates, "--crowd-model", write(t / "m.toml", text), "--campaigns", 1],
+        plan_args("--crowd-model", lambda t: write(t / "m.toml", text), "--campaigns", 1),
         says,
     )
 
 
 CROWD_MODEL = [
-    Case("crowd-model", "missing", lambda ws, t: ["plan", "--candidates", ws.candidates, "--crowd-model", t / "no.toml"],
-         "not found"),  # fmt: skip
+    Case(
+        "crowd-model", "missing", plan_args("--crowd-model", lambda t: t / "no.toml"), "not found"
+    ),
     crowd_model_case("[simulated\n", "invalid toml", "invalid TOML"),
     crowd_model_case("[simulated]\nworkrs = 3\n", "workrs", "unknown key"),
     crowd_model_case('[simulated]\nworkers = "many"\n', "workers", "text for a number"),
@@ -273,15 +316,25 @@ CROWD_MODEL = [
 
 def gain_model_json() -> dict:
     """A valid MTC gain model file's content (two levels), built from the model's fields."""
-    from crowdprefs.evaluation.mtc.trained import GainModel, TRAINED_FEATURES
+    from crowdprefs.evaluation.mtc.trained import TRAINED_FEATURES, GainModel
 
     m = len(TRAINED_FEATURES)
     model = GainModel(
-        scale="fine", center=np.zeros(m), spread=np.ones(m), params=np.zeros(m + 2),
-        values=np.array([0.0, 50.0, 100.0]), value_spreads=np.array([1.0, 1.0, 1.0]),
-        low=np.full(m, -5.0), high=np.full(m, 5.0), sigma=0.1, tau=0.1, omega=0.1,
-        variance_scale=1.0, held_out_rmse=1.0, judgments=30,
-    )  # fmt: skip
+        scale="fine",
+        center=np.zeros(m),
+        spread=np.ones(m),
+        params=np.zeros(m + 2),
+        values=np.array([0.0, 50.0, 100.0]),
+        value_spreads=np.array([1.0, 1.0, 1.0]),
+        low=np.full(m, -5.0),
+        high=np.full(m, 5.0),
+        sigma=0.1,
+        tau=0.1,
+        omega=0.1,
+        variance_scale=1.0,
+        held_out_rmse=1.0,
+        judgments=30,
+    )
     return json.loads(model.to_json())
 
 
@@ -291,8 +344,18 @@ def mtc_model_case(change: Callable[[dict], object], says: str, name: str) -> Ca
         text = change(data)
         text = text if isinstance(text, str) else json.dumps(data)
         path = write(t / "model.json", text)
-        return ["mtc", "estimate", "--runs", ws.runs, "--judgments", ws.levels, "--model", path,
-                "--estimator", "trained"]  # fmt: skip
+        return [
+            "mtc",
+            "estimate",
+            "--runs",
+            ws.runs,
+            "--judgments",
+            ws.levels,
+            "--model",
+            path,
+            "--estimator",
+            "trained",
+        ]
 
     return Case("mtc-model", name, args, says)
 
@@ -317,35 +380,35 @@ MTC_MODEL = [
 
 # --- settings ----------------------------------------------------------------------------------
 
-BAD_VALUES = {
-    "int": ["x", 2.5, True, -1e9],
-    "float": ["x", True, math.nan, math.inf],
-    "bool": ["yes", 1],
-    "str": [5, ["a"]],
-    "list[str]": ["a", [1]],
-}
+WRONG_TYPE = {"int": "x", "float": True, "bool": "yes", "str": 5, "list[str]": "a"}
+"""A value of the wrong type for each kind of key."""
+SILENT = {"int": 2.5, "float": math.nan}
+"""Values Python would have coerced quietly (2.5 → 2; NaN compares false with every bound)."""
+TEXTS = ("title", "question", "reward_text")
+"""The [hit] texts tried (the other texts of the page are keys of the same kind)."""
 
 
 def setting_cases() -> list[Case]:
-    """A wrong type for every key of every section; out-of-range values where the key has a
-    range; unknown keys and sections with a suggestion."""
+    """For every key of every section (a few of the [hit] texts): a wrong type, a value Python
+    would coerce, and a value out of range or not among the choices."""
     cases: list[Case] = []
     for section, keys in SCHEMA.items():
         for key, spec in keys.items():
-            values = list(BAD_VALUES[spec.kind][:1 if spec.kind == "str" else None])
-            if spec.kind in ("int", "float") and spec.low is not None:
+            if section == "hit" and spec.kind == "str" and key not in TEXTS:
+                continue
+            values = [WRONG_TYPE[spec.kind]]
+            if section == "simulated":  # its ranges are the crowd-model file's cases
+                cases.append(set_case(section, key, values[0], key))
+                continue
+            if spec.kind in SILENT and section not in ("hit", "simulated"):
+                values.append(SILENT[spec.kind])
+            if spec.low is not None:
                 values.append(spec.low - 1)
-            if spec.kind in ("int", "float") and spec.high is not None:
-                values.append(spec.high * 2 + 1)
-            if spec.kind == "str" and (spec.choices or spec.prefixes):
+            if spec.high is not None and section not in ("hit", "simulated"):
+                values.append(math.inf if spec.kind == "float" else int(spec.high) + 1)
+            if spec.choices or spec.prefixes:
                 values.append("bogus")
-            if section == "project":
-                values = ["x", -1, 2.5]  # the seed: a mismatch is refused too
-            if section in ("hit", "simulated") and spec.kind in ("int", "float"):
-                values = values[:2]
-            for value in dict.fromkeys(map(repr, values)):
-                cases.append(set_case(section, key, eval(value, {"nan": math.nan, "inf": math.inf}),  # noqa: S307
-                                      key))  # fmt: skip
+            cases += [set_case(section, key, value, key) for value in values]
     return cases
 
 
@@ -398,32 +461,26 @@ SETTINGS = [
 # --- options -----------------------------------------------------------------------------------
 
 
+def init_args(*extra) -> Callable[[Workspace, Path], list]:
+    return lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, *extra]
+
+
 def option(name: str, args: Callable[[Workspace, Path], list], says: str = "") -> Case:
     return Case("options", name, args, says)
 
 
 OPTIONS = [
-    option("init --seed -1", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--seed", -1], "seed"),
-    option("init --seed x", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--seed", "x"], "seed"),
-    option("init --answers-per-pair 0",
-           lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--answers-per-pair", 0],
-           "answers_per_pair"),  # fmt: skip
-    option("init --reward -1", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--reward", -1],
-           "reward"),  # fmt: skip
-    option("init --reward nan", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--reward", "nan"],
-           "reward"),  # fmt: skip
-    option("init --budget nan", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--budget", "nan"],
-           "budget"),  # fmt: skip
-    option("init --budget inf", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--budget", "inf"],
-           "budget"),  # fmt: skip
-    option("init --budget -5", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--budget", -5],
-           "budget"),  # fmt: skip
-    option("init --alpha 2", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--alpha", 2],
-           "alpha"),  # fmt: skip
-    option("init --margin 0", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--margin", 0],
-           "margin"),  # fmt: skip
-    option("init --rule bogus", lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, "--rule", "bogus"],
-           "bogus"),  # fmt: skip
+    option("init --seed -1", init_args("--seed", -1), "seed"),
+    option("init --seed x", init_args("--seed", "x"), "seed"),
+    option("init --answers-per-pair 0", init_args("--answers-per-pair", 0), "answers_per_pair"),
+    option("init --reward -1", init_args("--reward", -1), "reward"),
+    option("init --reward nan", init_args("--reward", "nan"), "reward"),
+    option("init --budget nan", init_args("--budget", "nan"), "budget"),
+    option("init --budget inf", init_args("--budget", "inf"), "budget"),
+    option("init --budget -5", init_args("--budget", -5), "budget"),
+    option("init --alpha 2", init_args("--alpha", 2), "alpha"),
+    option("init --margin 0", init_args("--margin", 0), "margin"),
+    option("init --rule bogus", init_args("--rule", "bogus"), "bogus"),
     option("init without candidates", lambda ws, t: ["init", t / "n"], "missing"),
     option("status: not a project", lambda ws, t: ["status", t], "not a crowdprefs project"),
     option("next: not a project", lambda ws, t: ["next", t / "none"], "not a crowdprefs project"),
@@ -433,58 +490,112 @@ OPTIONS = [
     option("collect before publish", lambda ws, t: ["collect", ws.project], "no batch"),
     option("aggregate before collect", lambda ws, t: ["aggregate", ws.project], "no batch"),
     option("export --format xml", lambda ws, t: ["export", ws.project, "--format", "xml"], "xml"),
-    option("export: nothing closed", lambda ws, t: ["export", ws.project, "-o", t / "x"],
-           "no list is closed"),  # fmt: skip
-    option("preview --iteration 99",
-           lambda ws, t: ["preview", ws.project, "--iteration", 99, "-o", t / "p"], "99"),
+    option(
+        "export: nothing closed",
+        lambda ws, t: ["export", ws.project, "-o", t / "x"],
+        "no list is closed",
+    ),
+    option(
+        "preview --iteration 99",
+        lambda ws, t: ["preview", ws.project, "--iteration", 99, "-o", t / "p"],
+        "99",
+    ),
     option("invite --judges -1", lambda ws, t: ["invite", ws.project, "--judges", -1], "judges"),
-    option("invite --base-url ftp",
-           lambda ws, t: ["invite", ws.project, "--base-url", "ftp://x"], "http"),
-    option("evaluate --k 0", lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs,
-                                            "--k", 0], ""),  # fmt: skip
-    option("evaluate --measure XYZ", lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs",
-                                                    ws.runs, "-m", "XYZ@5"], "xyz"),  # fmt: skip
-    option("evaluate --alpha 2", lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs",
-                                                ws.runs, "--alpha", 2], "alpha"),  # fmt: skip
-    option("evaluate --correction bogus",
-           lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--correction",
-                          "bogus"], "bogus"),  # fmt: skip
-    option("evaluate --format xml", lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs",
-                                                   ws.runs, "--format", "xml"], "xml"),  # fmt: skip
-    option("compare-lists --permutations 0",
-           lambda ws, t: ["compare-lists", ws.truth, ws.truth, "--permutations", 0], ""),
-    option("plan --campaigns 0", lambda ws, t: ["plan", "--candidates", ws.candidates,
-                                                "--campaigns", 0], "campaign"),  # fmt: skip
-    option("plan --answers-per-pair 0", lambda ws, t: ["plan", "--candidates", ws.candidates, "--answers-per-pair", 0],
-           ""),  # fmt: skip
-    option("plan --reward -1", lambda ws, t: ["plan", "--candidates", ws.candidates, "--reward", -1], "reward"),
-    option("plan --adaptive bogus", lambda ws, t: ["plan", "--candidates", ws.candidates, "--adaptive", "bogus"], "bogus"),
-    option("plan --maximum 100", lambda ws, t: ["plan", "--candidates", ws.candidates, "--adaptive", "curtail", "--maximum",
-                                                100], "40"),  # fmt: skip
-    option("stats test: missing scores", lambda ws, t: ["stats", "test", "--scores",
-                                                        t / "none.csv"], ""),  # fmt: skip
-    option("stats test --test bogus", lambda ws, t: ["stats", "test", "--scores",
-                                                     t / "s.csv", "--test", "bogus"], "bogus"),
-    option("mtc next --batch 0", lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--batch", 0,
-                                                "-o", t / "n.txt"], "batch"),  # fmt: skip
-    option("mtc next --scale bogus", lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--scale",
-                                                    "bogus", "-o", t / "n.txt"], "bogus"),
-    option("mtc next --target 2", lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--target", 2,
-                                                 "-o", t / "n.txt"], "target"),  # fmt: skip
-    option("mtc estimate --level 2", lambda ws, t: ["mtc", "estimate", "--runs", ws.runs,
-                                                    "--level", 2], "level"),  # fmt: skip
-    option("audit --rule bogus", lambda ws, t: ["audit", "--answers", ws.results, "--rule",
-                                                "bogus"], "bogus"),  # fmt: skip
+    option(
+        "invite --base-url ftp",
+        lambda ws, t: ["invite", ws.project, "--base-url", "ftp://x"],
+        "http",
+    ),
+    option(
+        "evaluate --k 0",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--k", 0],
+        "",
+    ),
+    option(
+        "evaluate --measure XYZ",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "-m", "XYZ@5"],
+        "xyz",
+    ),
+    option(
+        "evaluate --alpha 2",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--alpha", 2],
+        "alpha",
+    ),
+    option(
+        "evaluate --correction bogus",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--correction", "bogus"],
+        "bogus",
+    ),
+    option(
+        "evaluate --format xml",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--format", "xml"],
+        "xml",
+    ),
+    option(
+        "compare-lists --permutations 0",
+        lambda ws, t: ["compare-lists", ws.truth, ws.truth, "--permutations", 0],
+        "",
+    ),
+    option(
+        "plan --campaigns 0",
+        lambda ws, t: ["plan", "--candidates", ws.candidates, "--campaigns", 0],
+        "campaign",
+    ),
+    option("plan --answers-per-pair 0", plan_args("--answers-per-pair", 0), ""),
+    option("plan --reward -1", plan_args("--reward", -1), "reward"),
+    option("plan --adaptive bogus", plan_args("--adaptive", "bogus"), "bogus"),
+    option("plan --maximum 100", plan_args("--adaptive", "curtail", "--maximum", 100), "40"),
+    option(
+        "stats test: missing scores",
+        lambda ws, t: ["stats", "test", "--scores", t / "none.csv"],
+        "",
+    ),
+    option(
+        "stats test --test bogus",
+        lambda ws, t: ["stats", "test", "--scores", t / "s.csv", "--test", "bogus"],
+        "bogus",
+    ),
+    option(
+        "mtc next --batch 0",
+        lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--batch", 0, "-o", t / "n.txt"],
+        "batch",
+    ),
+    option(
+        "mtc next --scale bogus",
+        lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--scale", "bogus", "-o", t / "n.txt"],
+        "bogus",
+    ),
+    option(
+        "mtc next --target 2",
+        lambda ws, t: ["mtc", "next", "--runs", ws.runs, "--target", 2, "-o", t / "n.txt"],
+        "target",
+    ),
+    option(
+        "mtc estimate --level 2",
+        lambda ws, t: ["mtc", "estimate", "--runs", ws.runs, "--level", 2],
+        "level",
+    ),
+    option(
+        "audit --rule bogus",
+        lambda ws, t: ["audit", "--answers", ws.results, "--rule", "bogus"],
+        "bogus",
+    ),
     option("audit: neither project nor answers", lambda ws, t: ["audit"], ""),
-    option("crowd-model fit --bootstrap -1",
-           lambda ws, t: ["crowd-model", "fit", ws.results, "--bootstrap", -1, "-o", t / "m"],
-           "bootstrap"),  # fmt: skip
-    option("replay --pivot-side c", lambda ws, t: ["replay", ws.results, "--pivot-side", "c"],
-           "pivot"),  # fmt: skip
+    option(
+        "crowd-model fit --bootstrap -1",
+        lambda ws, t: ["crowd-model", "fit", ws.results, "--bootstrap", -1, "-o", t / "m"],
+        "bootstrap",
+    ),
+    option(
+        "replay --pivot-side c", lambda ws, t: ["replay", ws.results, "--pivot-side", "c"], "pivot"
+    ),
     option("an unknown command", lambda ws, t: ["frobnicate"], "frobnicate"),
     option("an unknown option", lambda ws, t: ["status", ws.project, "--colour"], "--colour"),
-    option("audio prepare: missing source",
-           lambda ws, t: ["audio", "prepare", t / "none", t / "out"], ""),  # fmt: skip
+    option(
+        "audio prepare: missing source",
+        lambda ws, t: ["audio", "prepare", t / "none", t / "out"],
+        "",
+    ),
 ]
 
 
@@ -513,25 +624,49 @@ def scribble(path: Path) -> None:
 STATE = [
     damaged("no crowdprefs.toml", lambda p: (p / CONFIG_NAME).unlink(), "not a crowdprefs"),
     damaged("no state.sqlite", lambda p: (p / "state.sqlite").unlink(), "state.sqlite"),
-    damaged("state.sqlite truncated to 0", lambda p: truncate(p / "state.sqlite", 0),
-            "state.sqlite"),  # fmt: skip
-    damaged("state.sqlite truncated to 1 KB", lambda p: truncate(p / "state.sqlite", 1024),
-            "state.sqlite"),  # fmt: skip
+    damaged(
+        "state.sqlite truncated to 0", lambda p: truncate(p / "state.sqlite", 0), "state.sqlite"
+    ),
+    damaged(
+        "state.sqlite truncated to 1 KB",
+        lambda p: truncate(p / "state.sqlite", 1024),
+        "state.sqlite",
+    ),
     damaged("state.sqlite scribbled", lambda p: scribble(p / "state.sqlite"), "state.sqlite"),
     damaged("state.sqlite is text", lambda p: write(p / "state.sqlite", "hello"), "state.sqlite"),
-    damaged("state.sqlite is a folder",
-            lambda p: ((p / "state.sqlite").unlink(), (p / "state.sqlite").mkdir()),
-            "state.sqlite"),  # fmt: skip
-    damaged("state.sqlite truncated, next", lambda p: truncate(p / "state.sqlite", 1024),
-            "state.sqlite", command="next"),  # fmt: skip
-    damaged("crowdprefs.toml is binary", lambda p: write(p / CONFIG_NAME, b"\xff\xfe\x00"),
-            CONFIG_NAME),  # fmt: skip
-    damaged("crowdprefs.toml is a folder",
-            lambda p: ((p / CONFIG_NAME).unlink(), (p / CONFIG_NAME).mkdir()), CONFIG_NAME),
+    damaged(
+        "state.sqlite is a folder",
+        lambda p: ((p / "state.sqlite").unlink(), (p / "state.sqlite").mkdir()),
+        "state.sqlite",
+    ),
+    damaged(
+        "state.sqlite truncated, next",
+        lambda p: truncate(p / "state.sqlite", 1024),
+        "state.sqlite",
+        command="next",
+    ),
+    damaged(
+        "crowdprefs.toml is binary", lambda p: write(p / CONFIG_NAME, b"\xff\xfe\x00"), CONFIG_NAME
+    ),
+    damaged(
+        "crowdprefs.toml is a folder",
+        lambda p: ((p / CONFIG_NAME).unlink(), (p / CONFIG_NAME).mkdir()),
+        CONFIG_NAME,
+    ),
 ]
 
-CLI_CASES = [*CANDIDATES, *QRELS, *RUNS, *LEVELS, *RESULTS, *CROWD_MODEL, *MTC_MODEL, *SETTINGS,
-             *OPTIONS, *STATE]  # fmt: skip
+CLI_CASES = [
+    *CANDIDATES,
+    *QRELS,
+    *RUNS,
+    *LEVELS,
+    *RESULTS,
+    *CROWD_MODEL,
+    *MTC_MODEL,
+    *SETTINGS,
+    *OPTIONS,
+    *STATE,
+]
 
 
 # --- fixtures and checks -----------------------------------------------------------------------
@@ -545,16 +680,20 @@ def workspace(tmp_path_factory) -> Workspace:
     lines = [line.split() for line in truth.read_text().splitlines()]
     runs = root / "runs.txt"
     runs.write_text(
-        "".join(f"{s} {q} {d}\n" for s in ("sysA", "sysB") for _, q, d, _ in lines[:: 1 if s ==
-                "sysA" else -1])  # fmt: skip
+        "".join(
+            f"{s} {q} {d}\n"
+            for s in ("sysA", "sysB")
+            for _, q, d, _ in lines[:: 1 if s == "sysA" else -1]
+        )
     )
     levels = root / "levels.txt"
     levels.write_text("".join(f"{q} {d} {50 * (int(g) % 3)}\n" for _, q, d, g in lines[:6]))
     rows = []
     for i, (_, q, a, _) in enumerate(lines[:40]):
         b = lines[i + 1][2] if lines[i + 1][1] == q else lines[i - 1][2]
-        rows += [f"H{i},W{w},A{i}-{w},{TIME},{TIME},{q},{a},{b},{'AB'[(i + w) % 2]}\n"
-                 for w in range(4)]  # fmt: skip
+        rows += [
+            f"H{i},W{w},A{i}-{w},{TIME},{TIME},{q},{a},{b},{'AB'[(i + w) % 2]}\n" for w in range(4)
+        ]
     results = write(root / "results.csv", RESULTS_HEADER + "".join(rows))
     return Workspace(root, root / "project", root / "candidates.csv", truth, runs, levels, results)
 
@@ -591,8 +730,12 @@ def prepared(case: Case, workspace: Workspace, tmp_path: Path) -> tuple[Workspac
     if case.fresh:
         copy = tmp_path / "copy"
         shutil.copytree(workspace.root, copy, ignore=shutil.ignore_patterns("state.lock"))
-        ws = Workspace(*(copy / Path(p).relative_to(workspace.root) if p != workspace.root
-                         else copy for p in vars(workspace).values()))  # fmt: skip
+        ws = Workspace(
+            *(
+                copy / Path(p).relative_to(workspace.root) if p != workspace.root else copy
+                for p in vars(workspace).values()
+            )
+        )
         before = fingerprint(ws.project)
         args = [str(a) for a in case.args(ws, tmp_path)]
     else:
@@ -611,9 +754,14 @@ def test_a_malformed_input_is_refused_in_one_line(case, workspace, tmp_path, cli
     assert fingerprint(ws.project) == before
 
 
-SUBPROCESS = ["candidates: header only", "settings: status: [crowd] budjet = 1.0",
-              "state: state.sqlite scribbled", "options: init --seed -1",
-              "mtc-model: levels reversed", "options: an unknown option"]  # fmt: skip
+SUBPROCESS = [
+    "candidates: header only",
+    "settings: status: [crowd] budjet = 1.0",
+    "state: state.sqlite scribbled",
+    "options: init --seed -1",
+    "mtc-model: levels reversed",
+    "options: an unknown option",
+]
 
 
 @pytest.mark.parametrize("name", SUBPROCESS)
@@ -665,8 +813,13 @@ HTTP = [
     Request("answer to an unknown assignment", "POST", "/hit/nope", ANSWER),
     Request("answer by a stranger", "POST", "/hit/{a}", ANSWER, judge=False),
     Request("answer with a huge comment", "POST", "/hit/{a}", {**ANSWER, "comment": "x" * 5000}),
-    Request("a body above the limit", "POST", "/hit/{a}", content=b"x" * (3 << 20),
-            headers={"content-type": "application/x-www-form-urlencoded"}),  # fmt: skip
+    Request(
+        "a body above the limit",
+        "POST",
+        "/hit/{a}",
+        content=b"x" * (3 << 20),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    ),
     Request("a question page of someone else", "GET", "/hit/nope"),
     Request("a clip of an unknown role", "GET", "/clip/{a}/zzz"),
     Request("a clip of an unknown assignment", "GET", "/clip/nope/a"),
@@ -676,8 +829,13 @@ HTTP = [
     Request("the researcher page without a token", "GET", "/researcher", judge=False),
     Request("a wrong researcher token", "GET", "/researcher/wrong-token", judge=False),
     Request("an unknown page", "GET", "/etc/passwd"),
-    Request("a cross-site answer", "POST", "/hit/{a}", ANSWER,
-            headers={"origin": "https://evil.example"}),  # fmt: skip
+    Request(
+        "a cross-site answer",
+        "POST",
+        "/hit/{a}",
+        ANSWER,
+        headers={"origin": "https://evil.example"},
+    ),
 ]
 
 
@@ -725,5 +883,16 @@ def test_a_malformed_request_gets_a_4xx_and_changes_nothing(request_, web_projec
 def test_the_table_covers_every_kind_with_150_cases_or_more():
     kinds = Counter(c.kind for c in CLI_CASES) + Counter({"http": len(HTTP)})
     assert sum(kinds.values()) >= 150, kinds
-    assert set(kinds) >= {"candidates", "qrels", "runs", "levels", "results", "crowd-model",
-                          "mtc-model", "settings", "options", "state", "http"}  # fmt: skip
+    assert set(kinds) >= {
+        "candidates",
+        "qrels",
+        "runs",
+        "levels",
+        "results",
+        "crowd-model",
+        "mtc-model",
+        "settings",
+        "options",
+        "state",
+        "http",
+    }
