@@ -120,10 +120,19 @@ def test_a_partial_publish_tells_how_to_continue(cli, project):
     assert "74 pairs of batch 1 wait for budget" in err
     assert f"Raise budget in the [crowd] section of {project / 'crowdprefs.toml'}" in err
     assert f"then run 'crowdprefs publish {project}' again" in err
-    code, _, err = cli("collect", project)
-    line = one_error_line(err)
-    assert code == 1 and f"raise budget in the [crowd] section of {project}" in line
-    assert line.endswith(f"then: crowdprefs publish {project}")
+    for command in ("collect", "aggregate"):
+        code, _, err = cli(command, project)
+        line = one_error_line(err)
+        assert code == 1 and "batch 1 is partly published: 74 pairs wait for budget" in line
+        assert f"raise budget in the [crowd] section of {project}" in line
+        assert line.endswith(f"then: crowdprefs publish {project}")
+    code, out, _ = cli("status", project)
+    assert "raise budget in the [crowd] section" in out
+    with Project(project) as opened:
+        opened.save_settings(replace(opened.settings, budget=40.0))
+    code, out, err = cli("publish", project)
+    assert code == 0 and "published 74 pairs" in out
+    assert cli("collect", project)[0] == 0 and cli("aggregate", project)[0] == 0
 
 
 def test_status_gives_a_summary_and_lists_queries_on_request(cli, project):

@@ -184,6 +184,21 @@ def test_htmlquestion_size_limit():
         htmlquestion_xml("é" * (QUESTION_LIMIT // 2))
 
 
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda clip: clip.unlink(), "clip not found"),
+        (lambda clip: clip.write_text("root:x:0"), "is not a clip"),
+    ],
+    ids=["missing", "not audio"],
+)
+def test_preview_checks_every_clip_before_copying_any(project, tmp_path, damage, says):
+    damage(tmp_path / "clips" / "c.wav")
+    with pytest.raises(InputError, match=says):
+        write_preview(project, 1, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_preview_writes_every_hit_with_local_clips(project, tmp_path):
     files = write_preview(project, 1, tmp_path / "out")
     pairs = project.store.pairs(1)
