@@ -3,11 +3,12 @@ tables, CSV and JSON). A core utility: the library reports through it, the CLI s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,6 +22,16 @@ T = TypeVar("T")
 
 #: The stream progress and notes go to.
 stderr = Console(stderr=True)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape(text: str) -> str:
+    """Untrusted text (names, worker text, paths) made safe to print on a terminal: control
+    characters (terminal escape sequences among them) shown as ``\\x1b``-style codes, rich
+    markup escaped (rich's own ``escape`` leaves control characters in)."""
+    visible = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return escape_markup(visible)
 
 
 def make_progress(*, transient: bool = True) -> Progress:

@@ -48,13 +48,14 @@ Two stopping rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
 
 from crowdprefs.campaign.aggregate import AggregationRule, verdicts
+from crowdprefs.campaign.settings import CONFIG_NAME, check_section
 from crowdprefs.errors import InputError
 
 Method = Literal["curtail", "sequential"]
@@ -128,20 +129,14 @@ class StoppingRule:
         ``method = "off"`` (the default) keeps the fixed design of ``answers_per_pair`` answers;
         ``maximum`` defaults to ``answers_per_pair``.
         """
+        check_section("adaptive", section, CONFIG_NAME)
         data = dict(section)
         method = data.pop("method", "off")
         if method == "off":
             return None
-        names = {f.name for f in fields(cls)} - {"method", "aggregation"}
-        unknown = set(data) - names
-        if unknown:
-            raise InputError(f"unknown [adaptive] setting(s): {', '.join(sorted(unknown))}")
         data.setdefault("maximum", answers_per_pair)
         data.setdefault("initial", min(cls.initial, data["maximum"]))
-        try:
-            return cls(method=method, aggregation=aggregation, **data)
-        except (TypeError, ValueError) as error:
-            raise InputError(f"invalid [adaptive] setting: {error}") from None
+        return cls(method=method, aggregation=aggregation, **data)
 
 
 def _cube(top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

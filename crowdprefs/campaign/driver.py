@@ -130,8 +130,24 @@ def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
     )
 
 
+def partly_published(project: Project, iteration: int) -> str | None:
+    """The crowd holding part of a batch still ``built`` (a partial publish waiting for
+    budget), ``None`` when no pair of it is published."""
+    hits = project.store.hits()
+    crowds = hits.loc[hits["iteration"] == iteration, "crowd"].unique()
+    return str(crowds[0]) if len(crowds) else None
+
+
 def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:
     last = project.store.last_batch()
+    waiting = last is not None and last["status"] == "built" and "built" not in allowed
+    held_by = partly_published(project, last["iteration"]) if waiting else None
+    if held_by is not None:
+        quote = publish_quote(project, held_by)
+        raise StateError(
+            f"batch {last['iteration']} is partly published: {quote.hits} pairs wait for budget "
+            f"(${quote.cost:.2f} more) before it can be collected"
+        )
     if last is None or last["status"] not in allowed:
         state = "no batch yet" if last is None else f"batch {last['iteration']} is {last['status']}"
         raise StateError(

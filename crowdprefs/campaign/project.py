@@ -26,11 +26,11 @@ import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import FeeModel
+from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings
 from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import write_atomic
 
-CONFIG_NAME = "crowdprefs.toml"
 STATE_NAME = "state.sqlite"
 DEFAULT_SEED = 2010
 
@@ -48,12 +48,10 @@ class Settings:
     """Every other TOML section (``simulated``, ``mturk``, ``hit``, ``web``...), as parsed."""
 
     def __post_init__(self) -> None:
-        if self.answers_per_pair < 1:
-            raise InputError(f"answers per pair must be at least 1, got {self.answers_per_pair}")
-        if self.reward < 0:
-            raise InputError(f"the reward must not be negative, got {self.reward}")
-        if self.budget is not None and self.budget < 0:
-            raise InputError(f"the budget must not be negative, got {self.budget}")
+        crowd = {"answers_per_pair": self.answers_per_pair, "reward": self.reward}
+        if self.budget is not None:
+            crowd["budget"] = self.budget
+        check_settings({"crowd": crowd, **self.sections}, CONFIG_NAME)
 
     def to_toml(self, seed: int) -> dict[str, Any]:
         crowd: dict[str, Any] = {"answers_per_pair": self.answers_per_pair, "reward": self.reward}
@@ -69,19 +67,19 @@ class Settings:
 
     @classmethod
     def from_toml(cls, data: dict[str, Any], source: Path) -> Settings:
+        """The settings of a parsed ``crowdprefs.toml``, checked against the typed schema
+        (:mod:`crowdprefs.campaign.settings`) first: one line naming the file and the key."""
+        check_settings(data, source)
         known = {"project", "crowd", "aggregation", "fees"}
         crowd = data.get("crowd", {})
-        try:
-            return cls(
-                answers_per_pair=int(crowd.get("answers_per_pair", 10)),
-                reward=float(crowd.get("reward", 0.02)),
-                budget=None if crowd.get("budget") is None else float(crowd["budget"]),
-                aggregation=AggregationRule(**data.get("aggregation", {})),
-                fees=FeeModel(**data.get("fees", {})),
-                sections={k: v for k, v in data.items() if k not in known},
-            )
-        except (TypeError, ValueError) as error:
-            raise InputError(f"{source}: invalid setting: {error}") from None
+        return cls(
+            answers_per_pair=crowd.get("answers_per_pair", 10),
+            reward=crowd.get("reward", 0.02),
+            budget=crowd.get("budget"),
+            aggregation=AggregationRule(**data.get("aggregation", {})),
+            fees=FeeModel(**data.get("fees", {})),
+            sections={k: v for k, v in data.items() if k not in known},
+        )
 
 
 def read_candidates(path: Path) -> pd.DataFrame:
@@ -119,6 +117,16 @@ def read_candidates(path: Path) -> pd.DataFrame:
     if empty.any():
         line = int(empty.to_numpy().argmax()) + 2
         raise InputError(f"{path}:{line}: empty query or document")
+    if frame.empty:
+        raise InputError(f"{path}: no candidates, only a header (need query,document rows)")
+    spaced = (frame["query"] + frame["document"]).str.contains(r"\s")
+    if spaced.any():
+        row = frame[spaced].iloc[0]
+        line = int(spaced.to_numpy().argmax()) + 2
+        raise InputError(
+            f"{path}:{line}: query {row['query']!r}, document {row['document']!r}: a name must "
+            "not contain spaces (qrels and run files separate their fields by spaces)"
+        )
     duplicated = frame.duplicated(["query", "document"])
     if duplicated.any():
         row = frame[duplicated].iloc[0]
@@ -160,14 +168,14 @@ class Project:
             )
         try:
             data = tomllib.loads(config.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise InputError(f"{config}: invalid TOML: {error}") from None
         self.root = root
         self.settings = Settings.from_toml(data, config)
         self.store = Store(root / STATE_NAME)
         self.seed = int(self.store.meta("seed"))
         configured = data.get("project", {}).get("seed", self.seed)
-        if int(configured) != self.seed:
+        if configured != self.seed:
             raise StateError(
                 f"{config}: seed {configured} differs from the seed {self.seed} "
                 "fixed at init; restore it"
@@ -209,6 +217,8 @@ def init_project(
     place, so a failure writes nothing and an existing project is never overwritten.
     """
     root = Path(root)
+    if not SCHEMA["project"]["seed"].accepts(seed):
+        raise InputError(f"the seed must be {SCHEMA['project']['seed'].expected()}, got {seed!r}")
     frame = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates)
     settings = settings or Settings()
     if (root / CONFIG_NAME).exists() or (root / STATE_NAME).exists():

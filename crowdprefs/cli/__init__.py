@@ -8,10 +8,9 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.markup import escape
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import err_console
+from crowdprefs.cli.console import err_console, escape
 from crowdprefs.errors import CrowdprefsError
 
 # Command modules, imported in the order their commands appear in --help.

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.cli.options import (
     COLUMNS,
     OUTPUT,

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console
+from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
     DEFAULT_SEED,
     OUTPUT,
@@ -171,6 +170,7 @@ def next_step(
     with_crowd = f" {crowd}" if crowd else ""
     if state == "built":
         step = f"{crowd_commands} publish {where}{with_crowd}"
+        crowd_name = crowd_name or driver.partly_published(project, last["iteration"])
         quote = None if crowd_name is None else driver.publish_quote(project, crowd_name)
         if quote and quote.budget is not None and quote.committed + quote.cost > quote.budget:
             config = shlex.quote(str(directory / "crowdprefs.toml"))

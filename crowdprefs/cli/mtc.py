@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console
+from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
     MEANS,
     OUTPUT,

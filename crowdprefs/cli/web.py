@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.console import console, err_console, escape
 
 if TYPE_CHECKING:
     pass

@@ -120,11 +120,7 @@ class HitSettings:
 
     @classmethod
     def from_project(cls, project: Project) -> HitSettings:
-        section = project.section("hit")
-        unknown = set(section) - {f.name for f in fields(cls)}
-        if unknown:
-            raise InputError(f"unknown [hit] setting(s): {', '.join(sorted(unknown))}")
-        return cls(**section)
+        return cls(**project.section("hit"))  # checked against the schema at open
 
     def as_context(self, reward: float) -> dict[str, Any]:
         context = asdict(self)
@@ -319,12 +315,14 @@ def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
 
     Writes ``hit-NNN.html`` (in MTurk mode: ``?assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`` shows
     the preview, any other id lets one answer; answers post to ``submitted``) and
-    ``index.html``. Returns the HIT files in batch order.
+    ``index.html``. Returns the HIT files in batch order. Every clip is checked (it exists
+    and is audio: :func:`~crowdprefs.campaign.clips.clip_refusals`) and every page rendered
+    before anything is copied or written.
     """
-    from crowdprefs.hits.hosting import FolderHost
+    from crowdprefs.campaign.clips import clip_refusals
+    from crowdprefs.hits.hosting import FolderHost, is_url
 
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     pairs = project.store.pairs(iteration)
     if pairs.empty:
         raise InputError(f"batch {iteration} has no pairs")
@@ -332,15 +330,22 @@ def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
     clips = {
         p for pair in pairs.to_dict("records") for p in pair_clips(project, pair).values() if p
     }
-    host.prepare(clips)
-    written, rows = [], []
+    local = sorted(p for p in clips if not is_url(p))
+    missing = [p for p in local if not Path(p).is_file()]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"clip not found: {missing[0]}{more}; nothing was copied")
+    refused = clip_refusals(local)
+    if refused:
+        path, reason = next(iter(refused.items()))
+        raise InputError(f"{path} is not a clip: {reason}; nothing was copied")
+    pages, rows = [], []
     for pair in pairs.to_dict("records"):
         name = f"hit-{int(pair['position']) + 1:03d}.html"
         html = render_preference_hit(
             project, pair, mode="mturk", submit_url="submitted", clip_url=host.url
         )
-        write_atomic(folder / name, html)
-        written.append(folder / name)
+        pages.append((folder / name, html))
         a_is_x = bool(pair["a_is_x"])
         rows.append(
             {
@@ -353,5 +358,9 @@ def write_preview(project: Project, iteration: int, folder: Path) -> list[Path]:
             }
         )
     index = _environment().from_string(_INDEX).render(iteration=iteration, rows=rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    host.prepare(clips)
+    for path, html in pages:
+        write_atomic(path, html)
     write_atomic(folder / "index.html", index)
-    return written
+    return [path for path, _ in pages]

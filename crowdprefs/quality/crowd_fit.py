@@ -609,6 +609,8 @@ def fit_crowd_model(
     gap; without them the gaps are latent. ``bootstrap`` replicates over workers give the
     intervals (none when 0).
     """
+    if bootstrap < 0:
+        raise InputError(f"the bootstrap replicates must be 0 or more, got {bootstrap}")
     answers = usable_answers(frame)
     if answers.empty:
         raise InputError("no usable answers (A, B or equal) to fit a crowd model to")

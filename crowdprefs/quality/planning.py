@@ -34,6 +34,7 @@ earlier group) and of true ties kept (equally similar pairs left in one group).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -113,6 +114,8 @@ class Design:
     def __post_init__(self) -> None:
         if self.answers_per_pair < 1:
             raise InputError(f"a pair needs at least one answer, got {self.answers_per_pair}")
+        if not 0 <= self.reward < math.inf:
+            raise InputError(f"the reward must be a number 0 or more, got {self.reward}")
         if not 0 <= self.pivot_b_share <= 1:
             raise InputError(
                 f"the share of pivots shown as B must lie in [0, 1], got {self.pivot_b_share}"

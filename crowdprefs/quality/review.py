@@ -30,7 +30,7 @@ next pass. The driver runs the pass after each collection (:class:`Reviewer`, ha
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,11 +88,7 @@ class ReviewRules:
 
     @classmethod
     def from_project(cls, project: Project) -> ReviewRules:
-        section = project.section("review")
-        unknown = set(section) - {f.name for f in fields(cls)}
-        if unknown:
-            raise InputError(f"unknown [review] setting(s): {', '.join(sorted(unknown))}")
-        return cls(**section)
+        return cls(**project.section("review"))  # checked against the schema at open
 
     def flag_rules(self) -> FlagRules:
         """The worker-flag thresholds this section sets (the others keep the audit's)."""

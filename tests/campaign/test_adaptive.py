@@ -231,7 +231,7 @@ def test_from_section():
     assert rule.maximum == 8 and rule.initial == 4 and rule.method == "curtail"
     with pytest.raises(InputError, match="unknown"):
         StoppingRule.from_section({"method": "sequential", "speed": 3}, 10, agg)
-    with pytest.raises(InputError, match="adaptive method"):
+    with pytest.raises(InputError, match=r"\[adaptive\] method"):
         StoppingRule.from_section({"method": "bayes"}, 10, agg)
     with pytest.raises(InputError, match="initial"):
         StoppingRule.from_section({"method": "curtail", "initial": 12}, 10, agg)

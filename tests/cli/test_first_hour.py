@@ -120,10 +120,19 @@ def test_a_partial_publish_tells_how_to_continue(cli, project):
     assert "74 pairs of batch 1 wait for budget" in err
     assert f"Raise budget in the [crowd] section of {project / 'crowdprefs.toml'}" in err
     assert f"then run 'crowdprefs publish {project}' again" in err
-    code, _, err = cli("collect", project)
-    line = one_error_line(err)
-    assert code == 1 and f"raise budget in the [crowd] section of {project}" in line
-    assert line.endswith(f"then: crowdprefs publish {project}")
+    for command in ("collect", "aggregate"):
+        code, _, err = cli(command, project)
+        line = one_error_line(err)
+        assert code == 1 and "batch 1 is partly published: 74 pairs wait for budget" in line
+        assert f"raise budget in the [crowd] section of {project}" in line
+        assert line.endswith(f"then: crowdprefs publish {project}")
+    code, out, _ = cli("status", project)
+    assert "raise budget in the [crowd] section" in out
+    with Project(project) as opened:
+        opened.save_settings(replace(opened.settings, budget=40.0))
+    code, out, err = cli("publish", project)
+    assert code == 0 and "published 74 pairs" in out
+    assert cli("collect", project)[0] == 0 and cli("aggregate", project)[0] == 0
 
 
 def test_status_gives_a_summary_and_lists_queries_on_request(cli, project):
@@ -218,3 +227,20 @@ def test_each_command_summary_is_one_sentence_in_the_command_list():
 def test_a_group_without_its_command_shows_help_and_no_empty_error(cli):
     code, out, err = cli("mturk")
     assert code == 2 and "publish" in out and "error" not in err
+
+
+def test_names_with_terminal_escape_sequences_are_printed_as_codes(cli, tmp_path):
+    (tmp_path / "c.csv").write_text(
+        "query,document\nq\x1b[2J,a\x1b]0;owned\x07\nq\x1b[2J,b\n", encoding="utf-8"
+    )
+    code, out, err = cli("init", tmp_path / "p", "--candidates", tmp_path / "c.csv")
+    assert code == 0, err
+    code, out, _ = cli("status", tmp_path / "p", "--queries", columns=200)
+    assert code == 0 and "\x1b" not in out and "q\\x1b[2J" in out
+
+
+def test_the_escape_helper_shows_control_characters_and_escapes_markup():
+    from crowdprefs.cli.console import escape
+
+    assert escape("a\x1b[31m[b]red\x07\r\x9b") == "a\\x1b[31m\\[b]red\\x07\\r\\x9b"
+    assert escape("tab\tand\nnewline é") == "tab\tand\nnewline é"

@@ -125,12 +125,11 @@ def test_modes_and_settings_are_checked(project):
         render_preference_hit(project, _pair(project), mode="web")
     with pytest.raises(InputError, match="unknown HIT mode"):
         render_preference_hit(project, _pair(project), mode="bogus")
-    bad = _set_section(project, "hit", {"frame_height": "tall"})
+    # the settings are checked when the project opens, before any HIT is rendered
     with pytest.raises(InputError, match=r"\[hit\] frame_height"):
-        render_preference_hit(bad, _pair(bad))
-    bad = _set_section(bad, "hit", {"colour": "red"})
+        _set_section(project, "hit", {"frame_height": "tall"})
     with pytest.raises(InputError, match="unknown \\[hit\\] setting"):
-        render_preference_hit(bad, _pair(bad))
+        _set_section(project, "hit", {"colour": "red"})
 
 
 def test_level_hit_escapes_and_shows_the_chosen_scales():
@@ -183,6 +182,21 @@ def test_htmlquestion_size_limit():
     assert len(htmlquestion_xml("x" * (QUESTION_LIMIT - 400)).encode()) <= QUESTION_LIMIT
     with pytest.raises(InputError, match="over MTurk's limit of 65535"):
         htmlquestion_xml("é" * (QUESTION_LIMIT // 2))
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda clip: clip.unlink(), "clip not found"),
+        (lambda clip: clip.write_text("root:x:0"), "is not a clip"),
+    ],
+    ids=["missing", "not audio"],
+)
+def test_preview_checks_every_clip_before_copying_any(project, tmp_path, damage, says):
+    damage(tmp_path / "clips" / "c.wav")
+    with pytest.raises(InputError, match=says):
+        write_preview(project, 1, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_preview_writes_every_hit_with_local_clips(project, tmp_path):

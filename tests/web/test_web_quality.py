@@ -206,7 +206,10 @@ def test_the_pass_mark_is_configurable(tmp_path):
     ],
 )
 def test_bad_quality_settings_are_refused_in_one_line(web):
-    with pytest.raises(InputError, match=r"^\[web\] "):
+    from crowdprefs.campaign.settings import check_section
+
+    with pytest.raises(InputError, match=r"\[web\] "):
+        check_section("web", web, "crowdprefs.toml")
         assign.WebSettings(**web)
 
 

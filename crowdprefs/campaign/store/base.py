@@ -107,6 +107,8 @@ class SQLiteBase:
         except sqlite3.Error as error:
             _raise(path, error)
         try:
+            if not create and self.version == 0:  # an empty file: migrating would write one
+                raise StateError(f"{path}: not a crowdprefs state (empty or another program's)")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -97,11 +97,7 @@ class MTurkSettings:
 
     @classmethod
     def from_project(cls, project: Project) -> MTurkSettings:
-        section = project.section("mturk")
-        unknown = set(section) - {f.name for f in fields(cls)}
-        if unknown:
-            raise InputError(f"unknown [mturk] setting(s): {', '.join(sorted(unknown))}")
-        return cls(**section)
+        return cls(**project.section("mturk"))  # checked against the schema at open
 
     @property
     def lifetime_seconds(self) -> int:

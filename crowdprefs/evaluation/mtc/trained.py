@@ -160,6 +160,10 @@ class GainModel:
                 raise ValueError("non-finite numbers, fewer than two levels or a zero spread")
             if min(numbers["sigma"], numbers["tau"], numbers["omega"]) < 0:
                 raise ValueError("a negative error spread (sigma, tau or omega)")
+            if (np.diff(arrays["values"]) <= 0).any() or (arrays["value_spreads"] < 0).any():
+                raise ValueError(
+                    "the levels' gains (values) must increase and their spreads be 0 or more"
+                )
             if numbers["variance_scale"] <= 0 or (arrays["low"] > arrays["high"]).any():
                 raise ValueError("a variance scale not above 0, or a training range upside down")
             beta, theta = arrays.pop("beta"), arrays.pop("theta")

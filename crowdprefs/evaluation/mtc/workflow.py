@@ -287,6 +287,10 @@ def next_batch(
     """
     check_clip_pattern(audio_url)
     check_hit_scale(hit_scale)
+    if batch < 1 or batch_size < 1:
+        raise InputError(f"--batch and --batch-size must be 1 or more, got {batch}, {batch_size}")
+    if not 0 < target < 1:
+        raise InputError(f"the target confidence must lie in (0, 1), got {target}")
     col, scale = inputs.col, inputs.scale
     setup = set_up(inputs, estimator, model, effects)
     est = setup.estimator(inputs.gains)
@@ -359,6 +363,8 @@ def estimate_ranking(
     """Systems ranked by estimated AG@k with ``level`` intervals and every pair's confidence
     in its sign (seed §3, §5.2), from the judgments at hand."""
     rule = check_rule(rule)
+    if not 0 < level < 1:
+        raise InputError(f"the level of the intervals must lie in (0, 1), got {level}")
     col, scale = inputs.col, inputs.scale
     setup = set_up(inputs, estimator, model, effects)
     est = setup.estimator(inputs.gains)

@@ -1,0 +1,287 @@
+"""The typed schema of ``crowdprefs.toml``: every section, every key, its type and range.
+
+A project's settings file is checked against :data:`SCHEMA` when the project opens (so before
+any publish): a wrong type, a value out of range, a non-finite number or an unknown key or
+section is refused in one line naming the file, the key and what is expected, with a "did you
+mean" suggestion for a misspelt name. Nothing is coerced: ``answers_per_pair = 2.5`` or
+``reward = true`` are refused, not rounded or read as 1.0.
+
+The section dataclasses (``ReviewRules``, ``WebSettings``, ``MTurkSettings``…) keep only the
+checks that relate several keys (e.g. ``initial <= maximum``); single-key types and ranges live
+here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crowdprefs.errors import InputError
+
+CONFIG_NAME = "crowdprefs.toml"
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its ``kind`` (``int``, ``float``, ``bool``, ``str``, ``list[str]``), an
+    optional range ``low``–``high`` (``open_low``: strictly above ``low``; ``open_high``:
+    strictly below ``high``) or a set of ``choices`` for strings."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    open_low: bool = False
+    open_high: bool = False
+
+    def expected(self) -> str:
+        """What the key accepts, in words (e.g. ``a number in (0, 1)``)."""
+        noun = {
+            "int": "a whole number",
+            "float": "a number",
+            "bool": "true or false",
+            "str": "a text",
+            "list[str]": "a list of texts",
+        }[self.kind]
+        if self.prefixes:
+            return "a text starting with " + " or ".join(self.prefixes)
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+            return f"{noun} in {left}{_num(self.low)}, {_num(self.high)}{right}"
+        if self.low is not None:
+            return f"{noun} {'>' if self.open_low else '≥'} {_num(self.low)}"
+        if self.high is not None:
+            return f"{noun} {'<' if self.open_high else '≤'} {_num(self.high)}"
+        return noun
+
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` (as TOML parsed it) has this key's type and lies in its range."""
+        if self.kind == "bool":
+            return isinstance(value, bool)
+        if self.kind == "str":
+            return (
+                isinstance(value, str)
+                and (not self.choices or value in self.choices)
+                and (not self.prefixes or value.startswith(self.prefixes))
+            )
+        if self.kind == "list[str]":
+            return isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        if self.kind == "int" and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value <= self.low if self.open_low else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.open_high else value <= self.high)
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _strings(*names: str) -> dict[str, Key]:
+    return {name: Key("str") for name in names}
+
+
+NONNEGATIVE = Key("float", 0)
+POSITIVE = Key("float", 0, open_low=True)
+SHARE = Key("float", 0, 1)
+OPEN_SHARE = Key("float", 0, 1, open_low=True, open_high=True)
+COUNT = Key("int", 0)
+URL = Key("str", prefixes=("http://", "https://"))
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "project": {"seed": Key("int", 0, 2**63 - 1)},
+    "crowd": {
+        "answers_per_pair": Key("int", 1, 1000),
+        "reward": Key("float", 0, 1000),
+        "budget": Key("float", 0, 1e9),
+    },
+    "aggregation": {
+        "rule": Key("str", choices=("mann-whitney", "margin")),
+        "alpha": OPEN_SHARE,
+        "sided": Key("str", choices=("two-sided", "one-sided")),
+        "method": Key("str", choices=("asymptotic", "exact", "auto")),
+        "continuity": Key("bool"),
+        "margin": Key("int", 1),
+    },
+    "fees": {"rate": SHARE, "rate_10_or_more": SHARE, "minimum": Key("float", 0, 1000)},
+    "adaptive": {
+        "method": Key("str", choices=("off", "curtail", "sequential")),
+        "initial": Key("int", 1, 40),
+        "step": Key("int", 1, 40),
+        "maximum": Key("int", 1, 40),
+        "alpha": OPEN_SHARE,
+        "equal_share": Key("float", 0, 1, open_high=True),
+        "futility": Key("float", 0, 1, open_high=True),
+        "prior": POSITIVE,
+        "epsilon": Key("float", 0, 0.5, open_high=True),
+    },
+    "checks": {"share": SHARE, "max_per_batch": COUNT},
+    "simulated": {
+        "truth": Key("str"),
+        "seed": Key("int", 0, 2**63 - 1),
+        "workers": Key("int", 1, 100_000),
+        "careless_share": SHARE,
+        "bots": COUNT,
+        "bot_seconds": NONNEGATIVE,
+        "noise": POSITIVE,
+        "noise_spread": NONNEGATIVE,
+        "equal_band": POSITIVE,
+        "equal_spread": NONNEGATIVE,
+        "position_bias": Key("float"),
+        "bias_spread": NONNEGATIVE,
+        "median_seconds": NONNEGATIVE,
+        "worker_seconds_spread": NONNEGATIVE,
+        "answer_seconds_spread": NONNEGATIVE,
+        "careless_seconds": NONNEGATIVE,
+        "think_seconds": NONNEGATIVE,
+        "activity": NONNEGATIVE,
+        "completion_hours": NONNEGATIVE,
+        "round_hours": NONNEGATIVE,
+        "answers_per_hour": POSITIVE,
+        "round_spread": NONNEGATIVE,
+    },
+    "mturk": {
+        "lifetime_hours": Key("float", 1 / 60, 24 * 365),
+        "duration_minutes": Key("float", 0.5, 24 * 60 * 365),
+        "auto_approval_days": Key("float", 0, 30),
+        "min_approval_rate": Key("int", 0, 100),
+        "min_approved_hits": COUNT,
+        "locales": Key("list[str]"),
+        "region": Key("str"),
+        "page_size": Key("int", 1, 100),
+        "max_attempts": Key("int", 1, 100),
+    },
+    "hit": {
+        **_strings(
+            "title",
+            "description",
+            "keywords",
+            "language",
+            "instructions",
+            "original_text",
+            "original_warning",
+            "original_label",
+            "variations_text",
+            "a_label",
+            "b_label",
+            "question",
+            "choice_a",
+            "choice_b",
+            "choice_equal",
+            "note",
+            "optional_text",
+            "background_question",
+            "comment_question",
+            "play_all_text",
+            "ready_text",
+            "preview_text",
+            "played_text",
+            "not_played_text",
+            "submit_text",
+            "reward_text",
+        ),
+        "show_reward": Key("bool"),
+        "frame_height": Key("int", 100, 4000),
+        "min_coverage": Key("float", 0, 1, open_low=True),
+    },
+    "web": {
+        "timeout_minutes": Key("float", 0, 24 * 60 * 365, open_low=True),
+        "questions_per_judge": COUNT,
+        "completion_code": Key("str"),
+        "completion_url": Key("str"),
+        "participant_param": Key("str"),
+        "base_url": URL,
+        "advance": Key("bool"),
+        "max_text": Key("int", 1, 1_000_000),
+        "questions_per_batch": COUNT,
+        "headphone_screen": Key("str", choices=("platform", "all", "off")),
+        "headphone_trials": Key("int", 1, 10),
+        "headphone_pass": Key("int", 1, 10),
+        "randomise_sides": Key("bool"),
+    },
+    "prolific": {
+        "reward_per_hour": POSITIVE,
+        "currency": Key("str", choices=("GBP", "USD")),
+        "seconds_per_question": NONNEGATIVE,
+        "setup_minutes": NONNEGATIVE,
+        "fee_rate": SHARE,
+        "name": Key("str"),
+        "description": Key("str"),
+        "devices": Key("list[str]"),
+        "allowlist": Key("list[str]"),
+        "blocklist": Key("list[str]"),
+    },
+    "review": {
+        "reject_failed_checks": Key("bool"),
+        "bot_min_answers": Key("int", 2),
+        "min_checks": Key("int", 1),
+        "max_failed_check_share": SHARE,
+        "block": Key("list[str]"),
+        "replace_rejected": Key("bool"),
+        "approve": Key("bool"),
+        "concurrency": Key("int", 1, 32),
+        "check_feedback": Key("str"),
+    },
+    "hosting": {
+        "s3_bucket": Key("str"),
+        "s3_prefix": Key("str"),
+        "region": Key("str"),
+        "url_expires_days": Key("float", 0, 7, open_low=True),
+        "base_url": URL,
+        "root": Key("str"),
+    },
+}
+"""Every section of ``crowdprefs.toml`` and the keys each accepts."""
+
+
+def _suggestion(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_section(name: str, data: Any, source: str | Path) -> None:
+    """Check one section's table against its schema; one line naming the first problem.
+
+    ``source`` names the file in the message (``crowdprefs.toml``, a crowd-model file…).
+    """
+    keys = SCHEMA[name]
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: [{name}] must be a table of settings, got {_shown(data)}")
+    for key, value in data.items():
+        if key not in keys:
+            raise InputError(
+                f"{source}: unknown [{name}] setting {key}{_suggestion(key, list(keys))}"
+            )
+        if not keys[key].accepts(value):
+            raise InputError(
+                f"{source}: [{name}] {key} must be {keys[key].expected()}, got {_shown(value)}"
+            )
+
+
+def check_settings(data: dict[str, Any], source: str | Path) -> None:
+    """Check a whole parsed ``crowdprefs.toml`` against :data:`SCHEMA` (see the module doc)."""
+    for name, table in data.items():
+        if name not in SCHEMA:
+            hint = _suggestion(name, list(SCHEMA))
+            if not isinstance(table, dict):
+                where = {key: section for section, keys in SCHEMA.items() for key in keys}
+                close = difflib.get_close_matches(name, list(where), n=1, cutoff=0.6)
+                hint = f" (did you mean [{where[close[0]]}] {close[0]}?)" if close else hint
+                raise InputError(f"{source}: unknown top-level setting {name}{hint}")
+            raise InputError(f"{source}: unknown section [{name}]{hint}")
+        check_section(name, table, source)
