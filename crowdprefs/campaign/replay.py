@@ -1,6 +1,6 @@
 """Replay a recorded QuickSort campaign without its project (seed 002 §3.2, §4.2, Table 1).
 
-A recorded campaign is an answers frame (:func:`crowdprefs.crowds.results.read_results`) whose
+A recorded campaign is an answers frame (:func:`crowdprefs.results_file.read_results`) whose
 iterations were inferred from the HITs' creation times
 (:func:`crowdprefs.quality.audit.infer_iterations`). Its lists are rebuilt by re-aggregating every
 pair with a chosen rule and replaying the modified QuickSort of :mod:`crowdprefs.campaign.sorting`,

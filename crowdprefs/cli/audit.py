@@ -13,39 +13,34 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.cli.options import (
-    COLUMNS,
     OUTPUT,
-    AColumn,
     Alpha,
-    AnswerColumn,
-    AValue,
     BatchGap,
-    BColumn,
-    BValue,
-    EqualValue,
+    FeeMinimum,
+    FeeRate,
     Json,
     Margin,
     PartialLists,
-    PivotColumn,
     ProjectDir,
-    QueryColumn,
     ResultsFile,
+    RewardPaid,
     Rule,
     Wide,
-    results_columns,
+    column_options,
+    fee_model,
 )
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crowdprefs.crowds.results import Columns
     from crowdprefs.quality.audit import Audit
+    from crowdprefs.results_file import Columns
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
-    from crowdprefs.crowds.results import read_results
     from crowdprefs.quality import audit as auditing
+    from crowdprefs.results_file import read_results
 
     with err_console.status(f"reading {path}"):
         answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
@@ -54,10 +49,12 @@ def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
 
 
 def _report_reading(answers: pd.DataFrame) -> None:
+    """Say how the file was read (its encoding is noted by the reader): the identity of an
+    answer and the rows whose answer is empty."""
     empty = answers.attrs.get("empty_rows", [])
-    encoding = answers.attrs.get("encoding")
-    if encoding and encoding != "utf-8-sig":
-        err_console.print(f"read {answers.attrs['source']} as {encoding} (it is not UTF-8)")
+    err_console.print(
+        f"{len(answers)} answers, each identified by {escape(answers.attrs['identity'])}"
+    )
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
         err_console.print(
@@ -74,7 +71,8 @@ ITERATION_HEADS = (
     "workers",
     "earlier workers",
     "med. s",
-    "completion",
+    "crowd time",
+    "since created",
     "agreement",
     "Krippendorff α",
     "Fleiss κ",
@@ -95,8 +93,10 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     for number, row in enumerate(rows, start=1):
         cells = auditing.table_2_cells(row)
         table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
-    table.caption = "med. s: median work time per answer; agreement: among each pair's answers" + (
-        "" if wide else " (--wide: every column)"
+    table.caption = (
+        "med. s: median work time per answer; agreement: among each pair's answers; crowd time: "
+        "first accept to last submit; since created: from the HITs' creation, waiting included"
+        + ("" if wide else " (--wide: every column)")
     )
     console.print(table)
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
@@ -108,7 +108,10 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     console.print(flags)
     for name, confusion in result.reference.items():
         summary = auditing.agreement_summary(confusion)
-        matrix = Table(title=f"reference (rows) vs workers (columns): {escape(name)}")
+        matrix = Table(
+            title=f"reference (rows) vs workers (columns): {escape(name)}",
+            caption="less: ranked before the other (more similar); greater: ranked after",
+        )
         matrix.add_column("reference")
         totals = confusion.sum(axis=1)
         for column in confusion.columns:
@@ -124,6 +127,17 @@ def _render(result: Audit, title: str, wide: bool) -> None:
             f"{summary['none']}: agreement {summary['score']:.3f}"
         )
     facts = result.facts
+    total = result.iterations.iloc[-1]
+    cost = auditing.money(total["cost"])
+    console.print(
+        (
+            "cost: unknown (the file has no reward: give --reward)"
+            if cost == "unknown"
+            else f"cost: ${cost} in total"
+        )
+        + f"; crowd time {auditing.duration(total['crowd_seconds'])}, time since the HITs were "
+        f"created {auditing.duration(total['completion_seconds'])}"
+    )
     console.print(
         f"{facts['answers']} answers ({facts['empty_answers']} empty, {facts['rejected_answers']}"
         f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
@@ -132,6 +146,7 @@ def _render(result: Audit, title: str, wide: bool) -> None:
 
 
 @app.command("audit")
+@column_options
 def audit_command(
     directory: Annotated[
         Path | None, typer.Argument(help="The project folder (omit with --answers).")
@@ -164,22 +179,18 @@ def audit_command(
     alpha: Alpha = 0.05,
     margin: Margin = 2,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    reward: RewardPaid = None,
+    fee_rate: FeeRate = None,
+    fee_minimum: FeeMinimum = None,
+    columns: Columns = None,
 ) -> None:
     """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
 
-    With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
-    are aggregated with --rule and iterations are inferred from HIT creation times.
+    With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
+    answers are aggregated with --rule, iterations are inferred from HIT creation times and the
+    cost comes from the file's rewards (else --reward) and the fee options.
     """
     from crowdprefs.campaign.aggregate import AggregationRule
-    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
     from crowdprefs.io import read_lists
     from crowdprefs.quality import audit as auditing
@@ -193,22 +204,13 @@ def audit_command(
             result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
-        columns = results_columns(
-            query_column,
-            a_column,
-            b_column,
-            answer_column,
-            a_value,
-            b_value,
-            equal_value,
-            pivot_column,
-        )
         frame = _recorded(answers, columns, batch_gap)
         with err_console.status("auditing"):
             result = auditing.audit(
                 frame,
                 rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
-                fees=FeeModel(),
+                fees=fee_model(fee_rate, fee_minimum),
+                reward=reward,
                 reference=lists,
                 split_by=by,
             )
@@ -229,35 +231,20 @@ def audit_command(
 
 
 @app.command("import-answers")
+@column_options
 def import_answers_command(
     directory: ProjectDir,
     results: ResultsFile,
     crowd: Annotated[
         str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
     ] = "mturk",
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    columns: Columns = None,
 ) -> None:
     """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
     from crowdprefs.campaign.project import Project
-    from crowdprefs.crowds.results import import_answers, read_results
+    from crowdprefs.crowds.results import import_answers
+    from crowdprefs.results_file import read_results
 
-    columns = results_columns(
-        query_column,
-        a_column,
-        b_column,
-        answer_column,
-        a_value,
-        b_value,
-        equal_value,
-        pivot_column,
-    )
     frame = read_results(results, columns)
     _report_reading(frame)
     with Project(directory) as project:
@@ -272,6 +259,7 @@ def import_answers_command(
 
 
 @app.command("replay")
+@column_options
 def replay_command(
     results: ResultsFile,
     rule: Rule = "mann-whitney",
@@ -287,30 +275,13 @@ def replay_command(
     partial: PartialLists = False,
     as_json: Json = False,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    columns: Columns = None,
 ) -> None:
     """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.replay import replay_campaign
     from crowdprefs.io import write_lists
 
-    columns = results_columns(
-        query_column,
-        a_column,
-        b_column,
-        answer_column,
-        a_value,
-        b_value,
-        equal_value,
-        pivot_column,
-    )
     frame = _recorded(results, columns, batch_gap)
     result = replay_campaign(
         frame, AggregationRule(rule=rule, alpha=alpha, margin=margin), pivot_side, partial=partial

@@ -13,11 +13,11 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.replay import replay_campaign
 from crowdprefs.cli import main
-from crowdprefs.crowds.results import Columns, read_results, write_results
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.io import read_lists
 from crowdprefs.quality import audit as A
+from crowdprefs.results_file import Columns, read_results, write_results
 
 T0 = pd.Timestamp("2010-04-14 10:00", tz="UTC")
 

@@ -13,17 +13,12 @@ from hypothesis import strategies as st
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.cli import main
-from crowdprefs.crowds.results import (
-    Columns,
-    import_answers,
-    parse_times,
-    read_results,
-    write_results,
-)
+from crowdprefs.crowds.results import import_answers
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.quality import audit as A
+from crowdprefs.results_file import Columns, parse_times, read_results, write_results
 
 HEADER = (
     '"HITId","HITTypeId","Reward","CreationTime","MaxAssignments","AssignmentId","WorkerId",'
@@ -76,7 +71,7 @@ def test_parse_times_accepts_mturk_and_iso_and_rejects_garbage():
 
 @pytest.mark.parametrize(
     ("encoding", "expected"),
-    [("utf-8-sig", "utf-8-sig"), ("cp1252", "cp1252"), ("latin-1", "cp1252")],
+    [("utf-8-sig", "utf-8"), ("cp1252", "cp1252"), ("latin-1", "cp1252")],
 )
 def test_any_text_encoding(tmp_path, encoding, expected):
     path = tmp_path / "results.csv"
@@ -126,7 +121,7 @@ def test_comments_with_newlines_and_quotes(tmp_path):
         (
             [row("H1", "A1", "W1", "a"), row("H1", "A1", "W2", "b")],
             RADIO,
-            "row 2: assignment 'A1' repeated",
+            r"rows 1 and 2: the same answer twice \(AssignmentId 'A1'\)",
         ),
         ([], RADIO, "no answers"),
     ],
