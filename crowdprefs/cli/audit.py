@@ -63,6 +63,19 @@ def _report_reading(answers: pd.DataFrame) -> None:
         )
 
 
+def _cost_line(
+    answers: pd.DataFrame, reward: float | None, rate: float | None, minimum: float | None
+) -> tuple[float | None, str]:
+    """``(total, line)``: what the recorded answers cost, or that it is unknown."""
+    from crowdprefs.quality import audit as auditing
+
+    costs = auditing.answer_costs(answers, fee_model(rate, minimum), reward)
+    total = auditing.money(auditing.round_dollars(costs))
+    if total == "unknown":
+        return None, "cost: unknown (the file has no reward: give --reward)"
+    return float(total), f"cost: ${total} for {len(answers)} answers"
+
+
 #: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
 ITERATION_HEADS = (
     "iter.",
@@ -275,6 +288,9 @@ def replay_command(
     partial: PartialLists = False,
     as_json: Json = False,
     batch_gap: BatchGap = 600.0,
+    reward: RewardPaid = None,
+    fee_rate: FeeRate = None,
+    fee_minimum: FeeMinimum = None,
     columns: Columns = None,
 ) -> None:
     """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
@@ -289,6 +305,7 @@ def replay_command(
     if output is not None:
         write_lists(result.lists, output, tag=f"replay-{rule}")
     closed = sum(result.closed.values())
+    cost = _cost_line(frame, reward, fee_rate, fee_minimum)
     if as_json:
         console.print_json(
             json.dumps(
@@ -297,6 +314,7 @@ def replay_command(
                     "iterations": int(frame["iteration"].max()),
                     "lists": result.lists.to_dict(orient="records"),
                     "issues": result.issues.to_dict(orient="records"),
+                    "cost": cost[0],
                 }
             )
         )
@@ -314,3 +332,4 @@ def replay_command(
         f"({int(groups.sum())} groups); {len(result.issues)} disagreement(s)"
         + (f"; wrote {output}" if output else "")
     )
+    console.print(cost[1])

@@ -210,7 +210,7 @@ def answer_costs(
     return np.where(answers["status"].to_numpy() == "rejected", 0.0, cost)
 
 
-def _dollars(values: np.ndarray) -> float:
+def round_dollars(values: np.ndarray) -> float:
     """A sum of costs, exact to a thousandth of a cent (NaN when any is unknown)."""
     return round(float(np.sum(values)), 5)
 
@@ -268,7 +268,7 @@ def iteration_table(
                 "agreement": float(agreement.mean()) if agreement.notna().any() else float("nan"),
                 "alpha": krippendorff_alpha(counts),
                 "kappa": fleiss_kappa(counts),
-                "cost": _dollars(cost),
+                "cost": round_dollars(cost),
             }
         )
     table = pd.DataFrame(rows)
