@@ -18,46 +18,98 @@ if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
 
 
+def _key(query: pd.Series, x: pd.Series, y: pd.Series) -> pd.Series:
+    """A pair's identity whatever its orientation: query and the two documents in order."""
+    low, high = (
+        np.minimum(x.to_numpy(dtype=object), y.to_numpy(dtype=object)),
+        np.maximum(x.to_numpy(dtype=object), y.to_numpy(dtype=object)),
+    )
+    return query.reset_index(drop=True) + "\x1f" + pd.Series(low) + "\x1f" + pd.Series(high)
+
+
+def _refuse(source: str, mask: np.ndarray, message) -> None:
+    """Raise for the first row of ``mask`` (row 1 = the first answer of the file);
+    ``message(i)`` words it for row index ``i``."""
+    if mask.any():
+        i = int(np.flatnonzero(mask)[0])
+        raise InputError(f"{source}: row {i + 1}: {message(i)}; nothing of the file was stored")
+
+
 def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk") -> dict:
-    """Store the answers of a results CSV (:func:`read_results`) in a project, idempotently.
+    """Store the answers of a results file (:func:`crowdprefs.results_file.read_results`) in a
+    project, all or nothing, idempotently.
 
     Each row is matched to its pair by HIT id (any crowd's ``hits``), else by query and the two
-    documents (the latest batch asking them). Scores and choices are re-oriented to the pair's own
-    x and A side. Rows without an answer are not stored (the schema holds answers only) but are
-    counted in ``empty_rows``; a row matching no pair of the project raises :class:`InputError`.
-    Answers already stored (same crowd and assignment id) are skipped. When the open batch then
-    has all its answers it moves on to collected (through the batch state machine,
-    :meth:`~crowdprefs.campaign.store.Store.advance_batch`), ready for ``aggregate``.
+    documents (the latest batch asking them). A row whose HIT names one pair while its query and
+    documents name another is refused, never stored on the HIT's pair; so is a new answer for a
+    pair of an aggregated batch or beyond the answers the pair wants (``answers_wanted``, with
+    those the crowd already gave), and a row matching no pair. A refused row names its number
+    and nothing of the file is stored. Scores and choices are re-oriented to the pair's own x
+    and A side. Rows without an answer are not stored (the schema holds answers only) but are
+    counted in ``empty_rows``. Answers already stored (same crowd and assignment id) are
+    skipped. When the open batch then has all its answers it moves on to collected (through the
+    batch state machine, :meth:`~crowdprefs.campaign.store.Store.advance_batch`).
     """
     source = answers.attrs.get("source", "the results file")
     store = project.store
     pairs = store.pair_matches()
     by_hit = pairs.dropna(subset=["hit_id"]).drop_duplicates("hit_id").set_index("hit_id")
-    key = (
-        pairs["query"]
-        + "\x1f"
-        + pairs[["x", "y"]].min(axis=1)
-        + "\x1f"
-        + pairs[["x", "y"]].max(axis=1)
-    )
-    by_docs = pd.Series(pairs["pair_id"].to_numpy(), index=key).groupby(level=0).last()
-    row_key = (
-        answers["query"]
-        + "\x1f"
-        + answers[["x", "y"]].min(axis=1)
-        + "\x1f"
-        + answers[["x", "y"]].max(axis=1)
-    )
-    pair_id = answers["hit_id"].map(by_hit["pair_id"]).fillna(row_key.map(by_docs))
-    if pair_id.isna().any():
-        row = answers[pair_id.isna()].iloc[0]
-        number = int(np.flatnonzero(pair_id.isna())[0]) + 1
-        raise InputError(
-            f"{source}: row {number}: HIT {row['hit_id']} (query {row['query']!r}, "
-            f"{row['x']!r} vs {row['y']!r}) matches no pair of the project {project.root}"
+    key = _key(pairs["query"], pairs["x"], pairs["y"])
+    by_docs = pd.Series(pairs["pair_id"].to_numpy(), index=key.to_numpy()).groupby(level=0).last()
+    row_key = _key(answers["query"], answers["x"], answers["y"])
+    from_hit = answers["hit_id"].map(by_hit["pair_id"]).reset_index(drop=True)
+    from_docs = row_key.map(by_docs)
+    known_hit = from_hit.notna().to_numpy()
+    wrong = known_hit & (from_hit.to_numpy() != from_docs.to_numpy())
+    keys = pd.Series(key.to_numpy(), index=pairs["hit_id"].to_numpy())
+    keys = keys[keys.index.notna() & ~keys.index.duplicated()]
+    hit_key = answers["hit_id"].map(keys)
+
+    def wrong_pair(i: int) -> str:
+        row = answers.iloc[i]
+        query, x, y = str(hit_key.iloc[i]).split("\x1f")
+        return (
+            f"HIT {row['hit_id']} asks {x!r} vs {y!r} for query {query!r} but the row names "
+            f"{row['x']!r} vs {row['y']!r} for query {row['query']!r}"
         )
-    pair = pairs.set_index("pair_id").loc[pair_id.astype(np.int64)]
+
+    _refuse(source, wrong, wrong_pair)
+    pair_id = from_hit.fillna(from_docs)
+
+    def unmatched(i: int) -> str:
+        row = answers.iloc[i]
+        return (
+            f"HIT {row['hit_id']} (query {row['query']!r}, {row['x']!r} vs {row['y']!r}) "
+            f"matches no pair of the project {project.root}"
+        )
+
+    _refuse(source, pair_id.isna().to_numpy(), unmatched)
+    pair_id = pair_id.astype(np.int64).to_numpy()
+    pair = pairs.drop_duplicates("pair_id").set_index("pair_id").loc[pair_id]
     given = (answers["choice"] != "").to_numpy()
+    new = given & ~answers["assignment_id"].isin(store.known_assignments(crowd)).to_numpy()
+
+    status = store.batches().set_index("iteration")["status"]
+    finished = new & (pair["iteration"].map(status).to_numpy() == "aggregated")
+    _refuse(
+        source,
+        finished,
+        lambda i: f"batch {int(pair['iteration'].iloc[i])} is already aggregated (finished)",
+    )
+    wanted = store.pairs().set_index("pair_id")["answers_wanted"].reindex(pair_id).to_numpy()
+    have = store.answers()["pair_id"].value_counts().reindex(pair_id).fillna(0).to_numpy()
+    counted = new & (answers["status"] != "rejected").to_numpy()
+    running = pd.Series(counted.astype(int)).groupby(pair_id).cumsum().to_numpy()
+    _refuse(
+        source,
+        counted & (have + running > wanted),
+        lambda i: (
+            f"pair {answers['x'].iloc[i]!r} vs {answers['y'].iloc[i]!r} of query "
+            f"{answers['query'].iloc[i]!r} wants {int(wanted[i])} answers; this one would be "
+            f"number {int(have[i] + running[i])}"
+        ),
+    )
+
     same = answers["x"].to_numpy() == pair["x"].to_numpy()
     score = answers["score"].to_numpy() * np.where(same, 1, -1)
     side = score * np.where(pair["a_is_x"].to_numpy() == 1, 1, -1)
@@ -65,7 +117,7 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
 
     rows = pd.DataFrame(
         {
-            "pair_id": pair_id.astype(np.int64).to_numpy(),
+            "pair_id": pair_id,
             "assignment_id": answers["assignment_id"].to_numpy(),
             "worker_id": answers["worker_id"].to_numpy(),
             "choice": choice.to_numpy(),
@@ -79,7 +131,7 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
         }
     )[given]
     rows["score"] = rows["score"].astype(int)
-    new = store.add_answers(crowd, rows)
+    stored = store.add_answers(crowd, rows)
     last = store.last_batch()
     collected = (
         last is not None
@@ -88,10 +140,11 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     )
     return {
         "rows": len(answers),
-        "new": new,
-        "already_stored": int(given.sum()) - new,
+        "new": stored,
+        "already_stored": int(given.sum()) - stored,
         "empty_rows": answers.attrs.get("empty_rows", []),
         "encoding": answers.attrs.get("encoding"),
+        "identity": answers.attrs.get("identity"),
         "iterations": sorted(int(i) for i in pair["iteration"].unique()),
         "batch_collected": last["iteration"] if collected else None,
     }
