@@ -15,7 +15,8 @@ iteration by iteration:
   reported as ``ambiguous-pivot``;
 * the segment splits on the re-aggregated verdicts (:func:`crowdprefs.campaign.sorting.split`).
 
-Where the recording and the replay part ways, the replay says so (:attr:`Replay.issues`):
+Where the recording and the replay part ways, the replay says so (:attr:`Replay.issues`; the
+:data:`NOTES` among them only inform):
 ``unneeded`` recorded pairs the replayed segments did not need in that iteration, ``missing``
 comparisons a replayed segment needs that were never recorded (its query stays open),
 ``ambiguous-pivot`` as above, ``reused`` a segment split after the last batch on verdicts asked
@@ -38,6 +39,9 @@ from crowdprefs.campaign.sorting import Segment, lookup, split
 from crowdprefs.errors import InputError
 
 ISSUE_COLUMNS = ["iteration", "query", "issue", "detail"]
+NOTES = ("ambiguous-pivot", "reused")
+"""Issues that only inform (the replay chose or reused something); the others are where the
+recording and the replay differ."""
 
 
 @dataclass

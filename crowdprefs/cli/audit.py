@@ -20,7 +20,6 @@ from crowdprefs.cli.options import (
     FeeRate,
     Json,
     Margin,
-    PartialLists,
     ProjectDir,
     ResultsFile,
     RewardPaid,
@@ -285,7 +284,14 @@ def replay_command(
     output: Annotated[
         Path | None, typer.Option(*OUTPUT, help="Write the lists here (group qrels).")
     ] = None,
-    partial: PartialLists = False,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Also list queries whose sort is still open (else -o with open lists writes "
+            "the closed ones and exits with an error).",
+        ),
+    ] = False,
     as_json: Json = False,
     batch_gap: BatchGap = 600.0,
     reward: RewardPaid = None,
@@ -318,18 +324,28 @@ def replay_command(
                 }
             )
         )
-        return
-    if len(result.issues):
-        table = Table(title="where the recording and the replay disagree")
+    from crowdprefs.campaign.replay import NOTES
+
+    notes = result.issues["issue"].isin(NOTES)
+    if not as_json and len(result.issues):
+        table = Table(title="where the replay departs from the recording, and notes")
         for head in ("iter.", "query", "issue", "detail"):
             table.add_column(head)
         for iteration, query, issue, detail in result.issues.itertuples(index=False):
             table.add_row(str(iteration), escape(query), issue, escape(detail))
         console.print(table)
     groups = result.lists.groupby("query")["group"].max()
-    console.print(
-        f"{int(frame['iteration'].max())} iterations; {closed}/{len(result.closed)} lists closed "
-        f"({int(groups.sum())} groups); {len(result.issues)} disagreement(s)"
-        + (f"; wrote {output}" if output else "")
-    )
-    console.print(cost[1])
+    if not as_json:
+        console.print(
+            f"{int(frame['iteration'].max())} iterations; {closed}/{len(result.closed)} lists "
+            f"closed ({int(groups.sum())} groups); {int((~notes).sum())} difference(s) from the "
+            f"recording, {int(notes.sum())} note(s)" + (f"; wrote {output}" if output else "")
+        )
+        console.print(cost[1])
+    still_open = [query for query, done in result.closed.items() if not done]
+    if output is not None and still_open and not partial:
+        raise InputError(
+            f"{len(still_open)} of {len(result.closed)} lists are still open "
+            f"({', '.join(still_open[:5])}{' ...' if len(still_open) > 5 else ''}): {output} "
+            "holds the closed ones only (--partial also writes the open ones as they stand)"
+        )

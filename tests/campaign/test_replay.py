@@ -211,3 +211,32 @@ def test_a_batch_published_in_two_parts_completes_its_stars_later(tmp_path):
         [2, "missing"],  # B compared with C and D only so far
         [4, "ambiguous-pivot"],
     ]
+
+
+# ------------------------------------------------------------------ honest outputs
+
+
+def test_replay_with_open_lists_writes_the_closed_ones_and_fails_unless_partial(cli, tmp_path):
+    closed = campaign_frame(TABLE_1, query="done")
+    still = campaign_frame(TABLE_1[:2], query="open").assign(
+        hit_id=lambda f: "O" + f["hit_id"], assignment_id=lambda f: "O" + f["assignment_id"]
+    )
+    path = tmp_path / "mixed.csv"
+    write_results(pd.concat([closed, still], ignore_index=True), path)
+    output = tmp_path / "lists.txt"
+    code, out, err = cli("replay", path, "-o", output)
+    assert code != 0
+    assert "1 of 2 lists are still open (open)" in err and "--partial" in err
+    assert set(read_lists(output)["query"]) == {"done"}
+    code, out, err = cli("replay", path, "-o", output, "--partial")
+    assert code == 0, err
+    assert set(read_lists(output)["query"]) == {"done", "open"}
+
+
+def test_informational_notes_are_not_called_differences(cli, tmp_path):
+    path = tmp_path / "parts.csv"
+    write_results(campaign_frame(TABLE_1), path)
+    code, out, err = cli("replay", path, "--pivot-column", "absent")
+    assert code == 0, err
+    assert "0 difference(s) from the recording, 1 note(s)" in out
+    assert "disagree" not in out
