@@ -13,6 +13,7 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.cli.options import (
+    DEFAULT_SEED,
     OUTPUT,
     Alpha,
     BatchGap,
@@ -24,6 +25,7 @@ from crowdprefs.cli.options import (
     ResultsFile,
     RewardPaid,
     Rule,
+    Seed,
     Wide,
     column_options,
     fee_model,
@@ -73,6 +75,55 @@ def _cost_line(
     if total == "unknown":
         return None, "cost: unknown (the file has no reward: give --reward)"
     return float(total), f"cost: ${total} for {len(answers)} answers"
+
+
+def _write_project(
+    frame: pd.DataFrame,
+    result,
+    root: Path,
+    rule: str,
+    alpha: float,
+    margin: int,
+    reward: float | None,
+    fee_rate: float | None,
+    fee_minimum: float | None,
+    seed: int,
+) -> None:
+    """``replay --project``: the recorded campaign as a project, and what it holds."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import Settings
+    from crowdprefs.campaign.replay import recorded_project
+
+    paid = frame["reward"].dropna()
+    if reward is None and paid.empty:
+        raise InputError("the file has no reward: give --reward (the project prices with it)")
+    per_pair = frame[frame["choice"] != ""].groupby("pair_id").size()
+    settings = Settings(
+        answers_per_pair=int(per_pair.max()),
+        reward=float(paid.median()) if reward is None else reward,
+        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+        fees=fee_model(fee_rate, fee_minimum),
+    )
+    with err_console.status(f"writing the project {root}"):
+        made = recorded_project(frame, result, root, settings, seed)
+    with made:
+        lists = driver.lists(made)
+    same = set(map(tuple, lists.to_numpy().tolist())) == set(
+        map(tuple, result.lists[result.lists["query"].isin(lists["query"])].to_numpy().tolist())
+    )
+    closed = lists["query"].nunique()
+    err_console.print(
+        f"wrote the project {escape(str(root))}: {frame['iteration'].max()} batches, {closed} of "
+        f"{len(result.closed)} lists closed"
+        + ("" if same else " (they differ from the replay's: see 'crowdprefs status')")
+        + (
+            f"; carry on with: crowdprefs next {escape(str(root))}"
+            if closed < len(result.closed)
+            else ""
+        ),
+        soft_wrap=True,
+    )
 
 
 #: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
@@ -297,9 +348,23 @@ def replay_command(
     reward: RewardPaid = None,
     fee_rate: FeeRate = None,
     fee_minimum: FeeMinimum = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project",
+            help="Also write the recorded campaign as a project in this new folder (its "
+            "batches, answers and verdicts), to carry on with status, audit, export, evaluate "
+            "and next.",
+        ),
+    ] = None,
+    seed: Seed = DEFAULT_SEED,
     columns: Columns = None,
 ) -> None:
-    """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
+    """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule.
+
+    With --project the campaign becomes a project whose lists and open segments are the
+    replay's; --reward and the fee options become its prices (the file's reward when it has
+    one)."""
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.replay import replay_campaign
     from crowdprefs.io import write_lists
@@ -342,6 +407,9 @@ def replay_command(
             f"recording, {int(notes.sum())} note(s)" + (f"; wrote {output}" if output else "")
         )
         console.print(cost[1])
+    if project is not None:
+        _write_project(frame, result, project, rule, alpha, margin, reward, fee_rate, fee_minimum,
+                       seed)  # fmt: skip
     still_open = [query for query, done in result.closed.items() if not done]
     if output is not None and still_open and not partial:
         raise InputError(
