@@ -814,6 +814,8 @@ def read_worker_attribute(path: Path) -> pd.Series:
 
     from crowdprefs.files import read_text
 
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
     text, _ = read_text(path, "worker attribute file")
     try:
         table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)

@@ -345,3 +345,45 @@ def test_times_name_the_crowds_time_and_the_time_since_creation(cli, tmp_path):
     assert first["completion_seconds"] == waited.total_seconds()
     code, out, _ = cli("audit", "--answers", path, *RADIO_2010, "--wide", columns=250)
     assert "crowd time" in out and "since created" in out
+
+
+# ------------------------------------------------------------------ every reader's encodings
+
+
+def test_every_reader_falls_back_from_utf8_and_says_so(tmp_path, capsys):
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.io import read_levels, read_lists, read_runs
+
+    files = {
+        "candidates.csv": "query,document\nBéla,Ré\nBéla,Mí\n",
+        "lists.txt": "expert Béla Ré 1\nexpert Béla Mí 2\n",
+        "levels.txt": "Béla\tRé\t2\n",
+        "run.txt": "Béla Q0 Ré 1 0.9 système\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_bytes(text.encode("latin-1"))
+    assert read_candidates(tmp_path / "candidates.csv")["document"].tolist() == ["Ré", "Mí"]
+    assert read_lists(tmp_path / "lists.txt")["query"].tolist() == ["Béla", "Béla"]
+    assert read_levels(tmp_path / "levels.txt")["document"].tolist() == ["Ré"]
+    assert read_runs(tmp_path / "run.txt")["system"].tolist() == ["système"]
+    err = capsys.readouterr().err
+    for name in files:
+        assert f"{name} as cp1252 (it is not UTF-8)" in err.replace("\n", "")
+
+
+def test_audit_split_by_reads_a_latin1_file(cli, tmp_path):
+    path = tmp_path / "2010.csv"
+    write_2010(path, answers_of(TABLE_1))
+    training = tmp_path / "training.csv"
+    rows = "".join(f"A{k:02d}WORKER,{'música' if k % 2 else 'ninguna'}\n" for k in range(5))
+    training.write_bytes(("worker,training\n" + rows).encode("latin-1"))
+    reference = tmp_path / "reference.txt"
+    reference.write_text(
+        "".join(f"e q1 {d} {g}\n" for d, g in zip("ABCDEFG", "1112233", strict=True))
+    )
+    code, out, err = cli(
+        "audit", "--answers", path, *RADIO_2010, "--reference", reference,
+        "--split-by", training, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert {"answers: música", "answers: ninguna"} <= set(json.loads(out)["reference"])
