@@ -45,11 +45,11 @@ def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
 
     with err_console.status(f"reading {path}"):
         answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
-    _report_reading(answers)
+    report_reading(answers)
     return answers
 
 
-def _report_reading(answers: pd.DataFrame) -> None:
+def report_reading(answers: pd.DataFrame) -> None:
     """Say how the file was read (its encoding is noted by the reader): the identity of an
     answer and the rows whose answer is empty."""
     empty = answers.attrs.get("empty_rows", [])
@@ -309,7 +309,7 @@ def import_answers_command(
     from crowdprefs.results_file import read_results
 
     frame = read_results(results, columns)
-    _report_reading(frame)
+    report_reading(frame)
     with Project(directory) as project:
         summary = import_answers(project, frame, crowd)
     batch = summary["batch_collected"]

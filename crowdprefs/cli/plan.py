@@ -248,7 +248,10 @@ def fit(
     from crowdprefs.results_file import read_results
 
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
+    from crowdprefs.cli.audit import report_reading
+
     answers = read_results(results, columns)
+    report_reading(answers)
     produced = read_lists(lists) if lists else None
     with console.status("fitting the crowd model"):
         fitted = fit_crowd_model(answers, produced, bootstrap=bootstrap, seed=seed)
