@@ -142,7 +142,7 @@ ITERATION_HEADS = (
     "cost $",
 )
 #: The columns shown without --wide (they fit 80 columns).
-NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "agreement", "cost $")
+NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "crowd time", "agreement", "cost $")
 
 
 def _render(result: Audit, title: str, wide: bool) -> None:
