@@ -26,10 +26,10 @@ import pandas as pd
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from crowdprefs.campaign import driver
-from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.quality import audit as A
+from crowdprefs.results_file import FRAME_COLUMNS
 
 
 def flag_study(campaigns: int) -> None:

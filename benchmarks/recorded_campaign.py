@@ -36,11 +36,11 @@ import pandas as pd
 import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement
-from crowdprefs.crowds.results import write_results
 from crowdprefs.files import write_atomic
 from crowdprefs.io import write_lists
 from crowdprefs.quality.crowd_model import CrowdModel
 from crowdprefs.quality.planning import Collection, Design, simulate_campaign
+from crowdprefs.results_file import write_results
 from examples.melodies import QUERY_SIZES
 
 GENERATOR = CrowdModel(

@@ -24,6 +24,7 @@ gain, :func:`levels_to_lists` groups the documents of equal gain.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.files import write_atomic
+from crowdprefs.files import read_text, write_atomic
 
 RUN_COLUMNS = ["system", "query", "document", "rank"]
 LEVEL_COLUMNS = ["query", "document", "gain"]
@@ -45,7 +46,7 @@ LIST_COLUMNS = ["query", "document", "group"]
 def _line_number(path: Path, row: int) -> int:
     """1-based physical line of the ``row``-th non-blank line (0-based) of ``path``."""
     seen = -1
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with path.open(encoding="latin-1") as handle:  # any byte: only lines are counted
         for number, line in enumerate(handle, start=1):
             if line.strip():
                 seen += 1
@@ -62,9 +63,10 @@ def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
+    text, _ = read_text(path)
     try:
         frame = pd.read_csv(
-            path,
+            io.StringIO(text),
             sep=r"\s+",
             header=None,
             dtype=str,
@@ -79,8 +81,6 @@ def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
     except pd.errors.ParserError as error:
         detail = str(error).split("C error: ")[-1].strip()
         raise InputError(f"{path}: {detail}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: not UTF-8 text ({error.reason})") from None
     n = frame.shape[1]
     if n not in counts:
         wanted = " or ".join(str(c) for c in counts)

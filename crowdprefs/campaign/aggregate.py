@@ -239,7 +239,7 @@ def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule
     """Per pair: ``iteration, query, x, y, kind, pivot_known, more, equal, less, verdict,
     p_value, agreement`` from the usable answers of an answers frame (one row per answer with
     ``pair_id, iteration, query, x, y, kind, pivot_known, status, choice, score``, as
-    :data:`crowdprefs.crowds.results.FRAME_COLUMNS`), decided with ``rule`` (seed 002 §3.2)
+    :data:`crowdprefs.results_file.FRAME_COLUMNS`), decided with ``rule`` (seed 002 §3.2)
     and scored with the §5.3 inter-agreement. Indexed by ``pair_id``; pairs without usable
     answers are left out.
     """

@@ -29,7 +29,7 @@ from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings
 from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.files import write_atomic
+from crowdprefs.files import read_text, write_atomic
 
 STATE_NAME = "state.sqlite"
 DEFAULT_SEED = 2010
@@ -91,12 +91,7 @@ def read_candidates(path: Path) -> pd.DataFrame:
     candidates.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"candidates file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read candidates file {path}: {error}") from None
+    text, _ = read_text(path, "candidates file")
     try:
         frame = pd.read_csv(
             io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True

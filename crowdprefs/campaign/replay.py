@@ -1,6 +1,6 @@
 """Replay a recorded QuickSort campaign without its project (seed 002 §3.2, §4.2, Table 1).
 
-A recorded campaign is an answers frame (:func:`crowdprefs.crowds.results.read_results`) whose
+A recorded campaign is an answers frame (:func:`crowdprefs.results_file.read_results`) whose
 iterations were inferred from the HITs' creation times
 (:func:`crowdprefs.quality.audit.infer_iterations`). Its lists are rebuilt by re-aggregating every
 pair with a chosen rule and replaying the modified QuickSort of :mod:`crowdprefs.campaign.sorting`,
@@ -15,7 +15,8 @@ iteration by iteration:
   reported as ``ambiguous-pivot``;
 * the segment splits on the re-aggregated verdicts (:func:`crowdprefs.campaign.sorting.split`).
 
-Where the recording and the replay part ways, the replay says so (:attr:`Replay.issues`):
+Where the recording and the replay part ways, the replay says so (:attr:`Replay.issues`; the
+:data:`NOTES` among them only inform):
 ``unneeded`` recorded pairs the replayed segments did not need in that iteration, ``missing``
 comparisons a replayed segment needs that were never recorded (its query stays open),
 ``ambiguous-pivot`` as above, ``reused`` a segment split after the last batch on verdicts asked
@@ -27,17 +28,25 @@ to be asked.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
+from crowdprefs.campaign.project import Project, Settings
 from crowdprefs.campaign.sorting import Segment, lookup, split
-from crowdprefs.errors import InputError
+from crowdprefs.errors import InputError, StateError
 
 ISSUE_COLUMNS = ["iteration", "query", "issue", "detail"]
+NOTES = ("ambiguous-pivot", "reused")
+"""Issues that only inform (the replay chose or reused something); the others are where the
+recording and the replay differ."""
 
 
 @dataclass
@@ -49,6 +58,9 @@ class Replay:
     pairs: pd.DataFrame
     issues: pd.DataFrame
     closed: dict[str, bool]
+    pivots: pd.DataFrame | None = None
+    """``query, iteration, pivot``: the pivot each split used (after the last iteration for
+    splits on verdicts asked elsewhere)."""
 
 
 def _choose_pivot(
@@ -80,7 +92,12 @@ def _choose_pivot(
 
 
 def _settle(
-    segments: list[Segment], recorded: pd.DataFrame, query: str, issues: list, last: int
+    segments: list[Segment],
+    recorded: pd.DataFrame,
+    query: str,
+    issues: list,
+    last: int,
+    pivots: list,
 ) -> list[Segment]:
     """After the recorded batches, split what every recorded verdict allows.
 
@@ -100,6 +117,7 @@ def _settle(
                 others = tuple(d for d in segment.todo if d != pivot)
                 parts = split(Segment(segment.done, (*others, pivot)), known)
                 if parts is not None:
+                    pivots.append((query, last + 0.5, pivot))
                     issues.append(
                         (
                             last,
@@ -135,6 +153,7 @@ def replay_campaign(
     iterations = sorted(int(i) for i in sort["iteration"].unique())
     issues: list[tuple] = []
     rows: list[tuple] = []
+    pivots: list[tuple] = []
     closed: dict[str, bool] = {}
     for query, recorded in sort.groupby("query", sort=True):
         documents = tuple(sorted(set(recorded["x"]) | set(recorded["y"])))
@@ -181,12 +200,13 @@ def replay_campaign(
                     issues.append((iteration, query, "missing", f"never asked: {unknown}"))
                     next_segments.append(segment)
                 else:
+                    pivots.append((query, iteration, pivot))
                     next_segments.extend(parts)
             segments = next_segments
             for x, y in asked[["x", "y"]].itertuples(index=False):
                 if frozenset((x, y)) not in needed:
                     issues.append((iteration, query, "unneeded", f"{x} vs {y}"))
-        segments = _settle(segments, recorded, query, issues, iterations[-1])
+        segments = _settle(segments, recorded, query, issues, iterations[-1], pivots)
         is_closed = all(s.closed for s in segments)
         closed[query] = is_closed
         if not is_closed:
@@ -200,4 +220,127 @@ def replay_campaign(
         pairs=pairs,
         issues=pd.DataFrame(issues, columns=ISSUE_COLUMNS),
         closed=closed,
+        pivots=pd.DataFrame(pivots, columns=["query", "iteration", "pivot"]),
     )
+
+
+def sort_order(documents: list[Hashable], pivots: pd.DataFrame) -> list[Hashable]:
+    """An initial order whose QuickSort takes the recorded pivots: each segment's pivot is its
+    last ``todo`` member, so documents never a pivot come first, then the pivots, those of
+    later iterations before those of earlier ones (a pivot follows every member of its
+    segment; the members still to place are non-pivots or pivots of later iterations)."""
+    when = pivots.groupby("pivot")["iteration"].min()
+    rank = {d: -when[d] if d in when.index else float("-inf") for d in documents}
+    return sorted(documents, key=lambda d: rank[d])
+
+
+def recorded_project(
+    answers: pd.DataFrame,
+    replayed: Replay,
+    root: Path,
+    settings: Settings,
+    seed: int,
+    crowd: str = "mturk",
+) -> Project:
+    """Write a project at ``root`` holding a recorded campaign, so that the campaign carries on
+    (``status``, ``audit``, ``export``, ``evaluate``, ``next``) from where it stopped.
+
+    The candidates are every document the HITs mention; their order in the project is chosen
+    so that the project's QuickSort (replayed from its seed's initial order and the verdicts,
+    :mod:`crowdprefs.campaign.sorting`) takes the pivots ``replayed`` found
+    (:func:`sort_order`). Each recorded iteration becomes a batch holding the pairs as shown
+    (sides included) as HITs of ``crowd`` with their recorded ids, creation times and rewards
+    (``settings``' reward where unknown, priced with ``settings``' fees) and the answers they
+    received (``answers_wanted`` = those answers), is collected and aggregated with
+    ``settings``' rule: the lists reached and the segments left
+    open are the replay's. The answers are stored under ``crowd``. Nothing is written when any
+    step fails.
+    """
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import init_project
+    from crowdprefs.campaign.sorting import initial_order
+
+    root = Path(root)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise StateError(f"{root} exists and is not an empty folder; choose another folder")
+    good = answers[(answers["choice"] != "") & (answers["status"] != "rejected")]
+    documents = {
+        query: sorted(set(group["x"]) | set(group["y"]))
+        for query, group in answers[answers["kind"] == "sort"].groupby("query", sort=True)
+    }
+    rows = []
+    for query, docs in documents.items():
+        wanted = sort_order(docs, replayed.pivots[replayed.pivots["query"] == query])
+        positions = initial_order(list(range(len(docs))), seed, query)
+        placed: list[Hashable] = [None] * len(docs)
+        for document, position in zip(wanted, positions, strict=True):
+            placed[position] = document
+        rows.extend((query, d) for d in placed)
+    candidates = pd.DataFrame(rows, columns=["query", "document"]).assign(audio="", query_audio="")
+    staging = root.with_name(f".{root.name}.recording")
+    project = init_project(staging, candidates, seed=seed, settings=settings)
+    try:
+        for iteration, batch in answers.groupby("iteration", sort=True):
+            used = good[good["iteration"] == iteration]
+            pairs = (
+                batch.groupby("pair_id", sort=False)[["query", "x", "y", "a_is_x", "kind"]]
+                .first()
+                .join(batch.groupby("pair_id")["expected"].first())
+                .join(used.groupby("pair_id").size().rename("answers_wanted"), how="inner")
+            )
+            pairs["position"] = np.arange(len(pairs))
+            project.store.create_batch(int(iteration), pairs.reset_index(drop=True))
+            stored = project.store.pairs(int(iteration))["pair_id"].to_numpy()
+            pair_id = pd.Series(stored, index=pairs.index)
+            given = batch[batch["pair_id"].isin(pairs.index) & (batch["choice"] != "")]
+            project.store.add_answers(
+                crowd,
+                pd.DataFrame(
+                    {
+                        "pair_id": given["pair_id"].map(pair_id).to_numpy(),
+                        "assignment_id": given["assignment_id"].to_numpy(),
+                        "worker_id": given["worker_id"].to_numpy(),
+                        "choice": given["choice"].to_numpy(),
+                        "score": given["score"].astype(int).to_numpy(),
+                        "seconds": given["seconds"].to_numpy(),
+                        "accepted_at": _iso(given["accepted_at"]),
+                        "submitted_at": _iso(given["submitted_at"]),
+                        "background": given["background"].replace("", None).to_numpy(),
+                        "comment": given["comment"].replace("", None).to_numpy(),
+                        "status": given["status"].to_numpy(),
+                    }
+                ),
+            )
+            created = batch.groupby("pair_id")["created_at"].min().reindex(pairs.index)
+            reward = batch.groupby("pair_id")["reward"].first().reindex(pairs.index)
+            project.store.add_hits(
+                crowd,
+                pd.DataFrame(
+                    {
+                        "pair_id": pair_id.to_numpy(),
+                        "hit_id": batch.groupby("pair_id")["hit_id"].first().reindex(pairs.index),
+                        "max_assignments": pairs["answers_wanted"].to_numpy(),
+                        "created_at": _iso(created),
+                        "reward": reward.fillna(settings.reward).to_numpy(),
+                    }
+                ).reset_index(drop=True),
+                settings.reward,
+                settings.fees,
+            )
+            project.store.advance_batch(int(iteration), "collected")
+            driver.aggregate(project)
+    except BaseException:
+        project.close()
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    project.close()
+    if root.exists():
+        root.rmdir()  # an empty folder (init_project refuses anything else)
+    os.rename(staging, root)
+    return Project(root)
+
+
+def _iso(times: pd.Series) -> np.ndarray:
+    """ISO 8601 UTC text (``None`` when unknown), as the store keeps times."""
+    text = times.dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+    return text.where(times.notna(), None).to_numpy(dtype=object)

@@ -12,57 +12,118 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.cli.options import (
-    COLUMNS,
+    DEFAULT_SEED,
     OUTPUT,
-    AColumn,
     Alpha,
-    AnswerColumn,
-    AValue,
     BatchGap,
-    BColumn,
-    BValue,
-    EqualValue,
+    FeeMinimum,
+    FeeRate,
     Json,
     Margin,
-    PartialLists,
-    PivotColumn,
     ProjectDir,
-    QueryColumn,
     ResultsFile,
+    RewardPaid,
     Rule,
+    Seed,
     Wide,
-    results_columns,
+    column_options,
+    fee_model,
+    one_of,
 )
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crowdprefs.crowds.results import Columns
     from crowdprefs.quality.audit import Audit
+    from crowdprefs.results_file import Columns
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
-    from crowdprefs.crowds.results import read_results
     from crowdprefs.quality import audit as auditing
+    from crowdprefs.results_file import read_results
 
     with err_console.status(f"reading {path}"):
         answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
-    _report_reading(answers)
+    report_reading(answers)
     return answers
 
 
-def _report_reading(answers: pd.DataFrame) -> None:
+def report_reading(answers: pd.DataFrame) -> None:
+    """Say how the file was read (its encoding is noted by the reader): the identity of an
+    answer and the rows whose answer is empty."""
     empty = answers.attrs.get("empty_rows", [])
-    encoding = answers.attrs.get("encoding")
-    if encoding and encoding != "utf-8-sig":
-        err_console.print(f"read {answers.attrs['source']} as {encoding} (it is not UTF-8)")
+    err_console.print(
+        f"{len(answers)} answers, each identified by {escape(answers.attrs['identity'])}"
+    )
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
         err_console.print(
             f"[yellow]{len(empty)} row(s) have an empty answer[/] (rows {shown}): kept in the "
             "worker profiles, left out of aggregation"
         )
+
+
+def _cost_line(
+    answers: pd.DataFrame, reward: float | None, rate: float | None, minimum: float | None
+) -> tuple[float | None, str]:
+    """``(total, line)``: what the recorded answers cost, or that it is unknown."""
+    from crowdprefs.quality import audit as auditing
+
+    costs = auditing.answer_costs(answers, fee_model(rate, minimum), reward)
+    total = auditing.money(auditing.round_dollars(costs))
+    if total == "unknown":
+        return None, "cost: unknown (the file has no reward: give --reward)"
+    return float(total), f"cost: ${total} for {len(answers)} answers"
+
+
+def _write_project(
+    frame: pd.DataFrame,
+    result,
+    root: Path,
+    rule: str,
+    alpha: float,
+    margin: int,
+    reward: float | None,
+    fee_rate: float | None,
+    fee_minimum: float | None,
+    seed: int,
+) -> None:
+    """``replay --project``: the recorded campaign as a project, and what it holds."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import Settings
+    from crowdprefs.campaign.replay import recorded_project
+
+    paid = frame["reward"].dropna()
+    if reward is None and paid.empty:
+        raise InputError("the file has no reward: give --reward (the project prices with it)")
+    per_pair = frame[frame["choice"] != ""].groupby("pair_id").size()
+    settings = Settings(
+        answers_per_pair=int(per_pair.max()),
+        reward=float(paid.median()) if reward is None else reward,
+        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+        fees=fee_model(fee_rate, fee_minimum),
+    )
+    with err_console.status(f"writing the project {root}"):
+        made = recorded_project(frame, result, root, settings, seed)
+    with made:
+        lists = driver.lists(made)
+    same = set(map(tuple, lists.to_numpy().tolist())) == set(
+        map(tuple, result.lists[result.lists["query"].isin(lists["query"])].to_numpy().tolist())
+    )
+    closed = lists["query"].nunique()
+    err_console.print(
+        f"wrote the project {escape(str(root))}: {frame['iteration'].max()} batches, {closed} of "
+        f"{len(result.closed)} lists closed"
+        + ("" if same else " (they differ from the replay's: see 'crowdprefs status')")
+        + (
+            f"; carry on with: crowdprefs next {escape(str(root))}"
+            if closed < len(result.closed)
+            else ""
+        ),
+        soft_wrap=True,
+    )
 
 
 #: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
@@ -73,14 +134,15 @@ ITERATION_HEADS = (
     "workers",
     "earlier workers",
     "med. s",
-    "completion",
+    "crowd time",
+    "since created",
     "agreement",
     "Krippendorff α",
     "Fleiss κ",
     "cost $",
 )
 #: The columns shown without --wide (they fit 80 columns).
-NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "agreement", "cost $")
+NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "crowd time", "agreement", "cost $")
 
 
 def _render(result: Audit, title: str, wide: bool) -> None:
@@ -94,8 +156,10 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     for number, row in enumerate(rows, start=1):
         cells = auditing.table_2_cells(row)
         table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
-    table.caption = "med. s: median work time per answer; agreement: among each pair's answers" + (
-        "" if wide else " (--wide: every column)"
+    table.caption = (
+        "med. s: median work time per answer; agreement: among each pair's answers; crowd time: "
+        "first accept to last submit; since created: from the HITs' creation, waiting included"
+        + ("" if wide else " (--wide: every column)")
     )
     console.print(table)
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
@@ -107,7 +171,10 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     console.print(flags)
     for name, confusion in result.reference.items():
         summary = auditing.agreement_summary(confusion)
-        matrix = Table(title=f"reference (rows) vs workers (columns): {escape(name)}")
+        matrix = Table(
+            title=f"reference (rows) vs workers (columns): {escape(name)}",
+            caption="less: ranked before the other (more similar); greater: ranked after",
+        )
         matrix.add_column("reference")
         totals = confusion.sum(axis=1)
         for column in confusion.columns:
@@ -123,6 +190,17 @@ def _render(result: Audit, title: str, wide: bool) -> None:
             f"{summary['none']}: agreement {summary['score']:.3f}"
         )
     facts = result.facts
+    total = result.iterations.iloc[-1]
+    cost = auditing.money(total["cost"])
+    console.print(
+        (
+            "cost: unknown (the file has no reward: give --reward)"
+            if cost == "unknown"
+            else f"cost: ${cost} in total"
+        )
+        + f"; crowd time {auditing.duration(total['crowd_seconds'])}, time since the HITs were "
+        f"created {auditing.duration(total['completion_seconds'])}"
+    )
     console.print(
         f"{facts['answers']} answers ({facts['empty_answers']} empty, {facts['rejected_answers']}"
         f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
@@ -131,6 +209,7 @@ def _render(result: Audit, title: str, wide: bool) -> None:
 
 
 @app.command("audit")
+@column_options
 def audit_command(
     directory: Annotated[
         Path | None, typer.Argument(help="The project folder (omit with --answers).")
@@ -163,22 +242,18 @@ def audit_command(
     alpha: Alpha = 0.05,
     margin: Margin = 2,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    reward: RewardPaid = None,
+    fee_rate: FeeRate = None,
+    fee_minimum: FeeMinimum = None,
+    columns: Columns = None,
 ) -> None:
     """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
 
-    With a PROJECT the verdicts, rule and reward are the project's; with --answers the answers
-    are aggregated with --rule and iterations are inferred from HIT creation times.
+    With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
+    answers are aggregated with --rule, iterations are inferred from HIT creation times and the
+    cost comes from the file's rewards (else --reward) and the fee options.
     """
     from crowdprefs.campaign.aggregate import AggregationRule
-    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
     from crowdprefs.io import read_lists
     from crowdprefs.quality import audit as auditing
@@ -192,22 +267,13 @@ def audit_command(
             result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
-        columns = results_columns(
-            query_column,
-            a_column,
-            b_column,
-            answer_column,
-            a_value,
-            b_value,
-            equal_value,
-            pivot_column,
-        )
         frame = _recorded(answers, columns, batch_gap)
         with err_console.status("auditing"):
             result = auditing.audit(
                 frame,
                 rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
-                fees=FeeModel(),
+                fees=fee_model(fee_rate, fee_minimum),
+                reward=reward,
                 reference=lists,
                 split_by=by,
             )
@@ -228,37 +294,22 @@ def audit_command(
 
 
 @app.command("import-answers")
+@column_options
 def import_answers_command(
     directory: ProjectDir,
     results: ResultsFile,
     crowd: Annotated[
         str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
     ] = "mturk",
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    columns: Columns = None,
 ) -> None:
     """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
     from crowdprefs.campaign.project import Project
-    from crowdprefs.crowds.results import import_answers, read_results
+    from crowdprefs.crowds.results import import_answers
+    from crowdprefs.results_file import read_results
 
-    columns = results_columns(
-        query_column,
-        a_column,
-        b_column,
-        answer_column,
-        a_value,
-        b_value,
-        equal_value,
-        pivot_column,
-    )
     frame = read_results(results, columns)
-    _report_reading(frame)
+    report_reading(frame)
     with Project(directory) as project:
         summary = import_answers(project, frame, crowd)
     batch = summary["batch_collected"]
@@ -271,6 +322,7 @@ def import_answers_command(
 
 
 @app.command("replay")
+@column_options
 def replay_command(
     results: ResultsFile,
     rule: Rule = "mann-whitney",
@@ -278,38 +330,48 @@ def replay_command(
     margin: Margin = 2,
     pivot_side: Annotated[
         str,
-        typer.Option(help="Pivot of a two-member segment when unrecorded: variation a or b."),
+        typer.Option(
+            callback=lambda value: one_of(value, ("a", "b")),
+            help="Pivot of a two-member segment when unrecorded: variation a or b.",
+        ),
     ] = "b",
     output: Annotated[
         Path | None, typer.Option(*OUTPUT, help="Write the lists here (group qrels).")
     ] = None,
-    partial: PartialLists = False,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Also list queries whose sort is still open (else -o with open lists writes "
+            "the closed ones and exits with an error).",
+        ),
+    ] = False,
     as_json: Json = False,
     batch_gap: BatchGap = 600.0,
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    reward: RewardPaid = None,
+    fee_rate: FeeRate = None,
+    fee_minimum: FeeMinimum = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project",
+            help="Also write the recorded campaign as a project in this new folder (its "
+            "batches, answers and verdicts), to carry on with status, audit, export, evaluate "
+            "and next.",
+        ),
+    ] = None,
+    seed: Seed = DEFAULT_SEED,
+    columns: Columns = None,
 ) -> None:
-    """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule."""
+    """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule.
+
+    With --project the campaign becomes a project whose lists and open segments are the
+    replay's; --reward and the fee options become its prices (the file's reward when it has
+    one)."""
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.replay import replay_campaign
     from crowdprefs.io import write_lists
 
-    columns = results_columns(
-        query_column,
-        a_column,
-        b_column,
-        answer_column,
-        a_value,
-        b_value,
-        equal_value,
-        pivot_column,
-    )
     frame = _recorded(results, columns, batch_gap)
     result = replay_campaign(
         frame, AggregationRule(rule=rule, alpha=alpha, margin=margin), pivot_side, partial=partial
@@ -317,6 +379,7 @@ def replay_command(
     if output is not None:
         write_lists(result.lists, output, tag=f"replay-{rule}")
     closed = sum(result.closed.values())
+    cost = _cost_line(frame, reward, fee_rate, fee_minimum)
     if as_json:
         console.print_json(
             json.dumps(
@@ -325,20 +388,35 @@ def replay_command(
                     "iterations": int(frame["iteration"].max()),
                     "lists": result.lists.to_dict(orient="records"),
                     "issues": result.issues.to_dict(orient="records"),
+                    "cost": cost[0],
                 }
             )
         )
-        return
-    if len(result.issues):
-        table = Table(title="where the recording and the replay disagree")
+    from crowdprefs.campaign.replay import NOTES
+
+    notes = result.issues["issue"].isin(NOTES)
+    if not as_json and len(result.issues):
+        table = Table(title="where the replay departs from the recording, and notes")
         for head in ("iter.", "query", "issue", "detail"):
             table.add_column(head)
         for iteration, query, issue, detail in result.issues.itertuples(index=False):
             table.add_row(str(iteration), escape(query), issue, escape(detail))
         console.print(table)
     groups = result.lists.groupby("query")["group"].max()
-    console.print(
-        f"{int(frame['iteration'].max())} iterations; {closed}/{len(result.closed)} lists closed "
-        f"({int(groups.sum())} groups); {len(result.issues)} disagreement(s)"
-        + (f"; wrote {output}" if output else "")
-    )
+    if not as_json:
+        console.print(
+            f"{int(frame['iteration'].max())} iterations; {closed}/{len(result.closed)} lists "
+            f"closed ({int(groups.sum())} groups); {int((~notes).sum())} difference(s) from the "
+            f"recording, {int(notes.sum())} note(s)" + (f"; wrote {output}" if output else "")
+        )
+        console.print(cost[1])
+    if project is not None:
+        _write_project(frame, result, project, rule, alpha, margin, reward, fee_rate, fee_minimum,
+                       seed)  # fmt: skip
+    still_open = [query for query, done in result.closed.items() if not done]
+    if output is not None and still_open and not partial:
+        raise InputError(
+            f"{len(still_open)} of {len(result.closed)} lists are still open "
+            f"({', '.join(still_open[:5])}{' ...' if len(still_open) > 5 else ''}): {output} "
+            "holds the closed ones only (--partial also writes the open ones as they stand)"
+        )

@@ -8,13 +8,24 @@ defaults below are the library's own, restated because importing them would load
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
-    from crowdprefs.crowds.results import Columns
+    from crowdprefs.results_file import Columns
+
+
+def one_of(value: str, allowed: tuple[str, ...]) -> str:
+    """An option's value checked against its allowed values (one line naming them)."""
+    if value not in allowed:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
 
 #: ``crowdprefs.campaign.project.DEFAULT_SEED``
 DEFAULT_SEED = 2010
@@ -23,16 +34,57 @@ CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
-#: ``crowdprefs.crowds.results.Columns``
+#: ``crowdprefs.results_file.Columns`` (field → default) and ``COLUMN_OPTIONS`` (field →
+#: option), with each option's help
 COLUMNS = {
-    "query": "Input.query",
-    "a": "Input.docA",
-    "b": "Input.docB",
-    "answer": "Answer.choice",
-    "a_value": "A",
-    "b_value": "B",
-    "equal_value": "equal",
-    "pivot": "Input.pivot",
+    "query": ("--query-column", "Input.query", "Column of the query (the original melody)."),
+    "a": ("--a-column", "Input.docA", "Column of the document shown as variation A."),
+    "b": ("--b-column", "Input.docB", "Column of the document shown as variation B."),
+    "answer": ("--answer-column", "Answer.choice", "Column of the worker's choice."),
+    "a_value": ("--a-value", "A", "Answer value meaning 'A is more similar'."),
+    "b_value": ("--b-value", "B", "Answer value meaning 'B is more similar'."),
+    "equal_value": ("--equal-value", "equal", "Answer value meaning 'equally similar'."),
+    "pivot": ("--pivot-column", "Input.pivot", "Column naming the segment's pivot (optional)."),
+    "check": (
+        "--check-column",
+        "Input.check",
+        "Column of an attention check's expected answer (optional).",
+    ),
+    "hit": ("--hit-column", "HITId", "Column of the HIT (the question) id."),
+    "worker": ("--worker-column", "WorkerId", "Column of the worker id."),
+    "assignment": (
+        "--assignment-column",
+        "AssignmentId",
+        "Column of the answer's own id (optional: without it an answer is its (HIT, worker)).",
+    ),
+    "status": (
+        "--status-column",
+        "AssignmentStatus",
+        "Column of Approved/Rejected/Submitted (optional).",
+    ),
+    "created": ("--created-column", "CreationTime", "Column of the HIT's creation time."),
+    "accepted": ("--accept-column", "AcceptTime", "Column of the time the worker took the HIT."),
+    "submitted": ("--submit-column", "SubmitTime", "Column of the time the answer was sent."),
+    "seconds": ("--seconds-column", "WorkTimeInSeconds", "Column of the work time in seconds."),
+    "reward": ("--reward-column", "Reward", "Column of the reward paid (optional: --reward)."),
+    "max_assignments": (
+        "--max-assignments-column",
+        "MaxAssignments",
+        "Column of the answers bought per HIT (optional; sets MTurk's fee rate).",
+    ),
+    "background": (
+        "--background-column",
+        "Answer.background",
+        "Column of the worker's musical background answer (optional).",
+    ),
+    "background_yes": ("--background-yes", "yes", "Background value meaning yes."),
+    "background_no": ("--background-no", "no", "Background value meaning no."),
+    "comment": ("--comment-column", "Answer.comment", "Column of the worker's comment."),
+    "listen_seconds": (
+        "--listen-seconds-column",
+        "Input.listen_seconds",
+        "Column of the HIT's total clip duration in seconds (optional).",
+    ),
 }
 #: ``crowdprefs.evaluation.power.PROCEDURES``: name → description
 PROCEDURES = {
@@ -94,6 +146,7 @@ Rule = Annotated[
     str,
     typer.Option(
         "--rule",
+        callback=lambda value: one_of(value, ("mann-whitney", "margin")),
         help="How a pair's answers give its verdict: mann-whitney (a test at level --alpha) or "
         "margin (one side needs --margin more votes).",
     ),
@@ -123,57 +176,112 @@ ResultsFile = Annotated[
     typer.Argument(
         metavar="RESULTS",
         help="Answers recorded as an MTurk batch-results CSV (other platforms' exports: set the "
-        "column options).",
+        "column options or --columns).",
     ),
 ]
-QueryColumn = Annotated[
-    str, typer.Option("--query-column", help="Column of the query (the original melody).")
-]
-AColumn = Annotated[
-    str, typer.Option("--a-column", help="Column of the document shown as variation A.")
-]
-BColumn = Annotated[
-    str, typer.Option("--b-column", help="Column of the document shown as variation B.")
-]
-AnswerColumn = Annotated[
-    str, typer.Option("--answer-column", help="Column of the worker's choice.")
-]
-AValue = Annotated[str, typer.Option("--a-value", help="Answer value meaning 'A is more similar'.")]
-BValue = Annotated[str, typer.Option("--b-value", help="Answer value meaning 'B is more similar'.")]
-EqualValue = Annotated[
-    str, typer.Option("--equal-value", help="Answer value meaning 'equally similar'.")
-]
-PivotColumn = Annotated[
-    str,
+# What answers cost when the file does not say (every command that prints cost).
+RewardPaid = Annotated[
+    float | None,
     typer.Option(
-        "--pivot-column", help="Column naming the segment's pivot (optional in the file)."
+        "--reward",
+        help="Reward paid per answer in US$, when the file has no reward column "
+        "(unknown cost otherwise).",
+    ),
+]
+FeeRate = Annotated[
+    float | None,
+    typer.Option(
+        "--fee-rate",
+        help="Platform fee as a share of the reward, e.g. 0.1 (default: MTurk's 20%, 40% for "
+        "HITs of 10 or more answers).",
+    ),
+]
+FeeMinimum = Annotated[
+    float | None,
+    typer.Option("--fee-minimum", help="Least fee per answer in US$ (default: MTurk's 0.01)."),
+]
+
+
+def fee_model(rate: float | None, minimum: float | None):
+    """The :class:`crowdprefs.campaign.budget.FeeModel` of the fee options (a rate given
+    applies to HITs of any size, as MTurk's fee did before 2015)."""
+    from crowdprefs.campaign.budget import FeeModel
+
+    default = FeeModel()
+    return FeeModel(
+        rate=default.rate if rate is None else rate,
+        rate_10_or_more=default.rate_10_or_more if rate is None else rate,
+        minimum=default.minimum if minimum is None else minimum,
+    )
+
+
+ColumnsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--columns",
+        help='TOML file mapping the column options once (e.g. answer = "Answer.radio"); '
+        "options given on the command line win over it.",
     ),
 ]
 
 
-def results_columns(
-    query: str,
-    a: str,
-    b: str,
-    answer: str,
-    a_value: str,
-    b_value: str,
-    equal_value: str,
-    pivot: str,
-) -> Columns:
-    """The library's reading of a results file from the column options."""
-    from crowdprefs.crowds.results import Columns
+def column_options(command: Callable) -> Callable:
+    """Give a command every results-file column option and ``--columns FILE``.
 
-    return Columns(
-        query=query,
-        a=a,
-        b=b,
-        answer=answer,
-        a_value=a_value,
-        b_value=b_value,
-        equal_value=equal_value,
-        pivot=pivot,
+    The command declares a parameter ``columns`` (a :class:`crowdprefs.results_file.Columns`);
+    it receives the file's mapping over the library's defaults, with the options given on the
+    command line over both. One definition, so every reading command spells them alike.
+    """
+    # the command's own annotations, evaluated where it was written ("Columns" may be a
+    # type-checking-only name there: it is the parameter replaced here)
+    signature = inspect.signature(
+        command, eval_str=True, globals=command.__globals__, locals={"Columns": object}
     )
+    kept = [p for p in signature.parameters.values() if p.name != "columns"]
+    added = [
+        inspect.Parameter(
+            f"column_{field}",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                str | None,
+                typer.Option(
+                    option,
+                    help=f"{text} Default: {default}.",
+                    show_default=False,
+                    rich_help_panel="Columns of the results file",
+                ),
+            ],
+        )
+        for field, (option, default, text) in COLUMNS.items()
+    ]
+    added.append(
+        inspect.Parameter(
+            "columns_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ColumnsFile
+        )
+    )
+    positional = [p for p in kept if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    keyword = [p for p in kept if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        given = {field: kwargs.pop(f"column_{field}") for field in COLUMNS}
+        kwargs["columns"] = results_columns(kwargs.pop("columns_file"), given)
+        return command(*args, **kwargs)
+
+    parameters = [*positional, *keyword, *added]
+    wrapper.__signature__ = signature.replace(parameters=parameters)
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
+
+
+def results_columns(path: Path | None, given: dict[str, str | None]) -> Columns:
+    """The library's reading of a results file: defaults, then the TOML file ``path``, then
+    the options ``given`` (``None`` = not given)."""
+    from crowdprefs.results_file import Columns, read_columns
+
+    base = read_columns(path) if path is not None else Columns()
+    return base.given(**given)
 
 
 BatchGap = Annotated[

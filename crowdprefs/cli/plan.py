@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -12,29 +12,23 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
-    COLUMNS,
     OUTPUT,
     SEQUENTIAL_ALPHA,
     SEQUENTIAL_FUTILITY,
-    AColumn,
     Alpha,
-    AnswerColumn,
     AnswersPerPair,
-    AValue,
-    BColumn,
-    BValue,
     Candidates,
     CrowdModelFile,
-    EqualValue,
     Margin,
-    PivotColumn,
-    QueryColumn,
     ResultsFile,
     Reward,
     Rule,
     Seed,
-    results_columns,
+    column_options,
 )
+
+if TYPE_CHECKING:
+    from crowdprefs.results_file import Columns
 
 crowd_model_app = typer.Typer(
     help="Calibrate the simulated crowd from recorded answers.", no_args_is_help=True
@@ -216,6 +210,7 @@ def _design_table(comparison, designs: list[str]) -> Table:
 
 
 @crowd_model_app.command("fit")
+@column_options
 def fit(
     results: ResultsFile,
     lists: Annotated[
@@ -229,7 +224,7 @@ def fit(
     level: Alpha = 0.05,
     margin: Margin = 2,
     bootstrap: Annotated[
-        int, typer.Option(help="Bootstrap replicates (over workers) for the intervals.")
+        int, typer.Option(min=0, help="Bootstrap replicates (over workers) for the intervals.")
     ] = 50,
     campaigns: Annotated[
         int, typer.Option(help="Simulated campaigns of the predictive check (needs --lists).")
@@ -238,14 +233,7 @@ def fit(
     output: Annotated[
         Path, typer.Option(*OUTPUT, help="TOML file to write the fitted model to.")
     ] = Path("crowd-model.toml"),
-    query_column: QueryColumn = COLUMNS["query"],
-    a_column: AColumn = COLUMNS["a"],
-    b_column: BColumn = COLUMNS["b"],
-    answer_column: AnswerColumn = COLUMNS["answer"],
-    a_value: AValue = COLUMNS["a_value"],
-    b_value: BValue = COLUMNS["b_value"],
-    equal_value: EqualValue = COLUMNS["equal_value"],
-    pivot_column: PivotColumn = COLUMNS["pivot"],
+    columns: Columns = None,
 ) -> None:
     """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
 
@@ -254,16 +242,15 @@ def fit(
     --lists the model is checked against the campaign: its recorded design simulated on its
     candidates against its lists. --rule, --alpha and --margin give the rule it used."""
     from crowdprefs.campaign.aggregate import AggregationRule
-    from crowdprefs.crowds.results import read_results
     from crowdprefs.io import read_lists
     from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check, save_fit
+    from crowdprefs.results_file import read_results
 
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
-    columns = results_columns(
-        query_column, a_column, b_column, answer_column, a_value, b_value, equal_value,
-        pivot_column,
-    )  # fmt: skip
+    from crowdprefs.cli.audit import report_reading
+
     answers = read_results(results, columns)
+    report_reading(answers)
     produced = read_lists(lists) if lists else None
     with console.status("fitting the crowd model"):
         fitted = fit_crowd_model(answers, produced, bootstrap=bootstrap, seed=seed)

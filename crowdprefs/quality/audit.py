@@ -1,8 +1,8 @@
 """Auditing a campaign's workers (seed ``002_b9503f18ee81843c.txt`` §4.2 and §5).
 
 Everything here is a pure function of an *answers frame* (one row per answer, the columns of
-:data:`crowdprefs.crowds.results.FRAME_COLUMNS`), built from a project by :func:`project_answers`
-or read from an MTurk results CSV by :func:`crowdprefs.crowds.results.read_results`. Rejected
+:data:`crowdprefs.results_file.FRAME_COLUMNS`), built from a project by :func:`project_answers`
+or read from an MTurk results CSV by :func:`crowdprefs.results_file.read_results`. Rejected
 answers and empty answers are kept in the frame (and counted in the worker profiles) but left out
 of every agreement and aggregation.
 
@@ -31,8 +31,8 @@ import pandas as pd
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, tally, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.campaign.sorting import contradictions as triple_contradictions
-from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.errors import InputError
+from crowdprefs.results_file import FRAME_COLUMNS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 CHOICES = ("A", "equal", "B")
 """The options as shown, in their natural order (A more similar … B more similar)."""
 
-OUTCOMES = {-1: "less", 0: "equal", 1: "more"}
+OUTCOMES = {1: "less", 0: "equal", -1: "greater"}
+"""Seed 002's labels of a preference in Tables 3–6, as ranks: x ranks ``less`` than (before) y
+when it is more similar (score +1), ``greater`` (after) when it is less similar."""
 
 
 # --------------------------------------------------------------------------- answers frames
@@ -195,21 +197,42 @@ def krippendorff_alpha(counts: np.ndarray, level: str = "ordinal") -> float:
 # --------------------------------------------------------------------------- Table 2
 
 
+def answer_costs(
+    answers: pd.DataFrame, fees: FeeModel = FeeModel(), reward: float | None = None
+) -> np.ndarray:
+    """What each answer cost: its reward (``reward`` where the frame does not know it) plus
+    the fee (:class:`crowdprefs.campaign.budget.FeeModel`); 0 for a rejected answer (not paid),
+    NaN where the reward is unknown."""
+    paid = pd.to_numeric(answers["reward"], errors="coerce").astype(float)
+    if reward is not None:
+        paid = paid.fillna(reward)
+    cost = fees.per_assignment(paid.to_numpy(), answers["max_assignments"].to_numpy(dtype=float))
+    return np.where(answers["status"].to_numpy() == "rejected", 0.0, cost)
+
+
+def round_dollars(values: np.ndarray) -> float:
+    """A sum of costs, exact to a thousandth of a cent (NaN when any is unknown)."""
+    return round(float(np.sum(values)), 5)
+
+
 def iteration_table(
     answers: pd.DataFrame,
     pairs: pd.DataFrame | None = None,
     fees: FeeModel = FeeModel(),
     rule: AggregationRule = AggregationRule(),
+    reward: float | None = None,
 ) -> pd.DataFrame:
     """Seed 002 Table 2 per iteration, plus a ``total`` row (:func:`summarise_iterations`).
 
     Per iteration: ``pairs`` (sorting pairs with usable answers), ``answers``, ``workers``
     (unique), ``previous_workers`` (of those, how many worked in an earlier iteration) and
     ``previous_share``, ``median_seconds`` (median work time of an answer),
-    ``completion_seconds`` (first HIT created → last answer submitted), ``agreement`` (mean
-    §5.3 inter-agreement over the pairs), ``alpha`` (Krippendorff, ordinal on A < equal < B as
-    shown), ``kappa`` (Fleiss) and ``cost`` (what the answers not rejected cost: reward plus
-    MTurk's fee, :class:`crowdprefs.campaign.budget.FeeModel`).
+    ``crowd_seconds`` (the crowd's time: first accept → last submit of the iteration's
+    answers), ``completion_seconds`` (first HIT created → last answer submitted: waiting for
+    workers included), ``agreement`` (mean §5.3 inter-agreement over the pairs), ``alpha``
+    (Krippendorff, ordinal on A < equal < B as shown), ``kappa`` (Fleiss) and ``cost`` (what
+    the answers not rejected cost, :func:`answer_costs`; NaN when a reward is unknown). Times
+    are NaN when the file lacks them.
     """
     validate(answers)
     if pairs is None:
@@ -224,10 +247,7 @@ def iteration_table(
         in_sort = sort[sort["iteration"] == iteration]
         workers = used["worker_id"].unique()
         previous = int((first_seen.reindex(workers) < iteration).sum())
-        paid = batch[batch["status"] != "rejected"]
-        cost = fees.per_assignment(
-            paid["reward"].to_numpy(dtype=float), paid["max_assignments"].to_numpy(dtype=float)
-        )
+        cost = answer_costs(batch, fees, reward)
         agreement = sort_pairs.loc[sort_pairs["iteration"] == iteration, "agreement"]
         counts = choice_counts(in_sort)
         rows.append(
@@ -241,13 +261,14 @@ def iteration_table(
                 if len(workers) and iteration != answers["iteration"].min()
                 else float("nan"),
                 "median_seconds": float(used["seconds"].median()),
-                "completion_seconds": (
-                    batch["submitted_at"].max() - batch["created_at"].min()
-                ).total_seconds(),
+                "crowd_seconds": _seconds(batch["accepted_at"].min(), batch["submitted_at"].max()),
+                "completion_seconds": _seconds(
+                    batch["created_at"].min(), batch["submitted_at"].max()
+                ),
                 "agreement": float(agreement.mean()) if agreement.notna().any() else float("nan"),
                 "alpha": krippendorff_alpha(counts),
                 "kappa": fleiss_kappa(counts),
-                "cost": round(float(cost.sum()), 2),
+                "cost": round_dollars(cost),
             }
         )
     table = pd.DataFrame(rows)
@@ -258,10 +279,18 @@ def iteration_table(
     return table
 
 
+def _seconds(start, end) -> float:
+    """Seconds from ``start`` to ``end`` (NaN when either is unknown)."""
+    if pd.isna(start) or pd.isna(end):
+        return float("nan")
+    return (end - start).total_seconds()
+
+
 def summarise_iterations(table: pd.DataFrame, workers: int) -> dict:
     """The ``total`` row of Table 2 as seed 002 computes it from the per-iteration rows.
 
-    Sums: ``pairs``, ``answers``, ``completion_seconds``, ``cost``; ``workers`` is the number of
+    Sums: ``pairs``, ``answers``, ``crowd_seconds``, ``completion_seconds``, ``cost`` (NaN
+    when any iteration's is unknown); ``workers`` is the number of
     unique workers over all iterations (given); averages *of the per-iteration values*:
     ``previous_share`` (over iterations after the first), ``median_seconds`` (the mean of the
     iterations' medians: 21.75 s in Table 2) and ``agreement`` (0.664 in Table 2).
@@ -275,33 +304,61 @@ def summarise_iterations(table: pd.DataFrame, workers: int) -> dict:
         "previous_workers": None,
         "previous_share": float(pd.to_numeric(table["previous_share"]).mean()),
         "median_seconds": float(pd.to_numeric(table["median_seconds"]).mean()),
-        "completion_seconds": float(table["completion_seconds"].sum()),
+        "crowd_seconds": _total(table, "crowd_seconds"),
+        "completion_seconds": _total(table, "completion_seconds"),
         "agreement": float(pd.to_numeric(table["agreement"]).mean()),
-        "cost": round(float(table["cost"].sum()), 2),
+        "cost": round(_total(table, "cost"), 5),
     }
+
+
+def _total(table: pd.DataFrame, column: str) -> float:
+    """Sum of a column, NaN when any value is unknown (a partial sum would mislead)."""
+    if column not in table:
+        return float("nan")
+    values = pd.to_numeric(table[column]).astype(float)
+    return float(values.sum()) if values.notna().all() else float("nan")
 
 
 def _three(value) -> str:
     return "–" if value is None or pd.isna(value) else f"{value:.3f}"
 
 
-TABLE_2_HEADS = (
+def money(value) -> str:
+    """US$ as the audit prints it: cents, or tenths of a cent when a fee had half cents
+    (2010's $0.005 minimum), and ``unknown`` when a reward is unknown (never $0.00)."""
+    if value is None or pd.isna(value):
+        return "unknown"
+    return f"{value:.2f}" if round(value, 2) == round(value, 5) else f"{value:.3f}"
+
+
+def duration(seconds) -> str:
+    """``2h 05m`` (``unknown`` without the times)."""
+    if seconds is None or pd.isna(seconds):
+        return "unknown"
+    minutes = round(seconds / 60)
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+ITERATION_CELLS = (
     "iteration",
     "pairs",
     "answers",
     "workers",
     "previous workers",
     "median s / answer",
-    "time to completion",
-    "agreement (§5.3)",
+    "crowd time (first accept to last submit)",
+    "time since HITs created (waiting included)",
+    "agreement",
     "α",
     "κ",
     "cost $",
 )
+"""The names of the cells of :func:`table_2_cells`, in their order."""
 
 
 def table_2_cells(row: dict) -> list[str]:
-    """One Table 2 row as the seed prints it (previous workers with their share, h m times)."""
+    """One row of the iteration table as seed 002's Table 2 prints it (previous workers with
+    their share, h m times), plus the crowd's time and the chance-corrected agreements."""
     share, count = row["previous_share"], row["previous_workers"]
     if pd.isna(share):
         previous = "–"
@@ -309,19 +366,19 @@ def table_2_cells(row: dict) -> list[str]:
         previous = f"{share:.0%}"
     else:
         previous = f"{int(count)} ({share:.0%})"
-    minutes = round(row["completion_seconds"] / 60)
     return [
         str(row["iteration"]),
         str(row["pairs"]),
         str(row["answers"]),
         str(row["workers"]),
         previous,
-        f"{row['median_seconds']:.2f}",
-        f"{minutes // 60}h {minutes % 60}m",
+        "–" if pd.isna(row["median_seconds"]) else f"{row['median_seconds']:.2f}",
+        duration(row.get("crowd_seconds")),
+        duration(row["completion_seconds"]),
         _three(row["agreement"]),
         _three(row["alpha"]),
         _three(row["kappa"]),
-        f"{row['cost']:.2f}",
+        money(row["cost"]),
     ]
 
 
@@ -329,13 +386,15 @@ def table_2_cells(row: dict) -> list[str]:
 
 
 def background_class(text: pd.Series) -> pd.Series:
-    """Seed 002 §5.3's split of the background answers: ``none`` (the worker says they have no
-    musical background), ``some`` (anything else written) or ``unknown`` (no answer)."""
-    text = text.fillna("").astype(str).str.strip()
-    none = text.str.match(r"(?i)^(no|none|nope|nothing|not really|n/?a)\b")
-    return pd.Series(
-        np.where(text == "", "unknown", np.where(none, "none", "some")), index=text.index
-    ).astype(str)
+    """Seed 002 §5.3's split of the background answers: ``some`` (the answer is ``yes``),
+    ``none`` (``no``), ``unknown`` (no answer) or ``unclassified`` (free text: never guessed).
+
+    The results reader maps a file's own yes/no values to ``yes``/``no``
+    (:class:`crowdprefs.results_file.Columns`); the comparison ignores case.
+    """
+    text = text.fillna("").astype(str).str.strip().str.lower()
+    classes = text.map({"yes": "some", "no": "none", "": "unknown"})
+    return classes.fillna("unclassified").astype(str)
 
 
 def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -598,7 +657,8 @@ def reference_verdicts(pairs: pd.DataFrame, lists: pd.DataFrame) -> pd.Series:
 
 
 def confusion_table(reference, observed) -> pd.DataFrame:
-    """Seed 002 Tables 3–6: reference (rows) against workers (columns), ``less, equal, more``."""
+    """Seed 002 Tables 3–6: reference (rows) against workers (columns), ``less, equal,
+    greater`` as ranks (:data:`OUTCOMES`: ``less`` = x more similar, ranked before y)."""
     frame = pd.DataFrame({"reference": reference, "observed": observed}).dropna()
     labels = list(OUTCOMES.values())
     table = tally(
@@ -750,10 +810,15 @@ class Audit:
 def read_worker_attribute(path: Path) -> pd.Series:
     """``worker_id → attribute`` from a CSV whose first column is the worker and second the
     attribute (to split the single-answer reference tables by, e.g. musical training)."""
+    import io
+
+    from crowdprefs.files import read_text
+
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    text, _ = read_text(path, "worker attribute file")
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise InputError(f"{path}: not a valid CSV: {error}") from None
     if table.shape[1] < 2:
@@ -767,6 +832,7 @@ def audit(
     pairs: pd.DataFrame | None = None,
     rule: AggregationRule = AggregationRule(),
     fees: FeeModel = FeeModel(),
+    reward: float | None = None,
     reference: pd.DataFrame | None = None,
     split_by: pd.Series | None = None,
     rules: FlagRules = FlagRules(),
@@ -775,7 +841,8 @@ def audit(
     """The whole audit of an answers frame.
 
     ``pairs`` are the verdicts to judge workers against (a project's own; otherwise the answers
-    are aggregated with ``rule``); ``reference`` ordered lists give the confusion tables, split by
+    are aggregated with ``rule``); ``fees`` and ``reward`` (where the answers do not know
+    theirs) price the answers; ``reference`` ordered lists give the confusion tables, split by
     ``split_by`` (worker → attribute) or else by the background class;
     ``found_contradictions`` replaces the triples computed from ``pairs`` (a project's driver
     reports its own).
@@ -786,7 +853,7 @@ def audit(
         pairs = pair_verdicts(answers, rule)
     profiles = worker_profiles(answers, pairs)
     flags = flag_workers(answers, pairs, rules, profiles)
-    table = iteration_table(answers, pairs, fees)
+    table = iteration_table(answers, pairs, fees, reward=reward)
     tables = {}
     if reference is not None:
         by = split_by if split_by is not None else profiles["background_class"]
@@ -803,6 +870,8 @@ def audit(
         "flagged_workers": int(flags["worker_id"].nunique()),
         "overall_median_seconds": float(usable(answers)["seconds"].median()),
         "rule": rule.rule if aggregated else "the project's verdicts",
+        "identity": answers.attrs.get("identity"),
+        "encoding": answers.attrs.get("encoding"),
     }
     return Audit(
         iterations=table,

@@ -1,6 +1,6 @@
 """Fit the crowd model to a recorded campaign, with bootstrap intervals and a predictive check.
 
-:func:`fit_crowd_model` takes an answers frame (:func:`crowdprefs.crowds.results.read_results`,
+:func:`fit_crowd_model` takes an answers frame (:func:`crowdprefs.results_file.read_results`,
 :func:`crowdprefs.quality.audit.project_answers`, or any frame with ``pair_id, worker_id, choice``
 (A/B/equal), ``a_is_x``, ``seconds`` and optionally ``x, y, query, status, kind, iteration,
 created_at, accepted_at, submitted_at``) and estimates every field of

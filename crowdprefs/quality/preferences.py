@@ -37,7 +37,6 @@ from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.bradley_terry import TieModel, fit_bradley_terry
 from crowdprefs.campaign.sorting import Segment, initial_order, lookup, split
 from crowdprefs.campaign.transitivity import violation_rates
-from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.errors import InputError
 from crowdprefs.exchange import preference_frame
 from crowdprefs.quality.audit import (
@@ -47,6 +46,7 @@ from crowdprefs.quality.audit import (
     krippendorff_alpha,
     pair_verdicts,
 )
+from crowdprefs.results_file import FRAME_COLUMNS
 
 VERDICT_COLUMNS = [
     "query",
@@ -187,7 +187,7 @@ def agreement(answers: pd.DataFrame, by_query: bool = False) -> pd.Series | pd.D
 
 
 def to_answers_frame(answers: pd.DataFrame) -> pd.DataFrame:
-    """The answers as the audit's answers frame (:data:`crowdprefs.crowds.results.FRAME_COLUMNS`).
+    """The answers as the audit's answers frame (:data:`crowdprefs.results_file.FRAME_COLUMNS`).
 
     One HIT per query and pair (``pair_id`` as in :func:`verdicts`), all in iteration 1, sorting
     pairs shown as A = ``left``; work times from ``seconds`` when given; times, rewards and

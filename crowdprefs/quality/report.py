@@ -21,7 +21,7 @@ from jinja2 import Environment  # noqa: E402
 
 from crowdprefs.quality.audit import (  # noqa: E402
     CHOICES,
-    TABLE_2_HEADS,
+    ITERATION_CELLS,
     Audit,
     agreement_summary,
     table_2_cells,
@@ -191,7 +191,7 @@ def render(result: Audit, title: str) -> str:
         title=title,
         facts=result.facts,
         flagged=result.flags["worker_id"].nunique(),
-        iteration_heads=TABLE_2_HEADS,
+        iteration_heads=ITERATION_CELLS,
         iterations=[table_2_cells(row) for row in result.iterations.to_dict(orient="records")],
         plots=plots(result),
         flags=list(result.flags.itertuples(index=False, name=None)),

@@ -12,11 +12,11 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.checks import CheckSettings
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
-from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import InputError
 from crowdprefs.quality.audit import FlagRules, flag_workers
 from crowdprefs.quality.review import ReviewRules, failed_checks, review_flags
+from crowdprefs.results_file import FRAME_COLUMNS
 
 
 def test_no_checks_leaves_the_batch_untouched(tmp_path):

@@ -11,13 +11,14 @@ import pytest
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.replay import replay_campaign
 from crowdprefs.cli import main
-from crowdprefs.crowds.results import Columns, read_results, write_results
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.io import read_lists
 from crowdprefs.quality import audit as A
+from crowdprefs.results_file import Columns, read_results, write_results
 
 T0 = pd.Timestamp("2010-04-14 10:00", tz="UTC")
 
@@ -211,3 +212,86 @@ def test_a_batch_published_in_two_parts_completes_its_stars_later(tmp_path):
         [2, "missing"],  # B compared with C and D only so far
         [4, "ambiguous-pivot"],
     ]
+
+
+# ------------------------------------------------------------------ honest outputs
+
+
+def test_replay_with_open_lists_writes_the_closed_ones_and_fails_unless_partial(cli, tmp_path):
+    closed = campaign_frame(TABLE_1, query="done")
+    still = campaign_frame(TABLE_1[:2], query="open").assign(
+        hit_id=lambda f: "O" + f["hit_id"], assignment_id=lambda f: "O" + f["assignment_id"]
+    )
+    path = tmp_path / "mixed.csv"
+    write_results(pd.concat([closed, still], ignore_index=True), path)
+    output = tmp_path / "lists.txt"
+    code, out, err = cli("replay", path, "-o", output)
+    assert code != 0
+    assert "1 of 2 lists are still open (open)" in err and "--partial" in err
+    assert set(read_lists(output)["query"]) == {"done"}
+    code, out, err = cli("replay", path, "-o", output, "--partial")
+    assert code == 0, err
+    assert set(read_lists(output)["query"]) == {"done", "open"}
+
+
+def test_informational_notes_are_not_called_differences(cli, tmp_path):
+    path = tmp_path / "parts.csv"
+    write_results(campaign_frame(TABLE_1), path)
+    code, out, err = cli("replay", path, "--pivot-column", "absent")
+    assert code == 0, err
+    assert "0 difference(s) from the recording, 1 note(s)" in out
+    assert "disagree" not in out
+
+
+# ------------------------------------------------------------------ a recording as a project
+
+
+def test_a_recorded_campaign_becomes_a_project_that_carries_on(cli, tmp_path):
+    path = tmp_path / "open.csv"
+    write_results(campaign_frame(TABLE_1[:2]), path)  # the last batch was never asked
+    project = tmp_path / "project"
+    code, out, err = cli("replay", path, "--project", project)
+    assert code == 0, err
+    assert "0 of 1 lists closed" in err and f"crowdprefs next {project}" in err
+    code, out, err = cli("status", project)
+    # 100 answers at $0.02 + MTurk's fee for HITs of 10 (40 %, at least $0.01)
+    assert code == 0 and "0 closed, 1 open" in out and "$3.00 committed" in out
+    code, out, err = cli("next", project)
+    assert code == 0, err
+    with Project(project) as opened:
+        asked = opened.store.pairs(3)
+        assert opened.store.pairs(1)["x"].tolist() == [x for x, _, _ in TABLE_1[0]]
+    # the open segments left are <C, A> with former pivot B and <D, E>: their pivots are asked
+    assert {frozenset(p) for p in zip(asked["x"], asked["y"], strict=True)} == {
+        frozenset("CA"),
+        frozenset("DE"),
+    }
+
+
+def test_a_closed_recording_as_a_project_exports_audits_and_evaluates(cli, tmp_path):
+    path = tmp_path / "closed.csv"
+    write_results(campaign_frame(TABLE_1), path)
+    project = tmp_path / "project"
+    code, _, err = cli("replay", path, "--project", project)
+    assert code == 0 and "1 of 1 lists closed" in err, err
+    lists = tmp_path / "lists.txt"
+    code, _, err = cli("export", project, "-o", lists)
+    assert code == 0, err
+    assert groups(read_lists(lists)) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    code, out, err = cli("audit", project, "--json")
+    assert code == 0, err
+    total = json.loads(out)["iterations"][-1]
+    assert total["answers"] == 120 and total["cost"] == pytest.approx(120 * 0.03)
+    runs = tmp_path / "runs.txt"
+    runs.write_text("good q A\ngood q B\ngood q D\nbad q F\nbad q G\nbad q D\n")
+    code, out, err = cli("evaluate", "--truth", lists, "--runs", runs, "-m", "ADR@3")
+    assert code == 0, err
+    assert out.index("good") < out.index("bad")
+
+
+def test_a_project_needs_a_reward_when_the_file_has_none(cli, tmp_path):
+    path = tmp_path / "closed.csv"
+    write_results(campaign_frame(TABLE_1).assign(reward=np.nan), path)
+    code, _, err = cli("replay", path, "--project", tmp_path / "p")
+    assert code != 0 and "give --reward" in err
+    assert not (tmp_path / "p").exists()

@@ -8,10 +8,10 @@ from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.campaign.project import DEFAULT_SEED
 from crowdprefs.cli import options
 from crowdprefs.crowds import CROWDS
-from crowdprefs.crowds.results import Columns
 from crowdprefs.evaluation.gawm import MEANS
 from crowdprefs.evaluation.power import PROCEDURES
 from crowdprefs.evaluation.stats import PAIRWISE_TESTS
+from crowdprefs.results_file import COLUMN_OPTIONS, Columns
 
 
 def test_the_restated_defaults_equal_the_librarys():
@@ -19,8 +19,10 @@ def test_the_restated_defaults_equal_the_librarys():
     assert options.CROWDS == CROWDS
     assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
     assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY
-    library_columns = asdict(Columns())
-    assert {key: library_columns[key] for key in options.COLUMNS} == options.COLUMNS
+    assert {field: default for field, (_, default, _) in options.COLUMNS.items()} == asdict(
+        Columns()
+    )
+    assert {field: option for field, (option, _, _) in options.COLUMNS.items()} == COLUMN_OPTIONS
     assert {name: p.description for name, p in PROCEDURES.items()} == options.PROCEDURES
     assert options.MEANS == MEANS
     assert options.PAIRWISE_TESTS == PAIRWISE_TESTS
@@ -58,7 +60,7 @@ def test_one_spelling_per_meaning_across_commands():
     for command in ("export", "replay", "plan", "crowd-model fit", "preview", "stats power"):
         assert {"--output", "-o"} <= set(options[command]), command
     for command in ("audit", "import-answers", "replay", "crowd-model fit"):
-        assert {"--query-column", "--answer-column", "--equal-value"} <= set(options[command])
+        assert set(COLUMN_OPTIONS.values()) | {"--columns"} <= set(options[command]), command
     for command in ("status", "audit", "replay"):
         assert options[command]["--json"] == options["status"]["--json"]
     seeds = {c: o["--seed"] for c, o in options.items() if "--seed" in o}

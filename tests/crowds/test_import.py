@@ -13,17 +13,12 @@ from hypothesis import strategies as st
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.cli import main
-from crowdprefs.crowds.results import (
-    Columns,
-    import_answers,
-    parse_times,
-    read_results,
-    write_results,
-)
+from crowdprefs.crowds.results import import_answers
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.quality import audit as A
+from crowdprefs.results_file import Columns, parse_times, read_results, write_results
 
 HEADER = (
     '"HITId","HITTypeId","Reward","CreationTime","MaxAssignments","AssignmentId","WorkerId",'
@@ -76,7 +71,7 @@ def test_parse_times_accepts_mturk_and_iso_and_rejects_garbage():
 
 @pytest.mark.parametrize(
     ("encoding", "expected"),
-    [("utf-8-sig", "utf-8-sig"), ("cp1252", "cp1252"), ("latin-1", "cp1252")],
+    [("utf-8-sig", "utf-8"), ("cp1252", "cp1252"), ("latin-1", "cp1252")],
 )
 def test_any_text_encoding(tmp_path, encoding, expected):
     path = tmp_path / "results.csv"
@@ -126,7 +121,7 @@ def test_comments_with_newlines_and_quotes(tmp_path):
         (
             [row("H1", "A1", "W1", "a"), row("H1", "A1", "W2", "b")],
             RADIO,
-            "row 2: assignment 'A1' repeated",
+            r"rows 1 and 2: the same answer twice \(AssignmentId 'A1'\)",
         ),
         ([], RADIO, "no answers"),
     ],
@@ -304,3 +299,84 @@ def test_cli_reports_empty_answers_on_stderr(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr()
     assert "1 row(s) have an empty answer" in out.err and "(rows 2)" in out.err
     assert '"empty_answers": 1' in out.out
+
+
+# ------------------------------------------------------------------ import refuses, all or nothing
+
+
+@pytest.fixture
+def published(recorded, tmp_path):
+    """A fresh project whose first batch was published on MTurk as HITs ``H<pair_id>``, and the
+    first batch's answers as a results file naming those HITs."""
+    root, candidates, lists, files = recorded
+    project = init_project(tmp_path / "p", candidates.assign(audio="", query_audio=""), seed=77)
+    driver.next_batch(project)
+    pairs = project.store.pairs(1)
+    project.store.add_hits(
+        "mturk",
+        pairs.assign(hit_id="H" + pairs["pair_id"].astype(str)),
+        0.02,
+        project.settings.fees,
+    )
+    frame = read_results(files[0])
+    key = pairs.assign(low=pairs[["x", "y"]].min(axis=1), high=pairs[["x", "y"]].max(axis=1))
+    hit = key.set_index(["query", "low", "high"])["pair_id"]
+    index = pd.MultiIndex.from_arrays(
+        [frame["query"], frame[["x", "y"]].min(axis=1), frame[["x", "y"]].max(axis=1)]
+    )
+    frame["hit_id"] = "H" + pd.Series(index.map(hit), index=frame.index).astype(str)
+    path = tmp_path / "batch1.csv"
+    write_results(frame, path)
+    yield project, path
+    project.close()
+
+
+def stored(project) -> int:
+    return project.store.answer_total()
+
+
+def test_a_row_whose_hit_names_another_pair_is_refused_and_nothing_is_stored(published):
+    project, path = published
+    frame = read_results(path)
+    wrong = frame.loc[4, "hit_id"]
+    other = frame.index[frame["hit_id"] != wrong][0]
+    # row 5 keeps its HIT but names another pair's documents
+    frame.loc[4, ["query", "x", "y", "a_is_x"]] = frame.loc[other, ["query", "x", "y", "a_is_x"]]
+    write_results(frame, path)
+    with pytest.raises(InputError, match=rf"row 5: HIT {wrong} asks .* but the row names"):
+        import_answers(project, read_results(path))
+    assert stored(project) == 0
+
+
+def test_the_matching_file_imports_and_an_extra_answer_is_refused(published):
+    project, path = published
+    summary = import_answers(project, read_results(path))
+    assert summary["new"] == stored(project) > 0
+    frame = read_results(path)
+    extra = frame.iloc[[0]].assign(assignment_id="one-more", worker_id="late")
+    write_results(pd.concat([frame, extra], ignore_index=True), path)
+    before = stored(project)
+    with pytest.raises(InputError, match=rf"row {len(frame) + 1}: pair .* wants \d+ answers"):
+        import_answers(project, read_results(path))
+    assert stored(project) == before
+    write_results(frame, path)
+    assert import_answers(project, read_results(path))["new"] == 0  # idempotent
+
+
+def test_importing_into_an_aggregated_batch_is_refused(published):
+    project, path = published
+    import_answers(project, read_results(path))
+    driver.aggregate(project)
+    frame = read_results(path)
+    late = frame.iloc[[0]].assign(assignment_id="late-1", worker_id="late")
+    write_results(late, path)
+    with pytest.raises(InputError, match="row 1: batch 1 is already aggregated"):
+        import_answers(project, read_results(path))
+
+
+def test_negative_work_time_is_refused_with_its_row(tmp_path):
+    path = tmp_path / "results.csv"
+    rows = [row("H1", "A1", "W1", "a"), row("H1", "A2", "W2", "b").replace('"21"', '"-3"')]
+    mturk_file(path, rows)
+    with pytest.raises(InputError, match="row 2: negative WorkTimeInSeconds"):
+        read_results(path, RADIO)

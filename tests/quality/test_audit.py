@@ -17,11 +17,11 @@ from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.cli import main
-from crowdprefs.crowds.results import FRAME_COLUMNS
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.quality import audit as A
 from crowdprefs.quality.report import render
+from crowdprefs.results_file import FRAME_COLUMNS
 
 T0 = pd.Timestamp("2010-04-14 10:00", tz="UTC")
 
@@ -205,7 +205,7 @@ def test_perfect_agreement_gives_one():
     ],
 )
 def test_agreement_with_experts_reproduces_tables_3_to_6(matrix, complete, partial, none, score):
-    labels = ["less", "equal", "more"]
+    labels = ["less", "equal", "greater"]
     table = pd.DataFrame(matrix, index=labels, columns=labels)
     summary = A.agreement_summary(table)
     assert (summary["complete"], summary["partial"], summary["none"]) == (complete, partial, none)
@@ -230,21 +230,23 @@ def test_reference_confusion_for_verdicts_answers_and_split():
     aggregated = tables["aggregated"]
     assert np.trace(aggregated.to_numpy()) == 3 and aggregated.to_numpy().sum() == 3
     single = tables["answers"]
-    assert single.loc["more", "more"] == 7 and single.loc["more", "less"] == 1
-    assert single.loc["equal", "equal"] == 7 and single.loc["equal", "more"] == 1
-    assert single.loc["less", "less"] == 8
+    # seed 002's labels are ranks: d1, more similar than the pivot, ranks "less" (before it)
+    assert list(single.index) == list(single.columns) == ["less", "equal", "greater"]
+    assert single.loc["less", "less"] == 7 and single.loc["less", "greater"] == 1
+    assert single.loc["equal", "equal"] == 7 and single.loc["equal", "less"] == 1
+    assert single.loc["greater", "greater"] == 8
     assert tables["answers: none"].to_numpy().sum() == 3  # w0's three answers
     assert tables["answers: unknown"].to_numpy().sum() == 21
 
 
-def test_background_classes():
-    text = pd.Series(["", "No musical background", "none", "Piano for 10 years", "n/a", "  "])
+def test_background_classes_come_from_yes_and_no_never_from_free_text():
+    text = pd.Series(["", "No", "yes", "nice music", "no musical background", "  "])
     assert A.background_class(text).tolist() == [
         "unknown",
         "none",
-        "none",
         "some",
-        "none",
+        "unclassified",
+        "unclassified",
         "unknown",
     ]
 

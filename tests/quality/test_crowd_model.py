@@ -16,7 +16,6 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.cli.app import app
 from crowdprefs.crowds import get_crowd
-from crowdprefs.crowds.results import write_results
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists, write_lists
@@ -37,6 +36,7 @@ from crowdprefs.quality.crowd_model import (
     load_crowd_model,
     simulate_answers,
 )
+from crowdprefs.results_file import write_results
 
 TRUE = CrowdModel(noise=0.9, equal_band=0.8, position_bias=0.3, median_seconds=15.0)
 

@@ -19,17 +19,18 @@ class Hits(SQLiteBase):
         holds are left as they are).
 
         ``hit_id`` defaults to ``CROWD-PAIR_ID`` and ``max_assignments`` to the pair's
-        ``answers_wanted``; a ``reward`` column (e.g. read back from MTurk) overrides ``reward``.
+        ``answers_wanted``; a ``reward`` column (e.g. read back from MTurk) overrides ``reward``
+        and a ``created_at`` column (ISO 8601, e.g. of a recorded campaign) the time now.
         """
         pair_ids = hits["pair_id"].astype(int)
         hit_ids = hits["hit_id"] if "hit_id" in hits else crowd + "-" + pair_ids.astype(str)
         sizes = hits["max_assignments"] if "max_assignments" in hits else hits["answers_wanted"]
         rewards = hits["reward"] if "reward" in hits else pd.Series(reward, index=hits.index)
-        created = now()
+        times = hits["created_at"] if "created_at" in hits else pd.Series(now(), index=hits.index)
         rows = [
-            (crowd, p, str(h), int(n), created, float(r), fees.rate, fees.rate_10_or_more,
+            (crowd, p, str(h), int(n), c, float(r), fees.rate, fees.rate_10_or_more,
              fees.minimum)
-            for p, h, n, r in zip(pair_ids, hit_ids, sizes, rewards, strict=True)
+            for p, h, n, c, r in zip(pair_ids, hit_ids, sizes, times, rewards, strict=True)
         ]  # fmt: skip
         with self.transaction() as conn:
             before = conn.total_changes

@@ -1,0 +1,468 @@
+"""Results files: one reader of recorded answers for every command, and a writer.
+
+A results file (an MTurk batch-results CSV as downloaded from the requester site, or another
+platform's export) has one row per answer: the HIT, the worker, their times, the HIT's inputs
+(the query and the two variations shown as A and B) and the worker's answers (DESIGN.md, "File
+formats"). Which column holds what, and which answer values mean "A", "B" and "equal", vary
+between HIT designs and platforms: :class:`Columns` names them, from the command line's column
+options or a TOML file (:func:`read_columns`). The defaults are those of crowdprefs' own HITs,
+which :func:`write_results` writes:
+
+``HITId, WorkerId, AssignmentId``         the HIT, the worker and the answer's own id;
+``CreationTime, AcceptTime, SubmitTime``  MTurk's times (``Wed Apr 14 18:29:32 GMT 2010``) or
+                                          ISO 8601;
+``WorkTimeInSeconds, Reward``             the work time and the reward paid (``$0.02``);
+``Input.query, Input.docA, Input.docB``   the original and the variations shown as A and B;
+``Input.pivot``                           the segment's pivot, when known;
+``Input.check``                           the expected choice of an attention check, else empty;
+``Answer.choice``                         ``A``, ``B`` or ``equal``;
+``Answer.background, Answer.comment``     the optional free-text answers (untrusted).
+
+Only the HIT, worker, query, A, B and answer columns are required. Without an assignment column
+an answer is identified by its (HIT, worker) pair (``frame.attrs["identity"]`` says which);
+without a reward column the cost is unknown unless a reward is given. The background column's
+values that equal the yes/no values (case-insensitive) are stored as ``yes``/``no``; any other
+text is kept as written and left unclassified.
+
+The file is decoded by :func:`crowdprefs.files.read_text` (UTF-8, else Windows-1252, else
+Latin-1, with a note saying so), like every text file crowdprefs reads. Rows with an empty
+answer are kept (``choice`` is empty and ``score`` missing) and counted, never dropped
+silently: callers report them.
+
+:func:`read_results` returns the *answers frame* every audit function takes, one row per
+answer with the columns of :data:`FRAME_COLUMNS`. This module is a core piece (it imports no
+adapter): the audit, the replay, the crowd-model fit and the crowds' importers all read here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crowdprefs.errors import InputError
+from crowdprefs.files import read_text, write_atomic
+
+FRAME_COLUMNS = (
+    "iteration",
+    "pair_id",
+    "hit_id",
+    "created_at",
+    "max_assignments",
+    "reward",
+    "query",
+    "x",
+    "y",
+    "a_is_x",
+    "kind",
+    "expected",
+    "pivot_known",
+    "worker_id",
+    "assignment_id",
+    "status",
+    "choice",
+    "score",
+    "seconds",
+    "listen_seconds",
+    "accepted_at",
+    "submitted_at",
+    "background",
+    "comment",
+)
+"""The answers frame: one row per answer (empty answers included, with ``choice == ""``).
+
+``x``/``y`` orient each pair (``y`` is the pivot when known, otherwise variation B), ``score``
+is the answer from x's point of view (+1, 0, −1; NaN when empty), ``a_is_x`` tells which side
+was shown as A, ``kind`` is ``sort`` or ``check`` (with the ``expected`` verdict from x's point
+of view), times are UTC timestamps, ``seconds`` the work time and ``listen_seconds`` the
+HIT's total clip duration (NaN when unknown), ``reward`` the reward paid (NaN when unknown).
+"""
+
+TIMEZONES = {
+    "UTC": 0,
+    "GMT": 0,
+    "Z": 0,
+    "PST": -8,
+    "PDT": -7,
+    "MST": -7,
+    "MDT": -6,
+    "CST": -6,
+    "CDT": -5,
+    "EST": -5,
+    "EDT": -4,
+    "CET": 1,
+    "CEST": 2,
+}
+"""UTC offsets (hours) of the zone abbreviations MTurk writes in its times."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where a results file keeps each field, and which answer values mean A, B and equal.
+
+    ``hit``, ``worker``, ``query``, ``a``, ``b`` and ``answer`` are required in the file; any
+    other column missing from the file is simply unknown. ``background_yes`` and
+    ``background_no`` are the background column's values meaning yes and no.
+    """
+
+    query: str = "Input.query"
+    a: str = "Input.docA"
+    b: str = "Input.docB"
+    answer: str = "Answer.choice"
+    a_value: str = "A"
+    b_value: str = "B"
+    equal_value: str = "equal"
+    pivot: str = "Input.pivot"
+    check: str = "Input.check"
+    hit: str = "HITId"
+    worker: str = "WorkerId"
+    assignment: str = "AssignmentId"
+    status: str = "AssignmentStatus"
+    created: str = "CreationTime"
+    accepted: str = "AcceptTime"
+    submitted: str = "SubmitTime"
+    seconds: str = "WorkTimeInSeconds"
+    reward: str = "Reward"
+    max_assignments: str = "MaxAssignments"
+    background: str = "Answer.background"
+    background_yes: str = "yes"
+    background_no: str = "no"
+    comment: str = "Answer.comment"
+    listen_seconds: str = "Input.listen_seconds"
+
+    def __post_init__(self) -> None:
+        values = (self.a_value, self.b_value, self.equal_value)
+        if len(set(values)) != 3 or "" in values:
+            raise InputError(
+                f"the answer values for A, B and equal must be three distinct non-empty texts, "
+                f"got {values!r}"
+            )
+        yes_no = (self.background_yes.lower(), self.background_no.lower())
+        if yes_no[0] == yes_no[1] or "" in yes_no:
+            raise InputError(
+                f"the background values for yes and no must be two distinct non-empty texts, "
+                f"got {yes_no!r}"
+            )
+
+    def given(self, **changes: str | None) -> Columns:
+        """A copy with the ``changes`` that are not ``None`` (options left unset keep ours)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+COLUMN_OPTIONS = {
+    "query": "--query-column",
+    "a": "--a-column",
+    "b": "--b-column",
+    "answer": "--answer-column",
+    "a_value": "--a-value",
+    "b_value": "--b-value",
+    "equal_value": "--equal-value",
+    "pivot": "--pivot-column",
+    "check": "--check-column",
+    "hit": "--hit-column",
+    "worker": "--worker-column",
+    "assignment": "--assignment-column",
+    "status": "--status-column",
+    "created": "--created-column",
+    "accepted": "--accept-column",
+    "submitted": "--submit-column",
+    "seconds": "--seconds-column",
+    "reward": "--reward-column",
+    "max_assignments": "--max-assignments-column",
+    "background": "--background-column",
+    "background_yes": "--background-yes",
+    "background_no": "--background-no",
+    "comment": "--comment-column",
+    "listen_seconds": "--listen-seconds-column",
+}
+"""The command-line option of each :class:`Columns` field (the same on every reading command;
+the keys are also the keys of a ``--columns`` TOML file)."""
+
+REQUIRED = ("hit", "worker", "query", "a", "b", "answer")
+
+
+def read_columns(path: str | os.PathLike, base: Columns = Columns()) -> Columns:
+    """:class:`Columns` from a TOML file of ``field = "value"`` lines (the fields of
+    :data:`COLUMN_OPTIONS`, e.g. ``answer = "Answer.radio"``), over ``base``."""
+    path = Path(path)
+    text, _ = read_text(path, "columns file")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(f"{path}: not valid TOML: {error}") from None
+    data = data.get("columns", data)
+    known = {f.name for f in fields(Columns)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(
+            f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(COLUMN_OPTIONS)})"
+        )
+    bad = [k for k, v in data.items() if not isinstance(v, str)]
+    if bad:
+        raise InputError(f"{path}: {bad[0]} must be a text in quotes")
+    return replace(base, **data)
+
+
+def parse_times(values: pd.Series, source: str) -> pd.Series:
+    """UTC timestamps from MTurk's ``Wed Apr 14 10:23:45 PDT 2010`` or ISO 8601 text.
+
+    Empty values give NaT; anything else unreadable raises :class:`InputError` naming it.
+    """
+    text = values.fillna("").astype(str).str.strip()
+    result = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+    parts = text.str.extract(r"^\w{3} (\w{3} +\d+ [\d:]+) (\w+) (\d{4})$")
+    mturk = parts[0].notna()
+    if mturk.any():
+        zone = parts.loc[mturk, 1].str.upper()
+        unknown = ~zone.isin(list(TIMEZONES))
+        if unknown.any():
+            raise InputError(f"{source}: unknown time zone {zone[unknown].iloc[0]!r}")
+        local = pd.to_datetime(
+            parts.loc[mturk, 0] + " " + parts.loc[mturk, 2], format="%b %d %H:%M:%S %Y"
+        )
+        offset = pd.to_timedelta(zone.map(TIMEZONES).astype(float), unit="h")
+        result[mturk] = (local - offset).dt.tz_localize("UTC")
+    iso = ~mturk & (text != "")
+    if iso.any():
+        try:
+            result[iso] = pd.to_datetime(text[iso], utc=True, format="ISO8601")
+        except (ValueError, TypeError):
+            bad = text[iso].iloc[0]
+            raise InputError(f"{source}: unreadable time {bad!r}") from None
+    return result
+
+
+def _money(values: pd.Series, source: str) -> pd.Series:
+    text = values.fillna("").astype(str).str.strip().str.lstrip("$").str.replace(",", "")
+    numbers = pd.to_numeric(text.where(text != ""), errors="coerce")
+    bad = numbers.isna() & (text != "")
+    if bad.any():
+        raise InputError(f"{source}: unreadable amount {values[bad].iloc[0]!r}")
+    return numbers
+
+
+def _numbers(values: pd.Series, source: str) -> pd.Series:
+    text = values.fillna("").astype(str).str.strip()
+    numbers = pd.to_numeric(text.where(text != ""), errors="coerce")
+    bad = numbers.isna() & (text != "")
+    if bad.any():
+        raise InputError(f"{source}: not a number: {values[bad].iloc[0]!r}")
+    return numbers
+
+
+def read_table(path: str | os.PathLike) -> tuple[pd.DataFrame, str]:
+    """The raw CSV as text columns (nothing parsed), with the encoding it was read in."""
+    path = Path(path)
+    text, encoding = read_text(path, "results file")
+    try:
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
+        raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame, encoding
+
+
+def _first(mask, source: str, message: str, values: pd.Series | None = None) -> None:
+    """Raise ``source: row N: message`` for the first true row of ``mask`` (row 1 = the first
+    answer); ``{value}`` in ``message`` is that row's entry of ``values``, quoted."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.any():
+        row = int(np.flatnonzero(mask)[0])
+        value = repr(values.iloc[row]) if values is not None else ""
+        raise InputError(f"{source}: row {row + 1}: {message.replace('{value}', value)}")
+
+
+def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.DataFrame:
+    """Read a results file as an answers frame (:data:`FRAME_COLUMNS`).
+
+    ``iteration`` is left empty (see :func:`crowdprefs.quality.audit.infer_iterations`); ``pair_id``
+    numbers the HITs in order of appearance. Errors name the file, the record (row 1 = the first
+    answer), the value and the option that names the column. ``frame.attrs`` holds ``source``,
+    ``encoding``, ``identity`` (the column(s) identifying an answer) and ``empty_rows`` (the
+    records whose answer is empty).
+    """
+    raw, encoding = read_table(path)
+    source = str(path)
+    missing = [f for f in REQUIRED if getattr(columns, f) not in raw.columns]
+    if missing:
+        named = ", ".join(f"{getattr(columns, f)} ({COLUMN_OPTIONS[f]})" for f in missing)
+        raise InputError(
+            f"{source}: missing column(s) {named}; the file has "
+            f"{', '.join(raw.columns[:12])}{'...' if len(raw.columns) > 12 else ''}"
+        )
+    if raw.empty:
+        raise InputError(f"{source}: no answers in the file")
+
+    def text(field: str) -> pd.Series:
+        name = getattr(columns, field)
+        if name in raw.columns:
+            return raw[name].astype(str).str.strip()
+        return pd.Series("", index=raw.index)
+
+    def times(field: str) -> pd.Series:
+        return parse_times(text(field), f"{source}: {getattr(columns, field)}")
+
+    doc_a, doc_b, query = text("a"), text("b"), text("query")
+    for field in ("hit", "worker", "query", "a", "b"):
+        values = text(field)
+        _first(values == "", source, f"empty {getattr(columns, field)}")
+    same = doc_a == doc_b
+    _first(same, source, "variations A and B are both {value}", doc_a)
+
+    values = {columns.a_value: "A", columns.b_value: "B", columns.equal_value: "equal", "": ""}
+    answer = text("answer")
+    choice = answer.map(values)
+    _first(
+        choice.isna(),
+        source,
+        f"unknown answer {{value}} in {columns.answer} (expected "
+        f"{columns.a_value!r}, {columns.b_value!r} or {columns.equal_value!r}: set --a-value, "
+        "--b-value and --equal-value)",
+        answer,
+    )
+
+    pivot = text("pivot")
+    bad_pivot = (pivot != "") & (pivot != doc_a) & (pivot != doc_b)
+    _first(bad_pivot, source, "pivot {value} is neither A nor B", pivot)
+    # y is the pivot when known, otherwise variation B
+    a_is_x = (pivot != doc_a).astype(int)
+    x = doc_a.where(a_is_x == 1, doc_b)
+    y = doc_b.where(a_is_x == 1, doc_a)
+    side = choice.map({"A": 1, "B": -1, "equal": 0, "": np.nan})
+    score = side * np.where(a_is_x == 1, 1, -1)
+
+    check = text("check").map(values)
+    _first(check.isna(), source, f"unknown expected answer in {columns.check}")
+    expected = check.map({"A": 1, "B": -1, "equal": 0, "": np.nan}) * np.where(a_is_x == 1, 1, -1)
+
+    statuses = {"approved": "approved", "rejected": "rejected", "submitted": "submitted"}
+    status_text = text("status")
+    status = status_text.str.lower().map({**statuses, "": "submitted"})
+    _first(
+        status.isna(),
+        source,
+        f"unknown {columns.status} {{value}} (expected Approved, Rejected or Submitted)",
+        status_text,
+    )
+    background = text("background")
+    lowered = background.str.lower()
+    background = background.mask(lowered == columns.background_yes.lower(), "yes").mask(
+        lowered == columns.background_no.lower(), "no"
+    )
+    hit, worker = text("hit"), text("worker")
+    if columns.assignment in raw.columns:
+        identity, assignment = columns.assignment, text("assignment")
+        key = assignment.to_frame()
+    else:
+        identity = f"({columns.hit}, {columns.worker})"
+        assignment = hit + "/" + worker
+        key = pd.DataFrame({"hit": hit, "worker": worker})
+    repeated = key.duplicated(keep=False).to_numpy()
+    if repeated.any():
+        first = key[repeated].iloc[0]
+        rows = np.flatnonzero((key == first).all(axis=1).to_numpy()) + 1
+        raise InputError(
+            f"{source}: rows {rows[0]} and {rows[1]}: the same answer twice "
+            f"({identity} {', '.join(map(repr, first.tolist()))})"
+        )
+    seconds = _numbers(text("seconds"), f"{source}: {columns.seconds}")
+    _first(seconds < 0, source, f"negative {columns.seconds}")
+    frame = pd.DataFrame(
+        {
+            "iteration": pd.array([pd.NA] * len(raw), dtype="Int64"),
+            "pair_id": pd.factorize(hit)[0].astype(np.int64),
+            "hit_id": hit,
+            "created_at": times("created"),
+            "max_assignments": _numbers(
+                text("max_assignments"), f"{source}: {columns.max_assignments}"
+            ),
+            "reward": _money(text("reward"), f"{source}: {columns.reward}"),
+            "query": query,
+            "x": x,
+            "y": y,
+            "a_is_x": a_is_x,
+            "kind": np.where(check.notna() & (check != ""), "check", "sort"),
+            "expected": expected,
+            "pivot_known": pivot != "",
+            "worker_id": worker,
+            "assignment_id": assignment,
+            "status": status,
+            "choice": choice,
+            "score": score,
+            "seconds": seconds,
+            "listen_seconds": _numbers(
+                text("listen_seconds"), f"{source}: {columns.listen_seconds}"
+            ),
+            "accepted_at": times("accepted"),
+            "submitted_at": times("submitted"),
+            "background": background,
+            "comment": text("comment"),
+        }
+    )
+    backwards = frame["submitted_at"] < frame["accepted_at"]
+    _first(backwards, source, f"{columns.submitted} is before {columns.accepted}")
+    if frame["created_at"].isna().all():
+        frame["created_at"] = frame["accepted_at"].groupby(frame["hit_id"]).transform("min")
+    frame.attrs["encoding"] = encoding
+    frame.attrs["empty_rows"] = (np.flatnonzero(choice == "") + 1).tolist()
+    frame.attrs["source"] = source
+    frame.attrs["identity"] = identity
+    return frame
+
+
+def iso_time(values: pd.Series) -> pd.Series:
+    """ISO 8601 UTC text with milliseconds (lossless; :func:`parse_times` reads it back)."""
+    times = pd.to_datetime(values, utc=True, format="ISO8601")
+    text = times.dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+    return text.where(times.notna(), "")
+
+
+def write_results(
+    answers: pd.DataFrame, path: str | os.PathLike, columns: Columns = Columns()
+) -> None:
+    """Write an answers frame as a results file in ``columns`` (UTF-8, atomically).
+
+    Variation A is ``x`` when ``a_is_x``; ``Input.pivot`` is ``y``. Numbers are written as they
+    are (MTurk writes whole seconds; other tools fractions) and times as ISO 8601 UTC with
+    milliseconds, so :func:`read_results` gives the same answers back.
+    """
+    a_is_x = answers["a_is_x"].astype(bool)
+    doc_a = answers["x"].where(a_is_x, answers["y"])
+    doc_b = answers["y"].where(a_is_x, answers["x"])
+    names = {"A": columns.a_value, "B": columns.b_value, "equal": columns.equal_value, "": ""}
+    sign = np.where(a_is_x, 1, -1)
+    expected_side = (answers["expected"] * sign).map({1: "A", -1: "B", 0: "equal"})
+    out = pd.DataFrame(
+        {
+            columns.hit: answers["hit_id"],
+            columns.reward: answers["reward"].map(lambda r: "" if pd.isna(r) else f"${r:.2f}"),
+            columns.created: iso_time(answers["created_at"]),
+            columns.max_assignments: answers["max_assignments"].map(
+                lambda n: "" if pd.isna(n) else str(int(n))
+            ),
+            columns.assignment: answers["assignment_id"],
+            columns.worker: answers["worker_id"],
+            columns.status: answers["status"].str.capitalize(),
+            columns.accepted: iso_time(answers["accepted_at"]),
+            columns.submitted: iso_time(answers["submitted_at"]),
+            columns.seconds: answers["seconds"].map(lambda s: "" if pd.isna(s) else f"{s:g}"),
+            columns.query: answers["query"],
+            columns.a: doc_a,
+            columns.b: doc_b,
+            columns.pivot: answers["y"].where(answers["pivot_known"].astype(bool), ""),
+            columns.check: expected_side.fillna("").map(names),
+            columns.listen_seconds: answers["listen_seconds"].map(
+                lambda s: "" if pd.isna(s) else f"{s:g}"
+            ),
+            columns.answer: answers["choice"].fillna("").map(names),
+            columns.background: answers["background"].fillna(""),
+            columns.comment: answers["comment"].fillna(""),
+        }
+    )
+    write_atomic(Path(path), out.to_csv(index=False, quoting=csv.QUOTE_ALL))
