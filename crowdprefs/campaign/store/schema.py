@@ -10,14 +10,19 @@ Tables (migration ``0001_core``):
                 shown as variation A, the order within the batch, how many answers are wanted,
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
+                Indexed by ``query, kind, iteration, verdict`` (``0007``): each query's
+                progress and verdict fingerprint are read from the index alone.
 ``hits``        what each crowd published for a pair (its HIT or task id), and at what price
                 (``0006``: the reward and MTurk's fee terms when it was published; NULL for
                 HITs published before, which are priced at the current settings).
+                Indexed by size and price (``0007``): the committed cost groups the index.
 ``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
                 replayed from: a cache that is only trusted while the fingerprint matches.
 ``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
                 view, seconds, background, comment, the raw payload; unique per crowd assignment so
-                a retried collect never stores an answer twice.
+                a retried collect never stores an answer twice. Indexed by ``pair_id, status,
+                score`` (``0007``), so a batch's answers are counted per pair from the index
+                alone, never reading the answers' rows.
 
 Migrations are named and applied in list order, each in its own transaction; ``PRAGMA
 user_version`` holds how many have been applied. To change the schema append a new
@@ -170,6 +175,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE hits ADD COLUMN fee_rate REAL;
         ALTER TABLE hits ADD COLUMN fee_rate_10_or_more REAL;
         ALTER TABLE hits ADD COLUMN fee_minimum REAL;
+        """,
+    ),
+    (
+        "0007_covering_indexes",
+        """
+        CREATE INDEX answers_by_pair_status_score ON answers(pair_id, status, score);
+        DROP INDEX answers_by_pair;
+        CREATE INDEX pairs_by_query_kind ON pairs(query, kind, iteration, verdict);
+        CREATE INDEX hits_by_price
+            ON hits(max_assignments, reward, fee_rate, fee_rate_10_or_more, fee_minimum);
         """,
     ),
 ]
