@@ -283,10 +283,8 @@ def next_(directory: ProjectDir) -> None:
                 highlight=False,
             )
             return
-        pairs = project.store.pairs(iteration)
-        console.print(
-            f"batch {iteration}: {len(pairs)} pairs over {pairs['query'].nunique()} queries"
-        )
+        pairs, queries = project.store.batch_size(iteration)
+    console.print(f"batch {iteration}: {pairs} pairs over {queries} queries")
 
 
 @app.command()

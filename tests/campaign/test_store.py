@@ -214,13 +214,14 @@ def test_a_state_that_cannot_be_opened_is_one_line(tmp_path):
 # ------------------------------------------------------------------ counts computed in SQL
 
 
-def test_the_answer_counts_grouped_in_sql_equal_those_counted_from_the_answers(tmp_path):
+def test_the_counts_grouped_in_sql_equal_those_counted_from_the_rows(tmp_path):
     project = make_project(tmp_path / "p")
     crowd = get_crowd("simulated", project)
     driver.run(project, crowd, max_iterations=1)
     iteration = driver.next_batch(project)
     store = project.store
     pairs = store.pairs(iteration)
+    assert store.batch_size(iteration) == (len(pairs), pairs["query"].nunique())
     unanswered = store.answer_counts(iteration)
     assert list(unanswered.index) == sorted(pairs["pair_id"])
     assert (unanswered.to_numpy() == 0).all()

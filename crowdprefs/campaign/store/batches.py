@@ -140,6 +140,12 @@ class Batches(SQLiteBase):
         where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
         return self.frame(f"SELECT * FROM pairs {where} ORDER BY iteration, position", params)
 
+    def batch_size(self, iteration: int) -> tuple[int, int]:
+        """How many pairs batch ``iteration`` has, and over how many queries."""
+        return self.conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT query) FROM pairs WHERE iteration = ?", (iteration,)
+        ).fetchone()
+
     def pair(self, pair_id: int) -> dict | None:
         """One pair's row as a dict (``None`` when the state has no such pair)."""
         frame = self.frame("SELECT * FROM pairs WHERE pair_id = ?", (int(pair_id),))
