@@ -10,8 +10,8 @@ Tables (migration ``0001_core``):
                 shown as variation A, the order within the batch, how many answers are wanted,
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
-                Indexed by ``query, kind, iteration, verdict`` (``0007``): each query's
-                progress and verdict fingerprint are read from the index alone.
+                Indexed by ``query, kind, iteration`` (``0007``): each query's progress is read
+                in query order (not the verdict: saving a batch's verdicts touches no index).
 ``hits``        what each crowd published for a pair (its HIT or task id), and at what price
                 (``0006``: the reward and MTurk's fee terms when it was published; NULL for
                 HITs published before, which are priced at the current settings).
@@ -182,7 +182,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """
         CREATE INDEX answers_by_pair_status_score ON answers(pair_id, status, score);
         DROP INDEX answers_by_pair;
-        CREATE INDEX pairs_by_query_kind ON pairs(query, kind, iteration, verdict);
+        CREATE INDEX pairs_by_query_kind ON pairs(query, kind, iteration);
         CREATE INDEX hits_by_price
             ON hits(max_assignments, reward, fee_rate, fee_rate_10_or_more, fee_minimum);
         """,
