@@ -49,3 +49,10 @@ def test_the_api_page_documents_every_part_of_the_library():
     for name in ("verdicts", "sort_lists", "TieBradleyTerry", "fit_bradley_terry", "to_choix"):
         assert f"`{name}`" in text
     assert " at 0x" not in text
+
+
+def test_the_readme_shows_the_quick_start_that_runs():
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Python quick start", 1)[1]
+    shown = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
+    assert shown.strip() == quick_start().strip()

@@ -184,7 +184,8 @@ class _Blocks:
         members, inside, flat = self.chunks[chunk]
         count, size = members.shape
         w = weight[inside]
-        info = np.bincount(flat, np.concatenate([w, w, -w, -w]), minlength=count * size * size)
+        weights = np.concatenate([w, w, -w, -w]).astype(float)  # float even when empty
+        info = np.bincount(flat, weights, minlength=count * size * size).astype(float)
         info = info.reshape(count, size, size)
         info[:, np.arange(size), np.arange(size)] += 1 / SCORE_PRIOR_SD**2
         return info

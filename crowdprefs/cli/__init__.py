@@ -20,6 +20,7 @@ from crowdprefs.cli import core  # noqa: F401,E402  init, status, next, publish,
 from crowdprefs.cli import demo  # noqa: F401,E402  demo
 from crowdprefs.cli import audio  # noqa: F401,E402  audio prepare, prepare
 from crowdprefs.cli import mturk  # noqa: F401,E402  preview, mturk ...
+from crowdprefs.cli import prolific  # noqa: F401,E402  prolific publish, status, review, bonus
 from crowdprefs.cli import web  # noqa: F401,E402  serve, invite
 from crowdprefs.cli import audit  # noqa: F401,E402  audit, import-answers, replay
 from crowdprefs.cli import plan  # noqa: F401,E402  plan, crowd-model fit

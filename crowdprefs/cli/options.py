@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 #: ``crowdprefs.campaign.project.DEFAULT_SEED``
 DEFAULT_SEED = 2010
 #: ``crowdprefs.crowds.CROWDS``
-CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake")
+CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2

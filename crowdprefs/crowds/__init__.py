@@ -4,6 +4,7 @@
 ``web``        the judges of the project's own server (``crowdprefs serve``).
 ``mturk-sandbox``  Amazon Mechanical Turk's sandbox (live MTurk only via ``mturk ... --live``).
 ``mturk-fake``     the MTurk code path against a local fake answered by the simulated workers.
+``prolific``   the web crowd, its participants recruited by a Prolific study.
 
 Every backend implements :class:`crowdprefs.campaign.crowd.Crowd` (the MTurk ones also the
 review's calls, :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); this module is the one
@@ -21,7 +22,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
 
-CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake")
+CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 
 
 def get_crowd(name: str, project: Project) -> Crowd:
@@ -36,6 +37,10 @@ def get_crowd(name: str, project: Project) -> Crowd:
         return MTurkCrowd.for_crowd_name(name, project)
     if name == "mturk":
         raise InputError("live MTurk is reached only with 'crowdprefs mturk publish --live'")
+    if name == "prolific":  # the web crowd, recruited by a Prolific study (PROLIFIC_TOKEN)
+        from crowdprefs.crowds.prolific.crowd import ProlificCrowd
+
+        return ProlificCrowd.for_project(project)
     if name == "web":
         from crowdprefs.crowds.web import WebCrowd
 

@@ -7,6 +7,8 @@
               abandoned questions released after a timeout, answers checked (with the listening
               gate) and stored as they are posted; the state itself is kept by the project's
               store (:mod:`crowdprefs.campaign.store.web`).
+``headphones`` the Huggins-pitch headphone screen's noises (numpy, from a secret seed) and
+              its scoring; who must pass it, and per-judge caps, are ``[web]`` settings.
 ``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn), and
               :func:`~crowdprefs.web.app.serve`; ``python -m crowdprefs.web`` runs it alone.
 ``judges``    simulated judges that answer over HTTP (the web demo and the load test).

@@ -8,7 +8,12 @@ set when they open their invitation link; the link's token then leaves the addre
 ``GET /study/{key}?PID=…``      a study-platform participant (parameter ``[web] participant_param``)
 ``GET /welcome``                instructions and a start button
 ``POST /next``                  hands the judge a question (theirs if they hold one), then its
-                                page; the completion page when none is left
+                                page; the completion page when none is left; the headphone
+                                check first when the judge must pass it (``[web]
+                                headphone_screen``)
+``GET|POST /headphones``        the headphone check (three sets of three noises) and its
+                                answers; passed: the first question, failed: final
+``GET /headphones/{t}/{s}``     noise ``s`` of set ``t`` of the judge's own check (WAV)
 ``GET /next``                   the question the judge holds, else the welcome page (changes
                                 nothing)
 ``GET|POST /hit/{assignment}``  the preference HIT (the MTurk template in ``web`` mode); the
@@ -48,7 +53,13 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -63,6 +74,7 @@ from crowdprefs.quality import audit
 from crowdprefs.web import assign
 from crowdprefs.web.assign import (
     Forbidden,
+    ScreenFirst,
     TooLarge,
     TooManyAttempts,
     WebError,
@@ -254,20 +266,29 @@ async def welcome(request: Request) -> HTMLResponse:
     project = _project(request)
     answered = project.store.web_answered(judge.judge_id)
     hit = HitSettings.from_project(project)
+    settings = _settings(request)
+    screen = project.store.web_screen(judge.judge_id)
     return _page(
         "web_landing.html",
         judge=judge.judge_id,
         answered=answered,
-        limit=_settings(request).questions_per_judge,
+        limit=settings.questions_per_judge,
         title=hit.title,
         instructions=hit.instructions,
+        screen=assign.needs_screen(judge, settings) and not (screen and screen.passed),
     )
 
 
 def _hand_out(request: Request, judge: WebJudge) -> RedirectResponse:
     """Hand the judge a question (the one they hold, if any) and send them to it; to the
-    completion page when none is left."""
-    assignment = assign.next_assignment(_project(request), judge, _settings(request))
+    completion page when none is left; to the headphone check (started now if need be) while
+    they must pass it. Called by POST routes only."""
+    project, settings = _project(request), _settings(request)
+    try:
+        assignment = assign.next_assignment(project, judge, settings)
+    except ScreenFirst:
+        assign.start_screen(project, judge, settings)
+        return _redirect("/headphones")
     if assignment is None:
         return _redirect("/done")
     return _redirect(f"/hit/{assignment.assignment_id}")
@@ -283,9 +304,14 @@ async def held_question(request: Request) -> RedirectResponse:
     return _redirect("/welcome" if held is None else f"/hit/{held.assignment_id}")
 
 
+def _shown_pair(request: Request, assignment: WebAssignment) -> dict[str, Any]:
+    pair = _project(request).store.web_pair(assignment.pair_id)
+    return assign.shown_pair(pair, assignment.assignment_id, _settings(request))
+
+
 def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
     project = _project(request)
-    pair = project.store.web_pair(assignment.pair_id)
+    pair = _shown_pair(request, assignment)
     base = f"/clip/{assignment.assignment_id}"
     urls: dict[str, str] = {}
     for role, path in pair_clips(project, pair).items():
@@ -346,7 +372,7 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     if role not in assign.ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
-    file = servable_clip(pair_clips(project, project.store.web_pair(assignment.pair_id))[role])
+    file = servable_clip(pair_clips(project, _shown_pair(request, assignment))[role])
     if file is None:
         return _error("This clip is not available.", 404)
     return FileResponse(
@@ -355,6 +381,8 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
 
 
 async def done(request: Request) -> HTMLResponse:
+    """Thanks, and the completion code; a study participant who answered nothing gets no code
+    (they are asked to return the study instead)."""
     judge = _judge(request)
     project = _project(request)
     settings = _settings(request)
@@ -362,14 +390,54 @@ async def done(request: Request) -> HTMLResponse:
     url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
     answered = project.store.web_answered(judge.judge_id)
     quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
+    platform = judge.source == "platform"
     return _page(
         "web_done.html",
         answered=answered,
         waiting=not quota and request.app.state.campaign != "done",
         code=code,
-        show_code=judge.source == "platform" or bool(settings.questions_per_judge),
+        show_code=answered > 0 if platform else bool(settings.questions_per_judge),
+        return_study=platform and answered == 0,
         completion_url=url,
     )
+
+
+# --- the headphone check ---------------------------------------------------------------------
+
+
+async def headphone_check(request: Request) -> RedirectResponse | HTMLResponse:
+    judge = _judge(request)
+    screen = _project(request).store.web_screen(judge.judge_id)
+    if screen is None or screen.passed:
+        return _redirect("/welcome")
+    return _page(
+        "web_headphones.html",
+        trials=range(1, screen.trials + 1),
+        sounds=range(1, 4),
+        csrf=screen.csrf,
+        failed=screen.finished_at is not None,
+        correct=screen.correct,
+        pass_mark=screen.pass_mark,
+    )
+
+
+async def headphone_sound(request: Request) -> Response:
+    judge = _judge(request)
+    screen = _project(request).store.web_screen(judge.judge_id)
+    if screen is None:
+        return _error("No such sound.", 404)
+    data = assign.screen_sound(screen, request.path_params["trial"], request.path_params["sound"])
+    return Response(data, media_type="audio/wav", headers=SECURITY_HEADERS)
+
+
+async def headphone_answers(request: Request) -> RedirectResponse:
+    _same_origin(request)
+    judge = _judge(request)
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    screen = assign.answer_screen(_project(request), judge, fields.pop("csrf", None), fields)
+    log.info("headphone check of %s: %s of %s right", judge.judge_id, screen.correct, screen.trials)
+    return _hand_out(request, judge) if screen.passed else _redirect("/headphones")
 
 
 # --- researcher ------------------------------------------------------------------------------
@@ -482,6 +550,9 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         Route("/welcome", welcome),
         Route("/next", held_question, methods=["GET"]),
         Route("/next", take_question, methods=["POST"]),
+        Route("/headphones", headphone_check, methods=["GET"]),
+        Route("/headphones", headphone_answers, methods=["POST"]),
+        Route("/headphones/{trial:int}/{sound:int}", headphone_sound),
         Route("/hit/{assignment}", question, methods=["GET"]),
         Route("/hit/{assignment}", answer, methods=["POST"]),
         Route("/clip/{assignment}/{role}", clip),

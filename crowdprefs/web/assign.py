@@ -22,10 +22,23 @@ judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
 - the page's listening gate is checked again on the server from its play log: every clip
   played to its end and heard for (nearly) its duration (:func:`check_listening`); of what a
   post carries, only the answer and the play log are kept.
+
+Quality control in the style of ITU-T Rec. P.808 (crowdsourced listening tests), each a
+``[web]`` setting with a default:
+
+- a headphone screen before a judge's first question (``headphone_screen``: study-platform
+  participants by default; the Huggins-pitch test of :mod:`crowdprefs.web.headphones`, passed
+  with ``headphone_pass`` of ``headphone_trials`` right, once: a failed screen is final);
+- per-judge caps: ``questions_per_judge`` in all, ``questions_per_batch`` in one batch;
+- each question shows its two variations in an order of its own (``randomise_sides``, from
+  the assignment's random id), logged with the answer: the raw record keeps which candidate was
+  A and B, the button pressed and the judge's question number; ``choice`` and ``score`` are
+  stored on the pair's own sides, so counts and agreement read every answer alike.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -39,10 +52,12 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.crowd import score_of
-from crowdprefs.campaign.store.web import WebAssignment, WebJudge
+from crowdprefs.campaign.store.web import WebAssignment, WebJudge, WebScreen
+from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
 from crowdprefs.rng import counter_uniform
+from crowdprefs.web import headphones
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:
@@ -58,6 +73,14 @@ SCORES = dict(
 )
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+SCREENED = ("platform", "all", "off")
+"""Values of ``[web] headphone_screen``."""
+KINDS = {
+    "int": (int, "a whole number"),
+    "float": ((int, float), "a number"),
+    "bool": (bool, "true or false"),
+}
+"""How each ``[web]`` setting's type is checked and named (any other type is text)."""
 ROLES = ("query", "a", "b")
 CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
 PLAY_LOG = tuple(name for name in ANSWER_FIELDS if name not in ("choice", "background", "comment"))
@@ -90,6 +113,12 @@ class NotListened(WebError):
 
 class TooLarge(WebError):
     status = 413
+
+
+class ScreenFirst(WebError):
+    """The judge must pass the headphone screen before any question."""
+
+    status = 403
 
 
 class TooManyAttempts(WebError):
@@ -130,8 +159,38 @@ class WebSettings:
     """The server aggregates a completed batch and publishes the next one by itself."""
     max_text: int = 2000
     """Longest accepted background or comment, in characters."""
+    questions_per_batch: int = 0
+    """Questions one judge may answer in one batch (0: no limit)."""
+    headphone_screen: str = "platform"
+    """Who passes the headphone screen before their first question: ``platform`` (study-platform
+    participants), ``all`` (invited judges too) or ``off``."""
+    headphone_trials: int = 3
+    """Trials of the headphone screen (three noises each)."""
+    headphone_pass: int = 3
+    """Trials a judge must get right to pass the screen (chance: 1 in 3 per trial)."""
+    randomise_sides: bool = True
+    """Each question shows the two variations in an order of its own (logged with the answer)."""
 
     def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind, name = KINDS.get(str(f.type), (str, "text"))
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise InputError(f"[web] {f.name} must be {name}, got {value!r}")
+        if self.headphone_screen not in SCREENED:
+            raise InputError(
+                f"[web] headphone_screen must be one of {', '.join(SCREENED)}, "
+                f"got {self.headphone_screen!r}"
+            )
+        if not 1 <= self.headphone_pass <= self.headphone_trials <= 10:
+            raise InputError(
+                "[web] headphone_trials must be 1–10 and headphone_pass 1–headphone_trials, got "
+                f"{self.headphone_trials} and {self.headphone_pass}"
+            )
+        if self.questions_per_batch < 0:
+            raise InputError(
+                f"[web] questions_per_batch must be 0 or more, got {self.questions_per_batch}"
+            )
         if self.timeout_minutes <= 0:
             raise InputError(f"[web] timeout_minutes must be positive, got {self.timeout_minutes}")
         if self.questions_per_judge < 0:
@@ -207,6 +266,20 @@ def invitation_links(
     return Invitations(links, f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}")
 
 
+def study_terms(project: Project) -> StudyTerms:
+    """What the judges' site tells a Prolific study (``[web]``): a maker of new study links, the
+    questions one participant answers (in all and per batch), the completion code and the
+    address the done page sends participants to."""
+    settings = WebSettings.from_project(project)
+    return StudyTerms(
+        make_link=lambda: invitation_links(project, 0, study=True).study_link,
+        questions=settings.questions_per_judge,
+        completion_code=settings.completion_code,
+        completion_url=settings.completion_url,
+        per_batch=settings.questions_per_batch,
+    )
+
+
 def judge_for_token(project: Project, token: str | None) -> WebJudge | None:
     """The judge holding ``token`` (``None`` for an unknown or missing token)."""
     return project.store.web_judge(token_hash(token)) if token else None
@@ -250,7 +323,13 @@ def choose_pair(pair_id: np.ndarray, filled: np.ndarray, wanted: np.ndarray, key
 def next_assignment(
     project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
 ) -> WebAssignment | None:
-    """The judge's open assignment, or a new one; ``None`` when nothing is left for them."""
+    """The judge's open assignment, or a new one; ``None`` when nothing is left for them.
+
+    Raises :class:`ScreenFirst` while the judge must still pass the headphone screen."""
+    if needs_screen(judge, settings):
+        screen = project.store.web_screen(judge.judge_id)
+        if screen is None or not screen.passed:
+            raise ScreenFirst("take the headphone check before the first question")
     at = _now(at)
     key = judge_key(judge.token_hash)
     return project.store.issue_web_assignment(
@@ -260,8 +339,99 @@ def next_assignment(
         issued_at=_stamp(at),
         expires_at=_stamp(at + timedelta(minutes=settings.timeout_minutes)),
         limit=settings.questions_per_judge,
+        batch_limit=settings.questions_per_batch,
         choose=lambda pair_id, filled, wanted: choose_pair(pair_id, filled, wanted, key),
     )
+
+
+# --- the headphone screen --------------------------------------------------------------------
+
+
+def needs_screen(judge: WebJudge, settings: WebSettings) -> bool:
+    """Whether ``[web] headphone_screen`` asks this judge to pass the headphone screen."""
+    return settings.headphone_screen == "all" or (
+        settings.headphone_screen == "platform" and judge.source == "platform"
+    )
+
+
+def start_screen(
+    project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
+) -> WebScreen:
+    """The judge's headphone screen: the one they started, else a new one with a secret seed
+    and the trials and pass mark configured now."""
+    return project.store.start_web_screen(
+        judge.judge_id,
+        seed=secrets.randbits(62),
+        trials=settings.headphone_trials,
+        pass_mark=settings.headphone_pass,
+        csrf=new_token(),
+        started_at=_stamp(_now(at)),
+    )
+
+
+def screen_sound(screen: WebScreen, trial: int, index: int) -> bytes:
+    """The WAV of sound ``index`` (1–3) of ``trial`` (1-based) of an unanswered screen;
+    :class:`Gone` once it is answered, :class:`WebError` for a sound it does not have."""
+    if screen.finished_at is not None:
+        raise Gone("the headphone check is over")
+    try:
+        stereo = headphones.sound(screen.seed, screen.trials, trial - 1, index - 1)
+    except IndexError:
+        raise WebError("no such sound") from None
+    return headphones.wav(stereo)
+
+
+def answer_screen(
+    project: Project,
+    judge: WebJudge,
+    csrf: str | None,
+    form: Mapping[str, str],
+    at: datetime | None = None,
+) -> WebScreen:
+    """Score the judge's answers to their screen (``trial_1`` … each ``1``–``3``) and record
+    the outcome once; an answered screen is returned as it was (no second attempt)."""
+    screen = project.store.web_screen(judge.judge_id)
+    if screen is None:
+        raise Forbidden("open the headphone check first")
+    if not same(csrf, screen.csrf):
+        raise Forbidden("the form's security token is missing or wrong; reload the page")
+    if screen.finished_at is not None:
+        return screen
+    chosen = []
+    for trial in range(1, screen.trials + 1):
+        value = form.get(f"trial_{trial}", "")
+        if value not in ("1", "2", "3"):
+            raise WebError(f"choose one of the three noises of set {trial}")
+        chosen.append(int(value) - 1)
+    right = headphones.correct(chosen, screen.seed, screen.trials)
+    return project.store.finish_web_screen(
+        judge.judge_id,
+        answers=json.dumps([c + 1 for c in chosen]),
+        correct=right,
+        passed=right >= screen.pass_mark,
+        finished_at=_stamp(_now(at)),
+    )
+
+
+# --- the order a question shows --------------------------------------------------------------
+
+
+def shown_pair(pair: Mapping[str, Any], assignment_id: str, settings: WebSettings) -> dict:
+    """``pair`` (a row of :meth:`~crowdprefs.campaign.store.Store.web_pair`) with ``a_is_x`` as
+    this assignment shows it: with ``[web] randomise_sides`` a coin from the assignment's
+    random id (the same on every reload), else the pair's own sides."""
+    shown = dict(pair)
+    if settings.randomise_sides:
+        shown["a_is_x"] = hashlib.sha256(assignment_id.encode()).digest()[0] & 1
+    return shown
+
+
+def on_pair_sides(choice: str, shown_a_is_x: int, pair_a_is_x: int) -> str:
+    """The choice made on a page showing the sides ``shown_a_is_x``, as the pair's own sides
+    name it (A and B swap when the page showed them the other way round)."""
+    if int(shown_a_is_x) == int(pair_a_is_x) or choice == "equal":
+        return choice
+    return "B" if choice == "A" else "A"
 
 
 def assignment_of(project: Project, judge: WebJudge, assignment_id: str) -> WebAssignment:
@@ -285,10 +455,11 @@ class Answer:
     comment: str | None
     log: dict[str, float]
 
-    def raw(self) -> str:
+    def raw(self, order: Mapping[str, Any]) -> str:
         """The answer's raw record: the play log (as the MTurk crowd keeps it, under
-        ``fields``); nothing else a post may carry is kept."""
-        return json.dumps({"fields": self.log}, sort_keys=True)
+        ``fields``) and the question's ``order`` (what the page showed as A and B, the button
+        pressed, the judge's question number); nothing else a post may carry is kept."""
+        return json.dumps({"fields": self.log, "order": dict(order)}, sort_keys=True)
 
 
 def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
@@ -356,7 +527,8 @@ def submit(
     Raises :class:`Forbidden` (not the judge's assignment, wrong CSRF token), :class:`WebError`
     (invalid answer), :class:`NotListened` (the clips were not heard: :func:`check_listening`
     with the project's ``[hit] min_coverage``) or :class:`Gone` (released and the pair has all
-    its answers meanwhile).
+    its answers meanwhile). The choice is stored on the pair's sides (:func:`on_pair_sides`),
+    with the order the page showed in the raw record.
     """
     at = _now(at)
     answer = validate_answer(form, settings)
@@ -366,17 +538,25 @@ def submit(
     if assignment.status == "submitted":
         return False
     pair = project.store.web_pair(assignment.pair_id)
-    check_listening(answer.log, clip_seconds(pair), HitSettings.from_project(project).min_coverage)
+    shown = shown_pair(pair, assignment_id, settings)
+    check_listening(answer.log, clip_seconds(shown), HitSettings.from_project(project).min_coverage)
     issued = datetime.fromisoformat(assignment.issued_at)
+    a_is_x = int(shown["a_is_x"])
+    order = {
+        "a": pair["x"] if a_is_x else pair["y"],
+        "b": pair["y"] if a_is_x else pair["x"],
+        "clicked": answer.choice,
+        "question": project.store.web_answered(judge.judge_id) + 1,
+    }
     outcome = project.store.submit_web_answer(
         assignment_id,
-        choice=answer.choice,
-        score=SCORES[answer.choice, int(pair["a_is_x"])],
+        choice=on_pair_sides(answer.choice, a_is_x, int(pair["a_is_x"])),
+        score=SCORES[answer.choice, a_is_x],
         seconds=round((at - issued).total_seconds(), 3),
         submitted_at=_stamp(at),
         background=answer.background,
         comment=answer.comment,
-        raw=answer.raw(),
+        raw=answer.raw(order),
     )
     if outcome == "gone":
         raise Gone("this question expired and was answered by others meanwhile")

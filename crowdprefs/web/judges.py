@@ -6,7 +6,8 @@ posts an answer and follows to the next question, as a browser would. What it po
 an *oracle* ``(assignment_id, judge_index) -> fields``: the choice and the page's play log.
 :func:`simulated_oracle` answers like worker ``judge_index`` of the project's simulated crowd
 (:mod:`crowdprefs.crowds.simulated`), having heard every clip once, so a web campaign of
-simulated judges builds the same kind of lists as the simulated crowd.
+simulated judges builds the same kind of lists as the simulated crowd. A judge asked to pass
+the headphone check listens as through headphones (:func:`pass_headphone_check`).
 
 Traffic goes only to the given base URL, which :class:`LocalServer` binds on 127.0.0.1; every
 loop is bounded by a deadline and an answer count, and stops by itself.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import os
 import re
 import socket
@@ -24,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import wave
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +41,7 @@ from crowdprefs.campaign.store import Store
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import CrowdError
 from crowdprefs.quality.crowd_model import simulate_answers
-from crowdprefs.web import assign
+from crowdprefs.web import assign, headphones
 from crowdprefs.web.app import create_app
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
 
@@ -46,6 +49,7 @@ Oracle = Callable[[str, int], dict[str, str]]
 """``(assignment_id, judge_index) → form fields`` of the answer (``choice`` and the play log)."""
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 STATE = re.compile(r'id="done" data-state="(\w+)"')
+NOISE = re.compile(r'src="(/headphones/(\d+)/(\d+))"')
 
 
 class LocalServer:
@@ -148,6 +152,25 @@ class JudgeReport:
         return float(np.percentile(self.latencies, 95)) if self.latencies else float("nan")
 
 
+def read_wav(data: bytes) -> np.ndarray:
+    """A 16-bit stereo WAV as ``(samples, 2)`` floats."""
+    with wave.open(io.BytesIO(data)) as handle:
+        frames = handle.readframes(handle.getnframes())
+    return np.frombuffer(frames, dtype="<i2").reshape(-1, 2) / 32767
+
+
+async def pass_headphone_check(client: httpx.AsyncClient, page: httpx.Response) -> httpx.Response:
+    """Answer the headphone check on ``page`` as a listener with headphones (the noise whose
+    two ears differ hides the tone) and return the page that follows."""
+    form = {"csrf": CSRF.search(page.text).group(1)}
+    for path, trial, sound in NOISE.findall(page.text):
+        noise = await client.get(path)
+        noise.raise_for_status()
+        if headphones.tone_sound(read_wav(noise.content)):
+            form[f"trial_{trial}"] = sound
+    return await client.post("/headphones", data=form, follow_redirects=True)
+
+
 async def _judge(
     client: httpx.AsyncClient,
     token: str,
@@ -163,6 +186,9 @@ async def _judge(
     response = await client.post("/next", follow_redirects=True)
     while time.monotonic() < deadline and not stop() and report.answers < max_answers:
         path = response.url.path
+        if path == "/headphones" and 'data-state="open"' in response.text:
+            response = await pass_headphone_check(client, response)
+            continue
         if path.startswith("/hit/"):
             assignment = path.rsplit("/", 1)[1]
             match = CSRF.search(response.text)
@@ -237,6 +263,7 @@ def simulated_oracle(root: Path) -> Oracle:
     each clip once."""
     with Project(root) as project:
         crowd = SimulatedCrowd.for_project(project)
+        settings = assign.WebSettings.from_project(project)
     n = len(crowd.pool.ids)
     local = threading.local()
 
@@ -247,8 +274,8 @@ def simulated_oracle(root: Path) -> Oracle:
         return local.store
 
     @functools.lru_cache(maxsize=4096)
-    def everyone(pair_id: int) -> tuple[dict[str, str], dict[str, str]]:
-        """Each worker's choice for the pair, and the play log of hearing its clips once."""
+    def everyone(pair_id: int) -> tuple[dict[str, str], dict]:
+        """Each worker's choice for the pair (on the pair's sides), and the pair."""
         pair = store().web_pair(pair_id)
         frame = simulate_answers(
             pd.DataFrame([pair]).assign(answers_wanted=n),
@@ -257,17 +284,21 @@ def simulated_oracle(root: Path) -> Oracle:
             crowd.model,
             crowd.seed,
         )
-        heard = {}
-        for role, seconds in assign.clip_seconds(pair).items():
-            heard |= {f"plays_{role}": "1", f"listen_{role}": f"{seconds or 0:.2f}"}
-        return dict(zip(frame["worker_id"], frame["choice"], strict=True)), heard
+        return dict(zip(frame["worker_id"], frame["choice"], strict=True)), pair
 
     def answer(assignment: str, index: int) -> dict[str, str]:
+        """The worker's choice as the question shows the pair, and the play log of hearing
+        its clips once."""
         found = store().web_assignment(assignment)
         if found is None:
             raise CrowdError(f"the server handed out an unknown question {assignment}")
-        choices, heard = everyone(found.pair_id)
-        return {"choice": choices[crowd.pool.ids[index % n]], **heard}
+        choices, pair = everyone(found.pair_id)
+        shown = assign.shown_pair(pair, assignment, settings)
+        choice = choices[crowd.pool.ids[index % n]]
+        fields = {"choice": assign.on_pair_sides(choice, pair["a_is_x"], shown["a_is_x"])}
+        for role, seconds in assign.clip_seconds(shown).items():
+            fields |= {f"plays_{role}": "1", f"listen_{role}": f"{seconds or 0:.2f}"}
+        return fields
 
     return answer
 

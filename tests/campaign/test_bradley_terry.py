@@ -173,3 +173,9 @@ def test_bad_inputs_end_in_one_line():
         bt.fit_bradley_terry([], [], [])
     with pytest.raises(InputError, match="must be above 1"):
         bt.outcome_probabilities(0.0, 0.5, "rao-kupper")
+
+
+def test_a_query_without_answers_keeps_its_prior_scores():
+    fit = bt.fit_bradley_terry([0, 0], [1, 1], [1, 0], block=[0, 0, 1, 1, 1], n_items=5)
+    assert fit.scores[0] > fit.scores[1]
+    assert np.allclose(fit.scores[2:], fit.scores[2])  # nothing known of the second query

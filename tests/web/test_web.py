@@ -28,8 +28,9 @@ from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.campaign.store.web import WebAssignment
 from crowdprefs.cli.app import app as cli_app
 from crowdprefs.crowds.web import WebCrowd
-from crowdprefs.web import assign
+from crowdprefs.web import assign, headphones
 from crowdprefs.web.app import create_app
+from crowdprefs.web.judges import read_wav
 from crowdprefs.web.security import is_loopback, token_hash
 
 with warnings.catch_warnings():  # starlette asks for httpx2, which is not a dependency
@@ -109,6 +110,16 @@ def open_question(client: TestClient) -> tuple[str, str, str]:
     return match.group(1), csrf, response.text
 
 
+def pass_headphone_check(client: TestClient, page) -> object:
+    """Answer the headphone check on ``page`` as a listener with headphones would (the noise
+    whose two ears differ hides the tone); returns the page that follows."""
+    form = {"csrf": re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)}
+    for path, trial, sound in re.findall(r'src="(/headphones/(\d+)/(\d+))"', page.text):
+        if headphones.tone_sound(read_wav(client.get(path).content)):
+            form[f"trial_{trial}"] = sound
+    return client.post("/headphones", data=form)
+
+
 def stamp(at: datetime) -> str:
     return at.isoformat(timespec="milliseconds")
 
@@ -139,12 +150,25 @@ def test_judge_answers_and_the_answer_is_stored_at_once(project_dir):
         stored = answers_frame(project_dir)
         assert len(stored) == 1
         row = stored.iloc[0]
-        assert (row["crowd"], row["assignment_id"], row["choice"]) == ("web", assignment, "A")
-        assert row["score"] == (1 if row["a_is_x"] else -1)
-        assert row["comment"] == "nice"
-        assert json.loads(row["raw"]) == {
-            "fields": {name: float(value) for name, value in PLAYED.items()}
+        raw = json.loads(row["raw"])
+        shown_a_is_x = raw["order"]["a"] == row["x"]  # this question's own order of A and B
+        assert raw == {
+            "fields": {name: float(value) for name, value in PLAYED.items()},
+            "order": {
+                "a": row["x"] if shown_a_is_x else row["y"],
+                "b": row["y"] if shown_a_is_x else row["x"],
+                "clicked": "A",
+                "question": 1,
+            },
         }
+        on_pair_sides = "A" if shown_a_is_x == bool(row["a_is_x"]) else "B"
+        assert (row["crowd"], row["assignment_id"], row["choice"]) == (
+            "web",
+            assignment,
+            on_pair_sides,
+        )
+        assert row["score"] == (1 if shown_a_is_x else -1), "variation A (as shown) preferred"
+        assert row["comment"] == "nice"
         assert next_assignment != assignment
         assert open_question(client)[0] == next_assignment, "the answer handed out the next"
 
@@ -362,6 +386,9 @@ def test_study_participants_get_a_completion_code(tmp_path):
         assert client.get(f"/study/{key}?PROLIFIC_PID=p%3Cx%3E").status_code == 400
         assert client.get("/study/wrong?PROLIFIC_PID=abc").status_code == 403
         assert client.get(f"/study/{key}?PROLIFIC_PID=abc123").status_code == 200
+        check = client.post("/next")
+        assert check.url.path == "/headphones", "a study participant is screened first"
+        assert pass_headphone_check(client, check).url.path.startswith("/hit/")
         for _ in range(2):
             assignment, csrf, _ = open_question(client)
             client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})

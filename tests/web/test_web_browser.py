@@ -71,7 +71,14 @@ def test_judge_answers_in_chromium_and_cannot_open_another_judges_question(tmp_p
         assert len(answers) == 1
         row = answers.iloc[0]
         assert row["assignment_id"] == question_url.rsplit("/", 1)[1]
-        assert (row["choice"], row["comment"], row["crowd"]) == ("A", "<b>fine</b>", "web")
+        order = json.loads(row["raw"])["order"]
+        on_pair_sides = "A" if (order["a"] == row["x"]) == bool(row["a_is_x"]) else "B"
+        assert order["clicked"] == "A"
+        assert (row["choice"], row["comment"], row["crowd"]) == (
+            on_pair_sides,
+            "<b>fine</b>",
+            "web",
+        )
         log = json.loads(row["raw"])["fields"]
         assert all(log[f"plays_{clip}"] >= 1 for clip in ("query", "a", "b"))
         assert all(log[f"listen_{clip}"] > 0 for clip in ("query", "a", "b"))

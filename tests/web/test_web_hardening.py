@@ -167,7 +167,10 @@ def test_only_the_known_answer_fields_are_stored(project_dir):
         )
         assert response.status_code == 303
     (raw,) = answers_frame(project_dir)["raw"]
-    assert json.loads(raw) == {"fields": {k: float(v) for k, v in PLAYED.items()}}
+    record = json.loads(raw)
+    assert record.keys() == {"fields", "order"}
+    assert record["fields"] == {k: float(v) for k, v in PLAYED.items()}
+    assert record["order"].keys() == {"a", "b", "clicked", "question"}
     assert "unknown" not in raw and len(raw) < 300
 
 

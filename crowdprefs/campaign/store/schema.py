@@ -10,19 +10,26 @@ Tables (migration ``0001_core``):
                 shown as variation A, the order within the batch, how many answers are wanted,
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
-                Indexed by ``query, kind, iteration`` (``0007``): each query's progress is read
+                Indexed by ``query, kind, iteration`` (``0009``): each query's progress is read
                 in query order (not the verdict: saving a batch's verdicts touches no index).
 ``hits``        what each crowd published for a pair (its HIT or task id), and at what price
                 (``0006``: the reward and MTurk's fee terms when it was published; NULL for
                 HITs published before, which are priced at the current settings).
-                Indexed by size and price (``0007``): the committed cost groups the index.
+                Indexed by size and price (``0009``): the committed cost groups the index.
 ``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
                 replayed from: a cache that is only trusted while the fingerprint matches.
 ``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
                 view, seconds, background, comment, the raw payload; unique per crowd assignment so
                 a retried collect never stores an answer twice. Indexed by ``pair_id, status,
-                score`` (``0007``), so a batch's answers are counted per pair from the index
+                score`` (``0009``), so a batch's answers are counted per pair from the index
                 alone, never reading the answers' rows.
+
+Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
+sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
+whether they passed) and the Prolific study's state: ``prolific_studies`` (the study with the
+reward, time and places it was published at), ``prolific_reviews`` (each submission's decision,
+stored before it is sent) and ``prolific_bonuses`` / ``prolific_bonus_lines`` (bonuses set up,
+and when paid).
 
 Migrations are named and applied in list order, each in its own transaction; ``PRAGMA
 user_version`` holds how many have been applied. To change the schema append a new
@@ -178,7 +185,66 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "0007_covering_indexes",
+        "0007_web_headphone_screens",
+        """
+        CREATE TABLE web_screens (
+            judge_id TEXT PRIMARY KEY REFERENCES web_judges(judge_id),
+            seed INTEGER NOT NULL,
+            trials INTEGER NOT NULL CHECK (trials > 0),
+            pass_mark INTEGER NOT NULL CHECK (pass_mark > 0),
+            csrf TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            answers TEXT,
+            correct INTEGER,
+            passed INTEGER CHECK (passed IN (0, 1)),
+            finished_at TEXT
+        );
+        """,
+    ),
+    (
+        "0008_prolific_studies",
+        """
+        CREATE TABLE prolific_studies (
+            study_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            reward INTEGER NOT NULL CHECK (reward > 0),
+            currency TEXT NOT NULL,
+            minutes INTEGER NOT NULL CHECK (minutes > 0),
+            questions INTEGER NOT NULL CHECK (questions > 0),
+            fee_rate REAL NOT NULL,
+            completion_code TEXT NOT NULL,
+            places INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            published_at TEXT
+        );
+        CREATE TABLE prolific_reviews (
+            submission_id TEXT PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
+            participant_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
+            category TEXT,
+            message TEXT,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT
+        );
+        CREATE TABLE prolific_bonuses (
+            bonus_id TEXT PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
+            amount INTEGER NOT NULL CHECK (amount > 0),
+            fee_rate REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            paid_at TEXT
+        );
+        CREATE TABLE prolific_bonus_lines (
+            bonus_id TEXT NOT NULL REFERENCES prolific_bonuses(bonus_id),
+            participant_id TEXT NOT NULL,
+            amount INTEGER NOT NULL CHECK (amount > 0),
+            PRIMARY KEY (bonus_id, participant_id)
+        );
+        """,
+    ),
+    (
+        "0009_covering_indexes",
         """
         CREATE INDEX answers_by_pair_status_score ON answers(pair_id, status, score);
         DROP INDEX answers_by_pair;

@@ -11,13 +11,14 @@ from crowdprefs.campaign.store.answers import Answers
 from crowdprefs.campaign.store.batches import Batches
 from crowdprefs.campaign.store.collection import Collection
 from crowdprefs.campaign.store.hits import Hits
+from crowdprefs.campaign.store.prolific import ProlificStore
 from crowdprefs.campaign.store.reviews import Reviews
 from crowdprefs.campaign.store.web import WebStore
 
 
-class Store(Collection, Batches, Hits, Answers, Reviews, WebStore):
-    """A project's SQLite state: the collection, batches and pairs, HITs, answers, reviews and
-    the web crowd's judges and assignments.
+class Store(Collection, Batches, Hits, Answers, Reviews, WebStore, ProlificStore):
+    """A project's SQLite state: the collection, batches and pairs, HITs, answers, reviews, the
+    web crowd's judges and assignments, and the Prolific study.
 
     Open it with ``Store(path)`` (``create=True`` for a new file); its first change takes the
     project lock, held until :meth:`close`.

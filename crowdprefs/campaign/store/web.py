@@ -51,6 +51,24 @@ class WebJudge:
 
 
 @dataclass(frozen=True)
+class WebScreen:
+    """A judge's headphone screen: started with a secret ``seed`` (it decides which sound of
+    each trial carries the tone), ``trials`` and the ``pass_mark`` of that moment; ``answers``
+    (JSON), ``correct`` and ``passed`` once answered (``None`` before)."""
+
+    judge_id: str
+    seed: int
+    trials: int
+    pass_mark: int
+    csrf: str
+    started_at: str
+    answers: str | None
+    correct: int | None
+    passed: bool | None
+    finished_at: str | None
+
+
+@dataclass(frozen=True)
 class WebAssignment:
     """One pair handed to one judge."""
 
@@ -124,6 +142,54 @@ class WebStore(SQLiteBase):
         ).fetchone()
         return None if row is None else WebJudge(*row)
 
+    # --- headphone screens -----------------------------------------------------------------------
+
+    @staticmethod
+    def _screen(conn: sqlite3.Connection, judge_id: str) -> WebScreen | None:
+        row = conn.execute(
+            "SELECT judge_id, seed, trials, pass_mark, csrf, started_at, answers, correct, passed,"
+            " finished_at FROM web_screens WHERE judge_id = ?",
+            (judge_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        passed = None if row[8] is None else bool(row[8])
+        return WebScreen(*row[:8], passed, row[9])
+
+    def web_screen(self, judge_id: str) -> WebScreen | None:
+        """The judge's headphone screen, if they started one."""
+        return self._screen(self.conn, judge_id)
+
+    def start_web_screen(
+        self, judge_id: str, *, seed: int, trials: int, pass_mark: int, csrf: str, started_at: str
+    ) -> WebScreen:
+        """The judge's screen: the one they started, else a new one with these values."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO web_screens (judge_id, seed, trials, pass_mark, csrf,"
+                " started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (judge_id, seed, trials, pass_mark, csrf, started_at),
+            )
+            screen = self._screen(conn, judge_id)
+        assert screen is not None
+        return screen
+
+    def finish_web_screen(
+        self, judge_id: str, *, answers: str, correct: int, passed: bool, finished_at: str
+    ) -> WebScreen:
+        """Record the screen's answers and outcome once; a screen already answered keeps its
+        first outcome (returned either way)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE web_screens SET answers = ?, correct = ?, passed = ?, finished_at = ?"
+                " WHERE judge_id = ? AND finished_at IS NULL",
+                (answers, correct, int(passed), finished_at, judge_id),
+            )
+            screen = self._screen(conn, judge_id)
+        if screen is None:
+            raise KeyError(judge_id)
+        return screen
+
     def web_study_key_hash(self) -> str | None:
         """The SHA-256 of the study link's secret (``None`` before ``invite --study``)."""
         return self.meta(STUDY_KEY)
@@ -181,9 +247,11 @@ class WebStore(SQLiteBase):
         expires_at: str,
         limit: int,
         choose: Chooser,
+        batch_limit: int = 0,
     ) -> WebAssignment | None:
         """The judge's open assignment, else a new one, in one transaction; ``None`` when the
-        judge answered ``limit`` questions (0: no limit) or no pair is left for them.
+        judge answered ``limit`` questions (0: no limit), ``batch_limit`` questions of the open
+        batch (0: no limit), or no pair is left for them.
 
         First releases the assignments expired at ``issued_at``. A new assignment (with the
         given id, CSRF token and times) goes to the pair ``choose(pair_id, filled, wanted)``
@@ -200,6 +268,8 @@ class WebStore(SQLiteBase):
                 "SELECT iteration, status, crowd FROM batches ORDER BY iteration DESC LIMIT 1"
             ).fetchone()
             if batch is None or batch[1] not in ("built", "published") or batch[2] not in _WEB:
+                return None
+            if batch_limit and self._answered_in(conn, judge_id, batch[0]) >= batch_limit:
                 return None
             candidates = np.array(
                 conn.execute(
@@ -294,6 +364,14 @@ class WebStore(SQLiteBase):
             (judge_id,),
         ).fetchone()[0]
 
+    @staticmethod
+    def _answered_in(conn: sqlite3.Connection, judge_id: str, iteration: int) -> int:
+        return conn.execute(
+            "SELECT COUNT(*) FROM web_assignments w JOIN pairs p USING (pair_id)"
+            " WHERE w.judge_id = ? AND w.status = 'submitted' AND p.iteration = ?",
+            (judge_id, iteration),
+        ).fetchone()[0]
+
     def web_answered(self, judge_id: str) -> int:
         """How many questions the judge has answered."""
         return self._answered(self.conn, judge_id)
@@ -358,7 +436,8 @@ class WebStore(SQLiteBase):
 
     def web_judge_table(self) -> pd.DataFrame:
         """Per judge (most answers first): ``judge_id, source, answers``, the shares of "equal"
-        and "A" answers, ``last_answer`` and ``median_seconds`` (NaN without answers)."""
+        answers and of presses of "A" as the page showed it (the raw record's ``order``, else
+        the choice), ``last_answer`` and ``median_seconds`` (NaN without answers)."""
         medians = (
             self.frame("SELECT worker_id AS judge_id, seconds FROM answers WHERE crowd = 'web'")
             .groupby("judge_id", as_index=False)["seconds"]
@@ -369,13 +448,80 @@ class WebStore(SQLiteBase):
             """
             SELECT j.judge_id, j.source, COUNT(a.answer_id) AS answers,
                    AVG(a.choice = 'equal') AS equal_share,
-                   AVG(a.choice = 'A') AS a_share,
+                   AVG(COALESCE(json_extract(a.raw, '$.order.clicked'), a.choice) = 'A')
+                       AS a_share,
                    MAX(a.submitted_at) AS last_answer
             FROM web_judges j
             LEFT JOIN answers a ON a.worker_id = j.judge_id AND a.crowd = 'web'
             GROUP BY j.judge_id ORDER BY answers DESC, j.judge_id
             """
         ).merge(medians, on="judge_id", how="left")
+
+    def web_participants(self) -> pd.DataFrame:
+        """The study-platform participants: ``judge_id, participant``."""
+        return self.frame(
+            "SELECT judge_id, participant FROM web_judges WHERE source = 'platform'"
+            " ORDER BY judge_id"
+        )
+
+    def blocked_participants(self) -> list[str]:
+        """The study-platform participants whose judges were blocked on review."""
+        return [
+            p
+            for (p,) in self.conn.execute(
+                "SELECT j.participant FROM worker_blocks b JOIN web_judges j"
+                " ON j.judge_id = b.worker_id"
+                " WHERE b.crowd = 'web' AND j.participant IS NOT NULL ORDER BY j.participant"
+            )
+        ]
+
+    def decide_web_workers(
+        self,
+        rejected: Sequence[tuple[str, str]],
+        approved: Sequence[str],
+        decided_at: str,
+        rejected_answers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """In one transaction: block each ``(worker_id, reason)`` of ``rejected`` and reject
+        their web answers not yet approved (they stop counting, so their pairs are offered
+        again); reject each ``(assignment_id, reason)`` of ``rejected_answers``; then approve
+        the remaining submitted web answers of the ``approved`` workers. A decision made earlier
+        is kept."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
+                " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
+                " worker_id, 'reject', ?, ?, ? FROM answers"
+                " WHERE crowd = 'web' AND assignment_id = ? AND status = 'submitted'",
+                [(r, decided_at, decided_at, a) for a, r in rejected_answers],
+            )
+            conn.executemany(
+                "UPDATE answers SET status = 'rejected'"
+                " WHERE crowd = 'web' AND assignment_id = ? AND status = 'submitted'",
+                [(a,) for a, _ in rejected_answers],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO worker_blocks (crowd, worker_id, reason, decided_at,"
+                " applied_at) VALUES ('web', ?, ?, ?, ?)",
+                [(w, r, decided_at, decided_at) for w, r in rejected],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
+                " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
+                " worker_id, 'reject', ?, ?, ? FROM answers"
+                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
+                [(r, decided_at, decided_at, w) for w, r in rejected],
+            )
+            conn.executemany(
+                "UPDATE answers SET status = 'rejected'"
+                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
+                [(w,) for w, _ in rejected],
+            )
+            conn.executemany(
+                "UPDATE answers SET status = 'approved'"
+                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
+                [(w,) for w in approved],
+            )
 
     def web_comments(self, limit: int = 20) -> pd.DataFrame:
         """The latest web answers carrying a background or comment: ``worker_id, submitted_at,

@@ -1,0 +1,234 @@
+"""Commands: ``prolific publish | status | review | bonus``.
+
+A Prolific study recruits participants for the project's web server (``crowdprefs serve``).
+The API token is read from the environment variable ``PROLIFIC_TOKEN`` only; ``--fake`` works
+on the project's local fake of Prolific instead (no network, no money, no token).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from crowdprefs.cli.app import app
+from crowdprefs.cli.console import console
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.prolific.crowd import ProlificCrowd
+
+prolific_app = typer.Typer(
+    help="Recruit the web server's judges with a Prolific study: publish it, follow it, review "
+    "submissions, pay bonuses (token from PROLIFIC_TOKEN).",
+    no_args_is_help=True,
+)
+app.add_typer(prolific_app, name="prolific")
+
+ProjectDir = Annotated[
+    Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
+]
+Fake = Annotated[
+    bool,
+    typer.Option("--fake", help="Use the project's local fake of Prolific (no network, no money)."),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Spend without asking to confirm.")]
+
+FAKE_TOKEN = "local-fake-token"
+"""The token between the CLI and the local fake (it never leaves this machine)."""
+
+
+def _crowd(project: Project, fake: bool) -> tuple[ProlificCrowd, object | None]:
+    """The project's Prolific crowd, and the fake it talks to (``None`` for Prolific)."""
+    from crowdprefs.crowds.prolific.client import ProlificClient
+    from crowdprefs.crowds.prolific.crowd import ProlificCrowd
+    from crowdprefs.web.assign import study_terms
+
+    if not fake:
+        return ProlificCrowd.for_project(project), None
+    from crowdprefs.crowds.prolific.fake import start_for_project
+
+    server = start_for_project(project, FAKE_TOKEN)
+    client = ProlificClient(FAKE_TOKEN, server.url)
+    return ProlificCrowd(project, client, study_terms(project)), server
+
+
+def _money(minor: float, currency: str) -> str:
+    return f"{minor / 100:.2f} {currency}"
+
+
+@prolific_app.command("publish")
+def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None:
+    """Create the study if need be, then publish it or add places for the open batch.
+
+    Places cover the answers the open batch still needs (questions per participant from
+    \\[web] questions_per_judge); the reward follows \\[prolific] reward_per_hour and the clips'
+    durations. Places only go up; run it again whenever the server opens a new batch.
+    """
+    from crowdprefs.campaign.project import Project
+
+    with Project(directory) as project:
+        crowd, server = _crowd(project, fake)
+        try:
+            plan = crowd.plan(project)
+            study = plan.study
+            currency = study.currency
+            console.print(
+                f"study {escape(study.study_id)} ({plan.status.lower()}): {plan.before} → "
+                f"{plan.places} places at {_money(study.reward, currency)} for "
+                f"{study.minutes} min ({study.questions} questions each)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            if plan.places <= plan.before:
+                console.print("no new places needed", highlight=False, soft_wrap=True)
+                return
+            if not (fake or yes):
+                typer.confirm(
+                    f"spend up to {_money(plan.cost, currency)} (fees included) on Prolific?",
+                    abort=True,
+                )
+            done = crowd.apply(project, plan)
+            console.print(
+                f"study {escape(study.study_id)} is {done.status.lower()} with {done.places} "
+                "places",
+                highlight=False,
+                soft_wrap=True,
+            )
+        finally:
+            crowd.client.close()
+            if server is not None:
+                server.close()
+
+
+@prolific_app.command("status")
+def status(directory: ProjectDir, fake: Fake = False) -> None:
+    """Show the study as Prolific reports it, its submissions and what the batch still needs."""
+    from crowdprefs.campaign.project import Project
+
+    with Project(directory) as project:
+        crowd, server = _crowd(project, fake)
+        try:
+            report = crowd.status(project)
+        finally:
+            crowd.client.close()
+            if server is not None:
+                server.close()
+    currency = report["currency"]
+    console.print(
+        f"study {escape(report['study_id'])}: {report['status'].lower()}, "
+        f"{report['places_taken']}/{report['places']} places taken, "
+        f"{_money(report['reward'], currency)} for {report['minutes']} min",
+        highlight=False,
+        soft_wrap=True,
+    )
+    submissions = ", ".join(
+        f"{n} {escape(s.lower())}" for s, n in sorted(report["submissions"].items())
+    )
+    console.print(f"submissions: {submissions or 'none'}", highlight=False, soft_wrap=True)
+    if report["batch"] is not None:
+        console.print(
+            f"batch {report['batch']}: {report['answers_missing']} answers still wanted",
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"committed: {report['committed']:.2f} {currency} (fees included)", soft_wrap=True
+    )
+
+
+@prolific_app.command("review")
+def review(
+    directory: ProjectDir,
+    fake: Fake = False,
+    flags: Annotated[
+        Path | None,
+        typer.Option(help="CSV worker_id,reason of more judges to reject (and block)."),
+    ] = None,
+    consistency: Annotated[
+        bool,
+        typer.Option(
+            "--consistency",
+            help="Also reject judges who straight-line or contradict themselves on pairs they "
+            "met twice.",
+        ),
+    ] = False,
+) -> None:
+    """Approve or reject every submission awaiting review, with the project's \\[review] rules.
+
+    A participant with no answer is rejected (no data); one flagged by the rules is rejected
+    with the reason, their answers stop counting and their pairs are offered again; the others
+    are approved (and paid) in one call.
+    """
+    import pandas as pd
+
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.quality import consistency as checks
+    from crowdprefs.quality.audit import project_answers
+    from crowdprefs.quality.review import ReviewRules, read_flags
+    from crowdprefs.quality.workers import worker_decisions
+
+    with Project(directory) as project:
+        crowd, server = _crowd(project, fake)
+        try:
+            answers = project_answers(project, crowd.name)
+            parts = [read_flags(flags)] if flags else []
+            if consistency:
+                parts.append(
+                    checks.flags(
+                        checks.straight_lining(answers),
+                        checks.repeated_pair_consistency(answers),
+                    )
+                )
+            extra = pd.concat(parts, ignore_index=True) if parts else None
+            rules = ReviewRules.from_project(project)
+            verdicts = project.settings.aggregation
+            decided = worker_decisions(answers, rules, extra, verdicts)
+            done = crowd.review(project, decided.flags, decided.rejected_answers)
+        finally:
+            crowd.client.close()
+            if server is not None:
+                server.close()
+    console.print(
+        f"approved {done['approved']}, rejected {done['rejected']} submissions", soft_wrap=True
+    )
+
+
+@prolific_app.command("bonus")
+def bonus(
+    directory: ProjectDir,
+    per_answer: Annotated[
+        float,
+        typer.Option(
+            help="Bonus per accepted answer, in pounds or dollars (e.g. 0.05); each "
+            "participant gets what earlier bonuses did not already give."
+        ),
+    ],
+    fake: Fake = False,
+    yes: Yes = False,
+) -> None:
+    """Pay approved participants a bonus for each of their answers that counts."""
+    from crowdprefs.campaign.project import Project
+
+    with Project(directory) as project:
+        crowd, server = _crowd(project, fake)
+        try:
+            if not (fake or yes):
+                typer.confirm(
+                    f"pay {per_answer:.2f} {crowd.settings.currency} per accepted answer (plus "
+                    "fees) on Prolific?",
+                    abort=True,
+                )
+            paid = crowd.bonus(project, per_answer)
+        finally:
+            crowd.client.close()
+            if server is not None:
+                server.close()
+    currency = crowd.settings.currency
+    console.print(
+        f"paid {_money(paid['amount'], currency)} to {paid['participants']} participants",
+        highlight=False,
+        soft_wrap=True,
+    )
