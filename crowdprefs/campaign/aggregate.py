@@ -37,7 +37,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from crowdprefs.errors import InputError
 
@@ -148,6 +147,8 @@ def mann_whitney(
             * ((total[asym] + 1) - tie_term[asym] / (total[asym] * (total[asym] - 1)))
         )
         numerator = u[asym] - n[asym] ** 2 / 2 - (0.5 if continuity else 0.0)
+        from scipy import special  # here: reading a project's state never waits for scipy
+
         with np.errstate(divide="ignore", invalid="ignore"):
             p[asym] = special.ndtr(-(numerator / s))
     for size in np.unique(n[exact]).astype(int):

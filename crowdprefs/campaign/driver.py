@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
-from crowdprefs.campaign.aggregate import count_answers, inter_agreement, verdicts
+from crowdprefs.campaign.aggregate import inter_agreement, verdicts
 from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, ReviewedCrowd, reachable_size
@@ -219,7 +219,7 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
     store = project.store
     pairs = store.pairs(iteration).set_index("pair_id")
     pairs = pairs[pairs["kind"] == "sort"]
-    counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    counts = store.answer_counts(iteration).reindex(pairs.index)
     hits = store.batch_hits(crowd.name, iteration).reindex(pairs.index)
     hits[["size", "rejected"]] = hits[["size", "rejected"]].fillna(0).astype(int)
     rejected = hits["rejected"].to_numpy()
@@ -301,7 +301,7 @@ def aggregate(project: Project) -> pd.DataFrame:
     iteration = _open_batch(project, ("collected",))
     store = project.store
     pairs = store.pairs(iteration).set_index("pair_id")
-    counts = count_answers(store.answers(iteration)).reindex(pairs.index, fill_value=0)
+    counts = store.answer_counts(iteration).reindex(pairs.index)
     verdict, p = verdicts(
         counts["more"], counts["equal"], counts["less"], project.settings.aggregation
     )
@@ -348,13 +348,15 @@ def status(project: Project) -> dict:
     store = project.store
     states = sort_states(project)
     per_query = store.query_progress()
+    iterations = per_query["iterations"].to_dict()
+    judged = per_query["pairs_judged"].to_dict()
     queries = [
         {
             "query": query,
             "candidates": state.size,
-            "iterations": int(per_query["iterations"].get(query, 0)),
+            "iterations": int(iterations.get(query, 0)),
             "open_segments": state.open_segments,
-            "pairs_judged": int(per_query["pairs_judged"].get(query, 0)),
+            "pairs_judged": int(judged.get(query, 0)),
             "pairs_needed": len(state.needed),
             "closed": state.closed,
         }
@@ -413,16 +415,17 @@ def run_iteration(
                 "collect again later"
             )
     result = aggregate(project)
-    answers = store.answers(iteration)
+    seconds = store.answer_seconds(iteration)
+    timed = seconds[~np.isnan(seconds)]
     open_queries = sum(not s.closed for s in sort_states(project).values())
     hits, settings = store.batch_hits(crowd.name, iteration), project.settings
     return IterationSummary(
         iteration=iteration,
         pairs=len(result),
-        answers=len(answers),
+        answers=len(seconds),
         cost=round(float(np.sum(hit_costs(hits, hits["size"], settings.reward, settings.fees))), 2),
         agreement=float(np.nanmean(result["agreement"])) if len(result) else float("nan"),
-        median_seconds=float(answers["seconds"].median()) if len(answers) else float("nan"),
+        median_seconds=float(np.median(timed)) if len(timed) else float("nan"),
         seconds=time.perf_counter() - started,
         open_queries=open_queries,
     )

@@ -154,12 +154,14 @@ def next_step(
     crowd: str = "",
     crowd_name: str | None = None,
     mturk: bool = False,
+    totals: dict | None = None,
 ) -> str:
     """The command that takes the campaign on from where it stands (for hints after an error).
 
     ``crowd`` is the option naming the crowd (``--crowd web``, ``--fake``), repeated in the
     publish and collect commands; ``mturk`` names the MTurk ones (which build a batch too).
     With the ``crowd_name`` publishing to, a batch the budget cannot cover asks for more budget.
+    ``totals`` are the campaign's totals when the caller already has them (``driver.status``).
     """
     from crowdprefs.campaign import driver
 
@@ -180,7 +182,7 @@ def next_step(
         return f"next: {crowd_commands} collect {where}{with_crowd}"
     if state == "collected":
         return f"next: crowdprefs aggregate {where}"
-    totals = driver.status(project)["totals"]
+    totals = totals or driver.status(project)["totals"]
     if totals["closed"] == totals["queries"]:
         return f"every list is closed; next: crowdprefs export {where}"
     if mturk:
@@ -228,7 +230,7 @@ def status(
 
     with Project(directory) as project:
         report = driver.status(project)
-        hint = next_step(project, directory)
+        hint = next_step(project, directory, totals=report["totals"])
     if as_json:
         console.print_json(json.dumps(report))
         return
@@ -281,10 +283,8 @@ def next_(directory: ProjectDir) -> None:
                 highlight=False,
             )
             return
-        pairs = project.store.pairs(iteration)
-        console.print(
-            f"batch {iteration}: {len(pairs)} pairs over {pairs['query'].nunique()} queries"
-        )
+        pairs, queries = project.store.batch_size(iteration)
+    console.print(f"batch {iteration}: {pairs} pairs over {queries} queries")
 
 
 @app.command()
@@ -397,7 +397,7 @@ def export(
         totals = driver.status(project)["totals"]
         still_open = totals["queries"] - totals["closed"]
         if still_open and not partial:
-            hint = next_step(project, directory)
+            hint = next_step(project, directory, totals=totals)
             if not totals["closed"]:
                 raise StateError(
                     f"no list is closed yet ({still_open} open); export them as they stand "

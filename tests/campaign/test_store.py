@@ -10,10 +10,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from mturk_campaign import make_project
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import count_answers
 from crowdprefs.campaign.batches import check_transition
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store import base
@@ -206,3 +209,49 @@ def test_a_state_that_cannot_be_opened_is_one_line(tmp_path):
     with pytest.raises(StateError) as error:
         Project(state.parent)
     _one_line(error, state, "cannot use the project state")
+
+
+# ------------------------------------------------------------------ counts computed in SQL
+
+
+def test_the_counts_grouped_in_sql_equal_those_counted_from_the_rows(tmp_path):
+    project = make_project(tmp_path / "p")
+    crowd = get_crowd("simulated", project)
+    driver.run(project, crowd, max_iterations=1)
+    iteration = driver.next_batch(project)
+    store = project.store
+    pairs = store.pairs(iteration)
+    assert store.batch_size(iteration) == (len(pairs), pairs["query"].nunique())
+    unanswered = store.answer_counts(iteration)
+    assert list(unanswered.index) == sorted(pairs["pair_id"])
+    assert (unanswered.to_numpy() == 0).all()
+
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    first = pairs["pair_id"].iloc[0]
+    rejected = pd.DataFrame(
+        {
+            "pair_id": [first] * 3,
+            "assignment_id": ["late-1", "late-2", "late-3"],
+            "worker_id": "W-late",
+            "choice": "A",
+            "score": 1,
+            "status": "rejected",
+        }
+    )
+    assert store.add_answers(crowd.name, rejected) == 3
+    counts = store.answer_counts(iteration)
+    expected = count_answers(store.answers(iteration)).reindex(counts.index, fill_value=0)
+    pd.testing.assert_frame_equal(counts, expected)
+    assert counts.sum(axis=1).eq(project.settings.answers_per_pair).all()  # rejected left out
+    assert counts.loc[first].sum() < len(
+        store.answers(iteration, include_rejected=True).query("pair_id == @first")
+    )
+
+
+def test_the_answer_seconds_are_those_of_the_accepted_answers_in_arrival_order(tmp_path):
+    project = make_project(tmp_path / "p")
+    driver.run(project, get_crowd("simulated", project), max_iterations=1)
+    seconds = project.store.answer_seconds(1)
+    np.testing.assert_array_equal(seconds, project.store.answers(1)["seconds"].to_numpy(float))
+    assert len(seconds) and not np.isnan(seconds).all()

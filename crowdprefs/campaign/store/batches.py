@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.batches import check_transition
@@ -124,13 +123,24 @@ class Batches(SQLiteBase):
     def save_verdicts(self, iteration: int, verdicts: pd.DataFrame) -> None:
         """Store the batch's verdicts (``pair_id, verdict, p_value``; every pair of the batch)
         and mark it aggregated, in one transaction."""
-        p_values = verdicts["p_value"].to_numpy(dtype=float)
-        rows = [
-            (int(v), None if np.isnan(p) else float(p), int(pid))
-            for pid, v, p in zip(verdicts["pair_id"], verdicts["verdict"], p_values, strict=True)
-        ]
-        with self.transaction() as conn:
-            conn.executemany("UPDATE pairs SET verdict = ?, p_value = ? WHERE pair_id = ?", rows)
+        p_values = verdicts["p_value"].astype(object).where(verdicts["p_value"].notna(), None)
+        rows = zip(
+            verdicts["pair_id"].astype(int).tolist(),
+            verdicts["verdict"].astype(int).tolist(),
+            p_values.tolist(),
+            strict=True,
+        )
+        with self.transaction() as conn:  # one UPDATE joined with the verdicts: fast at scale
+            conn.execute(
+                "CREATE TEMP TABLE new_verdicts"
+                " (pair_id INTEGER PRIMARY KEY, verdict INTEGER, p_value REAL)"
+            )
+            conn.executemany("INSERT INTO new_verdicts VALUES (?, ?, ?)", rows)
+            conn.execute(
+                "UPDATE pairs SET verdict = v.verdict, p_value = v.p_value"
+                " FROM new_verdicts v WHERE pairs.pair_id = v.pair_id"
+            )
+            conn.execute("DROP TABLE new_verdicts")
             if not self._advance(conn, iteration, "aggregated", None):
                 raise StateError(f"batch {iteration} has pairs without a verdict")
 
@@ -138,7 +148,14 @@ class Batches(SQLiteBase):
         """The pairs of one batch (all batches when ``iteration`` is None), in asking order:
         every column of the ``pairs`` table."""
         where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
-        return self.frame(f"SELECT * FROM pairs {where} ORDER BY iteration, position", params)
+        frame = self.frame(f"SELECT * FROM pairs {where}", params)  # sorted here: no SQL sort
+        return frame.sort_values(["iteration", "position"], kind="stable", ignore_index=True)
+
+    def batch_size(self, iteration: int) -> tuple[int, int]:
+        """How many pairs batch ``iteration`` has, and over how many queries."""
+        return self.conn.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT query) FROM pairs WHERE iteration = ?", (iteration,)
+        ).fetchone()
 
     def pair(self, pair_id: int) -> dict | None:
         """One pair's row as a dict (``None`` when the state has no such pair)."""

@@ -10,14 +10,19 @@ Tables (migration ``0001_core``):
                 shown as variation A, the order within the batch, how many answers are wanted,
                 and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
                 ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
+                Indexed by ``query, kind, iteration`` (``0009``): each query's progress is read
+                in query order (not the verdict: saving a batch's verdicts touches no index).
 ``hits``        what each crowd published for a pair (its HIT or task id), and at what price
                 (``0006``: the reward and MTurk's fee terms when it was published; NULL for
                 HITs published before, which are priced at the current settings).
+                Indexed by size and price (``0009``): the committed cost groups the index.
 ``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
                 replayed from: a cache that is only trusted while the fingerprint matches.
 ``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
                 view, seconds, background, comment, the raw payload; unique per crowd assignment so
-                a retried collect never stores an answer twice.
+                a retried collect never stores an answer twice. Indexed by ``pair_id, status,
+                score`` (``0009``), so a batch's answers are counted per pair from the index
+                alone, never reading the answers' rows.
 
 Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
 sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
@@ -236,6 +241,16 @@ MIGRATIONS: list[tuple[str, str]] = [
             amount INTEGER NOT NULL CHECK (amount > 0),
             PRIMARY KEY (bonus_id, participant_id)
         );
+        """,
+    ),
+    (
+        "0009_covering_indexes",
+        """
+        CREATE INDEX answers_by_pair_status_score ON answers(pair_id, status, score);
+        DROP INDEX answers_by_pair;
+        CREATE INDEX pairs_by_query_kind ON pairs(query, kind, iteration);
+        CREATE INDEX hits_by_price
+            ON hits(max_assignments, reward, fee_rate, fee_rate_10_or_more, fee_minimum);
         """,
     ),
 ]
