@@ -40,7 +40,7 @@ import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
 from crowdprefs.campaign.project import Project, Settings
-from crowdprefs.campaign.sorting import Segment, lookup, split
+from crowdprefs.campaign.sorting import Segment, lookup, settle, split
 from crowdprefs.errors import InputError, StateError
 
 ISSUE_COLUMNS = ["iteration", "query", "issue", "detail"]
@@ -107,31 +107,20 @@ def _settle(
     """
     ordered = recorded.sort_values("iteration", kind="stable")
     known = {(x, y): int(v) for x, y, v in ordered[["x", "y", "verdict"]].itertuples(False)}
-    progressed = True
-    while progressed:
-        progressed = False
-        next_segments: list[Segment] = []
-        for segment in segments:
-            parts = None
-            for pivot in () if segment.closed else reversed(segment.todo):
-                others = tuple(d for d in segment.todo if d != pivot)
-                parts = split(Segment(segment.done, (*others, pivot)), known)
-                if parts is not None:
-                    pivots.append((query, last + 0.5, pivot))
-                    issues.append(
-                        (
-                            last,
-                            query,
-                            "reused",
-                            f"{list(segment.todo)} split on {pivot} after "
-                            "the recorded batches, with verdicts asked elsewhere",
-                        )
-                    )
-                    break
-            next_segments.extend(parts if parts is not None else [segment])
-            progressed |= parts is not None
-        segments = next_segments
-    return segments
+
+    def reused(segment: Segment, pivot: str) -> None:
+        pivots.append((query, last + 0.5, pivot))
+        issues.append(
+            (
+                last,
+                query,
+                "reused",
+                f"{list(segment.todo)} split on {pivot} after "
+                "the recorded batches, with verdicts asked elsewhere",
+            )
+        )
+
+    return settle(segments, known, reused)
 
 
 def replay_campaign(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -222,3 +222,30 @@ def contradictions(documents: Sequence[Hashable], verdicts: Verdicts) -> list[tu
             seen.add(key)
             found.append((documents[a], documents[b], documents[c]))
     return found
+
+
+def settle(
+    segments: list[Segment],
+    known: dict[tuple[str, str], int],
+    on_split: Callable[[Segment, str], None] | None = None,
+) -> list[Segment]:
+    """``segments`` once every split the ``known`` verdicts allow is made: an open segment
+    splits on its last ``todo`` member whose comparisons with all the others are known (a
+    QuickSort campaign's pivot), again and again; ``on_split(segment, pivot)`` hears of each."""
+    progressed = True
+    while progressed:
+        progressed = False
+        next_segments: list[Segment] = []
+        for segment in segments:
+            parts = None
+            for pivot in () if segment.closed else reversed(segment.todo):
+                others = tuple(d for d in segment.todo if d != pivot)
+                parts = split(Segment(segment.done, (*others, pivot)), known)
+                if parts is not None:
+                    if on_split is not None:
+                        on_split(segment, pivot)
+                    break
+            next_segments.extend(parts if parts is not None else [segment])
+            progressed |= parts is not None
+        segments = next_segments
+    return segments

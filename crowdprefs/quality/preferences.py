@@ -35,7 +35,7 @@ import pandas as pd
 from crowdprefs.campaign import aggregate
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.bradley_terry import TieModel, fit_bradley_terry
-from crowdprefs.campaign.sorting import Segment, initial_order, lookup, split
+from crowdprefs.campaign.sorting import Segment, initial_order, lookup, settle
 from crowdprefs.campaign.transitivity import violation_rates
 from crowdprefs.errors import InputError
 from crowdprefs.exchange import preference_frame
@@ -102,30 +102,6 @@ def verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -
     return table.reset_index(drop=True)[VERDICT_COLUMNS]
 
 
-def _settle(order: list, known: dict) -> list[Segment]:
-    """The segments of one query once every split the verdicts allow is made.
-
-    An open segment splits on its last ``todo`` member whose comparisons with all the others
-    are known (a QuickSort campaign's pivot; with every pair known, the initial order decides).
-    """
-    segments = [Segment((), tuple(order))]
-    progressed = True
-    while progressed:
-        progressed = False
-        next_segments: list[Segment] = []
-        for segment in segments:
-            parts = None
-            for pivot in () if segment.closed else reversed(segment.todo):
-                others = tuple(d for d in segment.todo if d != pivot)
-                parts = split(Segment(segment.done, (*others, pivot)), known)
-                if parts is not None:
-                    break
-            next_segments.extend(parts if parts is not None else [segment])
-            progressed |= parts is not None
-        segments = next_segments
-    return segments
-
-
 def sort_lists(
     answers: pd.DataFrame, rule: AggregationRule = AggregationRule(), seed: int = 0
 ) -> pd.DataFrame:
@@ -145,7 +121,7 @@ def sort_lists(
             zip(zip(frame["left"], frame["right"], strict=True), frame["verdict"], strict=True)
         )
         documents = sorted(set(frame["left"]) | set(frame["right"]))
-        segments = _settle(initial_order(documents, seed, query), known)
+        segments = settle([Segment((), tuple(initial_order(documents, seed, query)))], known)
         for segment in segments:
             if not segment.closed:
                 missing = next(c for c in segment.comparisons() if lookup(known, *c) is None)
