@@ -170,7 +170,7 @@ def publish(
         iteration = driver.next_batch(project)
         if iteration is None:
             hint = next_step(project, directory, crowd=target, mturk=True)
-            console.print(f"every list is closed: nothing to publish; {hint}", highlight=False)
+            console.print(f"nothing to publish: {hint}", highlight=False)
             return
         crowd = _crowd(project, live, fake)
         if live:
