@@ -119,23 +119,28 @@ def review_flags(
     *,
     audit: bool = False,
 ) -> pd.DataFrame:
-    """``worker_id, reason`` of every worker to block, each with their first reason: the flag
-    rules (:data:`REVIEW_FLAGS`, or every audit rule with ``audit``) over an answers frame
+    """``worker_id, reason, rule`` of every worker to block, each with their first reason: the
+    flag rules (:data:`REVIEW_FLAGS`, or every audit rule with ``audit``) over an answers frame
     judged against ``verdicts`` (pair verdicts, or the aggregation rule that makes them; unused
-    without answers), then ``[review] block``, then ``extra`` (``worker_id, reason``)."""
+    without answers), then ``[review] block``, then ``extra`` (``worker_id, reason``). ``rule``
+    names what flagged the worker: the first flag rule broken, ``listed`` or ``extra``."""
+    columns = [*FLAG_COLUMNS, "rule"]
     listed = pd.DataFrame(
-        {"worker_id": rules.block, "reason": "listed in [review] block"}, columns=FLAG_COLUMNS
+        {"worker_id": rules.block, "reason": "listed in [review] block", "rule": "listed"},
+        columns=columns,
     )
     parts = [listed]
     if len(answers):
         select = FLAGS if audit else REVIEW_FLAGS
         found = flag_workers(answers, verdicts, rules.flag_rules(), select=select)
-        parts.insert(0, review_reasons(found)[FLAG_COLUMNS])
+        first = found.drop_duplicates("worker_id").set_index("worker_id")["flag"]
+        reasons = review_reasons(found)[FLAG_COLUMNS]
+        parts.insert(0, reasons.assign(rule=reasons["worker_id"].map(first)))
     if extra is not None and len(extra):
         missing = set(FLAG_COLUMNS) - set(extra.columns)
         if missing:
             raise InputError(f"worker flags need columns worker_id, reason (missing {missing})")
-        parts.append(extra[FLAG_COLUMNS].astype(str))
+        parts.append(extra[FLAG_COLUMNS].astype(str).assign(rule="extra"))
     flags = pd.concat([p for p in parts if len(p)] or [listed], ignore_index=True)
     return flags.drop_duplicates("worker_id", keep="first").reset_index(drop=True)
 

@@ -2,8 +2,8 @@
 worker's whole submission at once (a study platform pays per participant, not per answer).
 
 A thin layer over :mod:`crowdprefs.quality.review`, whose rules it applies unchanged:
-:func:`~crowdprefs.quality.review.review_flags` decides who is flagged (and the first reason),
-the flag rules of :func:`~crowdprefs.quality.audit.flag_workers` say which rule it was, and
+:func:`~crowdprefs.quality.review.review_flags` decides who is flagged, with the first reason
+and the rule behind it, and
 single answers failing an attention check (:func:`~crowdprefs.quality.review.failed_checks`)
 are rejected on their own when ``[review] reject_failed_checks``.
 """
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.quality.audit import flag_workers
-from crowdprefs.quality.review import REVIEW_FLAGS, ReviewRules, failed_checks, review_flags
+from crowdprefs.quality.review import ReviewRules, failed_checks, review_flags
 
 RULES = ("bot", "failed_checks", "listed", "extra")
 """What flagged a worker: the bot rule, too many failed attention checks, ``[review] block``, or
@@ -44,15 +43,7 @@ def worker_decisions(
     agreement is judged against ``verdicts`` (default: the Mann-Whitney rule's)."""
     verdicts = AggregationRule() if verdicts is None else verdicts
     flags = review_flags(answers, verdicts, rules, extra)
-    found = (
-        flag_workers(answers, verdicts, rules.flag_rules(), select=REVIEW_FLAGS)
-        if len(answers)
-        else pd.DataFrame(columns=["worker_id", "flag", "evidence"])
-    )
-    first = found.drop_duplicates("worker_id").set_index("worker_id")["flag"]
-    rule = first.map({"bot": "bot", "failed-checks": "failed_checks"})
-    listed = set(rules.block)
-    flags["rule"] = [rule.get(w, "listed" if w in listed else "extra") for w in flags["worker_id"]]
+    flags["rule"] = flags["rule"].replace({"failed-checks": "failed_checks"})
     failing = answers[failed_checks(answers) & rules.reject_failed_checks]
     failing = failing[~failing["worker_id"].isin(flags["worker_id"])]
     rejected = pd.DataFrame(

@@ -123,7 +123,7 @@ def test_bots_answer_equal_in_exactly_eight_seconds():
     assert flags["evidence"].iloc[0] == "6 identical answers in identical time"
     reasons = review_flags(answers, AggregationRule(), ReviewRules(bot_min_answers=5))
     assert reasons.to_dict("records") == [
-        {"worker_id": "bot", "reason": "bot: 6 identical answers in identical time"}
+        {"worker_id": "bot", "reason": "bot: 6 identical answers in identical time", "rule": "bot"}
     ]
 
 
@@ -145,6 +145,11 @@ def test_check_failers_and_all_flags():
         "careless": "failed-checks: failed 2 of 3 attention checks",
         "listed": "listed in [review] block",
         "audit1": "low agreement",
+    }
+    assert flags.set_index("worker_id")["rule"].to_dict() == {
+        "careless": "failed-checks",
+        "listed": "listed",
+        "audit1": "extra",
     }
     with pytest.raises(InputError, match="worker_id, reason"):
         review_flags(answers, AggregationRule(), rules, pd.DataFrame({"worker": ["x"]}))
