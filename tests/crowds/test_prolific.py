@@ -549,7 +549,7 @@ def test_the_token_comes_from_the_environment_and_never_shows(tmp_path, fake, mo
         token_from_environment()
     root = make_project(tmp_path)
     with Project(root) as project, pytest.raises(InputError, match=TOKEN_ENV):
-        get_crowd("prolific", project)
+        get_crowd("prolific", project, study_terms=study_terms(project))
     wrong = "wrong-secret-token-value"
     with ProlificClient(wrong, fake.url) as client, pytest.raises(CrowdError) as refused:
         client.study("abc")

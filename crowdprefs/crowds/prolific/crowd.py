@@ -298,13 +298,11 @@ class ProlificCrowd:
         self.web = WebCrowd()
 
     @classmethod
-    def for_project(cls, project: Project) -> ProlificCrowd:
-        """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN`` and the terms of
-        the project's ``[web]`` settings."""
-        from crowdprefs.web.assign import study_terms  # the judges' site's side of the study
-
-        client = ProlificClient(token_from_environment())
-        return cls(project, client, study_terms(project))
+    def for_project(cls, project: Project, terms: StudyTerms) -> ProlificCrowd:
+        """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN``; ``terms`` come
+        from the judges' site (:func:`crowdprefs.web.assign.study_terms`), which the caller
+        asks: an adapter does not reach up into the server."""
+        return cls(project, ProlificClient(token_from_environment()), terms)
 
     # --- the Crowd port ---------------------------------------------------------------------
 
