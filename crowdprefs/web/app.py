@@ -64,6 +64,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.answers import ROLES
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
@@ -369,7 +370,7 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     judge = _judge(request)
     project = _project(request)
     role = request.path_params["role"]
-    if role not in assign.ROLES:
+    if role not in ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
     file = servable_clip(pair_clips(project, _shown_pair(request, assignment))[role])
