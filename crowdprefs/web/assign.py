@@ -53,6 +53,7 @@ import pandas as pd
 from crowdprefs.campaign import answers
 from crowdprefs.campaign.answers import CHOICES, PLAY_LOG, TEXT_LIMITS
 from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge, WebScreen
 from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.errors import CrowdError, InputError
@@ -73,8 +74,6 @@ SCORES = dict(
 )
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-SCREENED = ("platform", "all", "off")
-"""Values of ``[web] headphone_screen``."""
 CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
 LISTEN_SLACK = 0.1
 """Seconds of listening a clip may fall short on this server: less than a stored answer's
@@ -163,28 +162,12 @@ class WebSettings:
     """Each question shows the two variations in an order of its own (logged with the answer)."""
 
     def __post_init__(self) -> None:
-        if self.headphone_screen not in SCREENED:
+        check_values("web", self)
+        if self.headphone_pass > self.headphone_trials:
             raise InputError(
-                f"[web] headphone_screen must be one of {', '.join(SCREENED)}, "
-                f"got {self.headphone_screen!r}"
+                f"[web] headphone_pass ({self.headphone_pass}) must not exceed headphone_trials "
+                f"({self.headphone_trials})"
             )
-        if not 1 <= self.headphone_pass <= self.headphone_trials <= 10:
-            raise InputError(
-                "[web] headphone_trials must be 1–10 and headphone_pass 1–headphone_trials, got "
-                f"{self.headphone_trials} and {self.headphone_pass}"
-            )
-        if self.questions_per_batch < 0:
-            raise InputError(
-                f"[web] questions_per_batch must be 0 or more, got {self.questions_per_batch}"
-            )
-        if self.timeout_minutes <= 0:
-            raise InputError(f"[web] timeout_minutes must be positive, got {self.timeout_minutes}")
-        if self.questions_per_judge < 0:
-            raise InputError(
-                f"[web] questions_per_judge must be 0 or more, got {self.questions_per_judge}"
-            )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise InputError(f"[web] base_url must start with http:// or https://: {self.base_url}")
 
     @classmethod
     def from_project(cls, project: Project) -> WebSettings:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import ProlificStudy
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
@@ -116,24 +117,13 @@ class ProlificSettings:
     """These participants may not (frozen once published)."""
 
     def __post_init__(self) -> None:
-        numbers = ("reward_per_hour", "seconds_per_question", "setup_minutes", "fee_rate")
-        for name in numbers:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise InputError(f"[prolific] {name} must be a number ≥ 0, got {value!r}")
-        if self.currency not in MIN_HOURLY:
-            raise InputError(f"[prolific] currency must be GBP or USD, got {self.currency!r}")
+        check_values("prolific", self)
         least = MIN_HOURLY[self.currency] / 100
         if self.reward_per_hour < least:
             raise InputError(
                 f"[prolific] reward_per_hour {self.reward_per_hour:.2f} {self.currency} is below "
                 f"Prolific's minimum of {least:.2f} {self.currency} per hour"
             )
-        if self.fee_rate > 1:
-            raise InputError(f"[prolific] fee_rate is a share (0–1), got {self.fee_rate}")
-        for name in ("name", "description"):
-            if not isinstance(getattr(self, name), str):
-                raise InputError(f"[prolific] {name} must be text")
         if not self.devices or not set(self.devices) <= {"desktop", "tablet", "mobile"}:
             raise InputError(
                 f"[prolific] devices must be desktop, tablet or mobile: {self.devices}"
