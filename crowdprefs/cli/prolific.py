@@ -78,7 +78,9 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
 
     Places cover the answers the open batch still needs (questions per participant from
     \\[web] questions_per_judge); the reward follows \\[prolific] reward_per_hour and the clips'
-    durations. Places only go up; run it again whenever the server opens a new batch.
+    durations. Places only go up. Afterwards the server (crowdprefs serve, with PROLIFIC_TOKEN
+    set) adds the places of each new batch by itself; run this again after a batch opened
+    while it was not running.
     """
     from crowdprefs.campaign.project import Project
 
