@@ -302,13 +302,16 @@ def _plain(value: Any) -> Any:
 
 def check_values(section: str, settings: Any) -> None:
     """Check the fields of a section dataclass instance (``settings``) against
-    ``SCHEMA[section]``; fields the schema does not declare are left to the class. One line
+    ``SCHEMA[section]``; fields the schema does not declare are left to the class, and so is
+    ``None`` in a field whose default is ``None`` (not set). One line
     naming the section, the key and what it expects, as :func:`check_section` words it but
     without a file: the values may come from ``crowdprefs.toml``, an option or a call."""
     keys = SCHEMA[section]
     for field in dataclasses.fields(settings):
         key = keys.get(field.name)
         value = getattr(settings, field.name)
+        if value is None and field.default is None:
+            continue
         if key is not None and not key.accepts(_plain(value)):
             raise InputError(
                 f"[{section}] {field.name} must be {key.expected()}, got {_shown(value)}"
