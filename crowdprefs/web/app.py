@@ -385,7 +385,6 @@ def _advance(app: Starlette, project: Project) -> None:
             app.state.campaign = advance(project, crowd)
         except CrowdprefsError as error:
             app.state.campaign = f"stopped: {error}"
-            log.warning("campaign %s", app.state.campaign)
         finally:
             if isinstance(crowd, ProlificCrowd):
                 crowd.client.close()
