@@ -1,7 +1,9 @@
-"""The built wheel carries every package and the HIT templates (package data)."""
+"""The built wheel carries every package and the HIT templates (package data); imports point
+down the layers only."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import zipfile
@@ -42,3 +44,52 @@ def test_wheel_holds_packages_and_templates(tmp_path):
     assert sources and sources <= names, sorted(sources - names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "crowdprefs = crowdprefs.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+LAYERS_ABOVE = {
+    "crowds": ("web", "cli"),
+    "campaign": ("crowds", "web", "hits", "quality", "evaluation", "cli", "demo"),
+}
+"""For each package, the packages above it that it must not import."""
+
+
+def crowdprefs_imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """``(line, module)`` of every crowdprefs module ``path`` (under ``root``) imports, at any
+    depth (inside functions and ``TYPE_CHECKING`` blocks too); relative imports resolved."""
+    package = path.relative_to(root).with_suffix("").parts[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return [(line, name) for line, name in found if name.split(".")[0] == "crowdprefs"]
+
+
+def test_the_example_upward_imports_are_caught(tmp_path):
+    module = tmp_path / "crowdprefs" / "campaign" / "probe.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "from . import answers\n"
+        "def f():\n"
+        "    from crowdprefs.web import assign\n"
+        "    from ..crowds import web\n"
+    )
+    assert [name for _, name in crowdprefs_imports(module, tmp_path)] == [
+        "crowdprefs.campaign.answers",
+        "crowdprefs.web.assign",
+        "crowdprefs.crowds.web",
+    ]
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS_ABOVE))
+def test_a_package_imports_nothing_from_the_layers_above_it(package):
+    upward = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in sorted((ROOT / "crowdprefs" / package).rglob("*.py"))
+        for line, name in crowdprefs_imports(path)
+        if name.split(".")[1] in LAYERS_ABOVE[package]
+    ]
+    assert not upward, upward

@@ -55,7 +55,7 @@ from typing import Any, Literal
 import numpy as np
 
 from crowdprefs.campaign.aggregate import AggregationRule, verdicts
-from crowdprefs.campaign.settings import CONFIG_NAME, check_section
+from crowdprefs.campaign.settings import CONFIG_NAME, check_section, check_values
 from crowdprefs.errors import InputError
 
 Method = Literal["curtail", "sequential"]
@@ -94,26 +94,13 @@ class StoppingRule:
     aggregation: AggregationRule = field(default_factory=AggregationRule)
 
     def __post_init__(self) -> None:
-        if self.method not in ("curtail", "sequential"):
-            raise InputError(f"unknown adaptive method {self.method!r}: use curtail or sequential")
-        if not 1 <= self.initial <= self.maximum:
+        check_values("adaptive", self)
+        if self.method == "off":
+            raise InputError("[adaptive] a stopping rule is curtail or sequential ('off' is none)")
+        if self.initial > self.maximum:
             raise InputError(
-                f"adaptive answers need 1 <= initial ({self.initial}) <= maximum ({self.maximum})"
+                f"[adaptive] initial ({self.initial}) must not exceed maximum ({self.maximum})"
             )
-        if self.step < 1:
-            raise InputError(f"the adaptive step must be at least 1 answer, got {self.step}")
-        if self.maximum > 40:
-            raise InputError(f"at most 40 answers per pair are supported, got {self.maximum}")
-        if not 0 < self.alpha < 1:
-            raise InputError(f"alpha must lie between 0 and 1, got {self.alpha}")
-        if not 0 <= self.equal_share < 1:
-            raise InputError(f"equal_share must lie in [0, 1), got {self.equal_share}")
-        if not 0 <= self.futility < 1:
-            raise InputError(f"futility must lie in [0, 1), got {self.futility}")
-        if self.prior <= 0:
-            raise InputError(f"the Dirichlet prior must be positive, got {self.prior}")
-        if not 0 <= self.epsilon < 0.5:
-            raise InputError(f"epsilon must lie in [0, 0.5), got {self.epsilon}")
 
     @property
     def looks(self) -> tuple[int, ...]:

@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 
 Rule = Literal["mann-whitney", "margin"]
@@ -57,16 +58,7 @@ class AggregationRule:
     margin: int = 2
 
     def __post_init__(self) -> None:
-        if self.rule not in ("mann-whitney", "margin"):
-            raise InputError(f"unknown aggregation rule {self.rule!r}: use mann-whitney or margin")
-        if not 0 < self.alpha < 1:
-            raise InputError(f"alpha must lie between 0 and 1, got {self.alpha}")
-        if self.sided not in ("two-sided", "one-sided"):
-            raise InputError(f"sided must be two-sided or one-sided, got {self.sided!r}")
-        if self.method not in ("asymptotic", "exact", "auto"):
-            raise InputError(f"method must be asymptotic, exact or auto, got {self.method!r}")
-        if self.margin < 1:
-            raise InputError(f"the vote margin must be at least 1, got {self.margin}")
+        check_values("aggregation", self)
 
 
 def _counts(more, equal, less) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

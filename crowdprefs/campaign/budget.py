@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.campaign.settings import check_values
+from crowdprefs.errors import BudgetError
 
 PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
 """A HIT's price as stored when it was published: the reward and the :class:`FeeModel` terms."""
@@ -41,8 +42,7 @@ class FeeModel:
     minimum: float = 0.01
 
     def __post_init__(self) -> None:
-        if min(self.rate, self.rate_10_or_more, self.minimum) < 0:
-            raise InputError("fees must not be negative")
+        check_values("fees", self)
 
     def per_assignment(self, reward: float, assignments_per_hit) -> np.ndarray:
         """Reward plus commission of one assignment, for HITs of the given sizes (vectorised)."""

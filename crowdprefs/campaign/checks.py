@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from crowdprefs.errors import InputError
+from crowdprefs.campaign.settings import check_values
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
@@ -38,8 +38,7 @@ class CheckSettings:
     max_per_batch: int = 50
 
     def __post_init__(self) -> None:
-        if not 0 <= self.share <= 1 or self.max_per_batch < 0:
-            raise InputError("[checks] share must be in [0, 1] and max_per_batch ≥ 0")
+        check_values("checks", self)
 
     @classmethod
     def from_project(cls, project: Project) -> CheckSettings:

@@ -26,7 +26,7 @@ import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import FeeModel
-from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings
+from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings, check_values
 from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import read_text, write_atomic
@@ -48,10 +48,8 @@ class Settings:
     """Every other TOML section (``simulated``, ``mturk``, ``hit``, ``web``...), as parsed."""
 
     def __post_init__(self) -> None:
-        crowd = {"answers_per_pair": self.answers_per_pair, "reward": self.reward}
-        if self.budget is not None:
-            crowd["budget"] = self.budget
-        check_settings({"crowd": crowd, **self.sections}, CONFIG_NAME)
+        check_values("crowd", self)
+        check_settings(self.sections, CONFIG_NAME)
 
     def to_toml(self, seed: int) -> dict[str, Any]:
         crowd: dict[str, Any] = {"answers_per_pair": self.answers_per_pair, "reward": self.reward}

@@ -6,15 +6,19 @@ section is refused in one line naming the file, the key and what is expected, wi
 mean" suggestion for a misspelt name. Nothing is coerced: ``answers_per_pair = 2.5`` or
 ``reward = true`` are refused, not rounded or read as 1.0.
 
-The section dataclasses (``ReviewRules``, ``WebSettings``, ``MTurkSettings``…) keep only the
-checks that relate several keys (e.g. ``initial <= maximum``); single-key types and ranges live
+The section dataclasses (``ReviewRules``, ``WebSettings``, ``MTurkSettings``…) check their own
+fields against this schema with :func:`check_values` (values may come from a file, an option or
+a call) and keep only the checks that relate several keys (e.g. ``initial <= maximum``) or that
+the schema cannot express (e.g. the shape of a participant id); single-key types and ranges live
 here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,3 +289,30 @@ def check_settings(data: dict[str, Any], source: str | Path) -> None:
                 raise InputError(f"{source}: unknown top-level setting {name}{hint}")
             raise InputError(f"{source}: unknown section [{name}]{hint}")
         check_section(name, table, source)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as TOML would give it: numpy numbers as Python's, a tuple as a list."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def check_values(section: str, settings: Any) -> None:
+    """Check the fields of a section dataclass instance (``settings``) against
+    ``SCHEMA[section]``; fields the schema does not declare are left to the class, and so is
+    ``None`` in a field whose default is ``None`` (not set). One line
+    naming the section, the key and what it expects, as :func:`check_section` words it but
+    without a file: the values may come from ``crowdprefs.toml``, an option or a call."""
+    keys = SCHEMA[section]
+    for field in dataclasses.fields(settings):
+        key = keys.get(field.name)
+        value = getattr(settings, field.name)
+        if value is None and field.default is None:
+            continue
+        if key is not None and not key.accepts(_plain(value)):
+            raise InputError(
+                f"[{section}] {field.name} must be {key.expected()}, got {_shown(value)}"
+            )

@@ -81,11 +81,11 @@ def run_with_progress(
 ) -> list[driver.IterationSummary]:
     """Run the campaign to the end, with a progress bar over closed queries and a live table."""
     from crowdprefs.campaign import driver
-    from crowdprefs.crowds import get_crowd
+    from crowdprefs.cli.prolific import crowd_backend
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.review import Reviewer
 
-    crowd = get_crowd(crowd_name, project)
+    crowd = crowd_backend(crowd_name, project)
     total = len(project.store.candidates()["query"].unique())
     summaries: list[driver.IterationSummary] = []
     with make_progress(transient=True) as progress:
@@ -296,11 +296,11 @@ def publish(
     """Publish the open batch to a crowd, after checking the budget."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
-    from crowdprefs.crowds import get_crowd
+    from crowdprefs.cli.prolific import crowd_backend
 
     again = f"crowdprefs publish {shlex.quote(str(directory))} {crowd_option(crowd)}".strip()
     with Project(directory) as project:
-        backend = get_crowd(crowd, project)
+        backend = crowd_backend(crowd, project)
         hint = {"crowd": crowd_option(crowd), "crowd_name": backend.name}
         with hinting_next_step(project, directory, **hint):
             try:
@@ -328,11 +328,11 @@ def collect(directory: ProjectDir, crowd: Crowd = "simulated") -> None:
     """Collect the answers of the published batch."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
-    from crowdprefs.crowds import get_crowd
+    from crowdprefs.cli.prolific import crowd_backend
     from crowdprefs.quality.review import Reviewer
 
     with Project(directory) as project:
-        backend = get_crowd(crowd, project)
+        backend = crowd_backend(crowd, project)
         hint = {"crowd": crowd_option(crowd), "crowd_name": backend.name}
         with hinting_next_step(project, directory, **hint):
             new = driver.collect(project, backend, Reviewer())

@@ -17,6 +17,7 @@ from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.crowd import Crowd
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 
@@ -40,6 +41,18 @@ FAKE_TOKEN = "local-fake-token"
 """The token between the CLI and the local fake (it never leaves this machine)."""
 
 
+def crowd_backend(name: str, project: Project) -> Crowd:
+    """The crowd backend called ``name`` (:func:`crowdprefs.crowds.get_crowd`); the Prolific
+    crowd is handed the study terms of the project's judges' site."""
+    from crowdprefs.crowds import get_crowd
+
+    if name != "prolific":
+        return get_crowd(name, project)
+    from crowdprefs.web.assign import study_terms
+
+    return get_crowd(name, project, study_terms=study_terms(project))
+
+
 def _crowd(project: Project, fake: bool) -> tuple[ProlificCrowd, object | None]:
     """The project's Prolific crowd, and the fake it talks to (``None`` for Prolific)."""
     from crowdprefs.crowds.prolific.client import ProlificClient
@@ -47,7 +60,7 @@ def _crowd(project: Project, fake: bool) -> tuple[ProlificCrowd, object | None]:
     from crowdprefs.web.assign import study_terms
 
     if not fake:
-        return ProlificCrowd.for_project(project), None
+        return ProlificCrowd.for_project(project, study_terms(project)), None
     from crowdprefs.crowds.prolific.fake import start_for_project
 
     server = start_for_project(project, FAKE_TOKEN)
@@ -65,7 +78,9 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
 
     Places cover the answers the open batch still needs (questions per participant from
     \\[web] questions_per_judge); the reward follows \\[prolific] reward_per_hour and the clips'
-    durations. Places only go up; run it again whenever the server opens a new batch.
+    durations. Places only go up. Afterwards the server (crowdprefs serve, with PROLIFIC_TOKEN
+    set) adds the places of each new batch by itself; run this again after a batch opened
+    while it was not running.
     """
     from crowdprefs.campaign.project import Project
 

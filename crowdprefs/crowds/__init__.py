@@ -9,7 +9,8 @@
 Every backend implements :class:`crowdprefs.campaign.crowd.Crowd` (the MTurk ones also the
 review's calls, :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); this module is the one
 registry of them: :func:`get_crowd` builds one by name for a project. Adapters are handed what
-they need (the project and its store) and never import the driver: the driver calls them.
+they need (the project and its store; the Prolific crowd also the study terms of the judges'
+site) and never import the driver or the server: the driver calls them.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds.prolific.crowd import StudyTerms
 
 CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 
 
-def get_crowd(name: str, project: Project) -> Crowd:
-    """The crowd backend called ``name``, configured from the project's settings."""
+def get_crowd(name: str, project: Project, *, study_terms: StudyTerms | None = None) -> Crowd:
+    """The crowd backend called ``name``, configured from the project's settings.
+
+    ``prolific`` also needs the ``study_terms`` of the judges' site
+    (:func:`crowdprefs.web.assign.study_terms`), which the caller computes."""
     if name == "simulated":
         from crowdprefs.crowds.simulated import SimulatedCrowd
 
@@ -40,7 +45,12 @@ def get_crowd(name: str, project: Project) -> Crowd:
     if name == "prolific":  # the web crowd, recruited by a Prolific study (PROLIFIC_TOKEN)
         from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 
-        return ProlificCrowd.for_project(project)
+        if study_terms is None:
+            raise InputError(
+                "the prolific crowd needs the study terms of the judges' site "
+                "(crowdprefs.web.assign.study_terms(project))"
+            )
+        return ProlificCrowd.for_project(project, study_terms)
     if name == "web":
         from crowdprefs.crowds.web import WebCrowd
 

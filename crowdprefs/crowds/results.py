@@ -1,7 +1,8 @@
 """Importing a results file's answers into a project (the results-file crowd adapter).
 
 The file is read by :func:`crowdprefs.results_file.read_results` (the one reader of recorded
-answers); this module matches each answer to the project's pair and stores it.
+answers); this module matches each answer to the project's pair and stores it, its free texts
+cleaned by the rule every crowd applies (:func:`crowdprefs.campaign.answers.clean_texts`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.answers import TEXT_LIMITS, clean_texts
 from crowdprefs.errors import InputError
+from crowdprefs.progress import note
 from crowdprefs.results_file import iso_time
 
 if TYPE_CHECKING:
@@ -45,7 +48,9 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     pair of an aggregated batch or beyond the answers the pair wants (``answers_wanted``, with
     those the crowd already gave), and a row matching no pair. A refused row names its number
     and nothing of the file is stored. Scores and choices are re-oriented to the pair's own x
-    and A side. Rows without an answer are not stored (the schema holds answers only) but are
+    and A side. Free texts longer than the HIT page allows (:data:`TEXT_LIMITS`) are cut to it,
+    as MTurk collect cuts them, with a note naming the first row; the file's own review status is
+    kept. Rows without an answer are not stored (the schema holds answers only) but are
     counted in ``empty_rows``. Answers already stored (same crowd and assignment id) are
     skipped. When the open batch then has all its answers it moves on to collected (through the
     batch state machine, :meth:`~crowdprefs.campaign.store.Store.advance_batch`).
@@ -114,6 +119,13 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     score = answers["score"].to_numpy() * np.where(same, 1, -1)
     side = score * np.where(pair["a_is_x"].to_numpy() == 1, 1, -1)
     choice = pd.Series(side).map({1: "A", -1: "B", 0: "equal"})
+    texts = clean_texts(answers.reset_index(drop=True))
+    cut = texts[[f"{name}_too_long" for name in TEXT_LIMITS]].any(axis=1).to_numpy() & given
+    if cut.any():
+        note(
+            f"{source}: {int(cut.sum())} answers' free texts were longer than the HIT page "
+            f"allows and were cut (first: row {int(np.flatnonzero(cut)[0]) + 1})"
+        )
 
     rows = pd.DataFrame(
         {
@@ -125,8 +137,8 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
             "seconds": answers["seconds"].to_numpy(),
             "accepted_at": iso_time(answers["accepted_at"]).replace("", None).to_numpy(),
             "submitted_at": iso_time(answers["submitted_at"]).replace("", None).to_numpy(),
-            "background": answers["background"].replace("", None).to_numpy(),
-            "comment": answers["comment"].replace("", None).to_numpy(),
+            "background": texts["background"].to_numpy(),
+            "comment": texts["comment"].to_numpy(),
             "status": answers["status"].to_numpy(),
         }
     )[given]

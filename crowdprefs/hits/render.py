@@ -23,13 +23,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.files import write_atomic
 
@@ -108,15 +109,7 @@ class HitSettings:
     """Share of a clip's duration that must have been heard when it ends, to count as played."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            expected = {"bool": bool, "int": int, "float": (int, float)}.get(str(f.type), str)
-            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise InputError(f"[hit] {f.name} must be a {f.type}, got {value!r}")
-        if not 100 <= self.frame_height <= 4000:
-            raise InputError(f"[hit] frame_height must be 100–4000 pixels, got {self.frame_height}")
-        if not 0 < self.min_coverage <= 1:
-            raise InputError(f"[hit] min_coverage must be in (0, 1], got {self.min_coverage}")
+        check_values("hit", self)
 
     @classmethod
     def from_project(cls, project: Project) -> HitSettings:

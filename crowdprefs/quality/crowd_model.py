@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
 from crowdprefs.rng import counter_uniform
@@ -81,14 +82,7 @@ class CrowdModel:
     round_spread: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.workers < 1 or self.bots < 0 or not 0 <= self.careless_share <= 1:
-            raise InputError("the simulated crowd needs at least one worker and shares in [0, 1]")
-        positive = ("noise", "equal_band", "answers_per_hour")
-        bad = [name for name in positive if not getattr(self, name) > 0]
-        spreads = ("noise_spread", "equal_spread", "bias_spread", "round_spread", "round_hours")
-        bad += [name for name in spreads if getattr(self, name) < 0]
-        if bad:
-            raise InputError(f"simulated-crowd setting {bad[0]} is out of range")
+        check_values("simulated", self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrowdModel:

@@ -40,6 +40,7 @@ from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import check_budget, hit_costs
 from crowdprefs.campaign.crowd import ReviewedCrowd, reachable_size
 from crowdprefs.campaign.driver import committed_cost
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.progress import note
 from crowdprefs.quality.audit import (
@@ -79,12 +80,7 @@ class ReviewRules:
     )
 
     def __post_init__(self) -> None:
-        if self.bot_min_answers < 2 or self.min_checks < 1 or not 1 <= self.concurrency <= 32:
-            raise InputError(
-                "[review] bot_min_answers must be ≥ 2, min_checks ≥ 1 and concurrency 1–32"
-            )
-        if not 0 <= self.max_failed_check_share <= 1:
-            raise InputError("[review] max_failed_check_share must be in [0, 1]")
+        check_values("review", self)
 
     @classmethod
     def from_project(cls, project: Project) -> ReviewRules:

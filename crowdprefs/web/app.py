@@ -27,6 +27,11 @@ set when they open their invitation link; the link's token then leaves the addre
 ``GET /healthz``                liveness (``ok``)
 ==============================  =============================================================
 
+While the project has a Prolific study, the campaign moves on through the Prolific crowd
+(:class:`~crowdprefs.crowds.prolific.crowd.ProlificCrowd`): each batch the server publishes, and
+each answer more the open batch wants, raises the study's places by itself (token from
+``PROLIFIC_TOKEN``; :func:`create_app`'s ``prolific`` says how to reach Prolific).
+
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
 participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
 its Content-Length, or while it streams in when it has none. Failed token attempts are limited
@@ -64,11 +69,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.answers import ROLES
+from crowdprefs.campaign.crowd import Crowd
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge
+from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
+from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 from crowdprefs.crowds.web import WebCrowd
-from crowdprefs.errors import BudgetError, InputError
+from crowdprefs.errors import CrowdprefsError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.web import assign
@@ -79,6 +88,7 @@ from crowdprefs.web.assign import (
     TooManyAttempts,
     WebError,
     WebSettings,
+    study_terms,
 )
 from crowdprefs.web.security import (
     Throttle,
@@ -354,14 +364,30 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     return _hand_out(request, judge)
 
 
+def _crowd(app: Starlette, project: Project) -> Crowd:
+    """The crowd the campaign moves on with: the web crowd, recruited by the project's Prolific
+    study when it has one that was not stopped and the app reaches Prolific (``prolific``)."""
+    connect = app.state.prolific
+    study = project.store.prolific_study()
+    if connect is None or study is None or study.status == "COMPLETED":
+        return WebCrowd()
+    return ProlificCrowd(project, connect(), study_terms(project))
+
+
 def _advance(app: Starlette, project: Project) -> None:
     """Move the campaign on; one thread at a time (uvicorn runs every request on one thread,
-    other ASGI servers may not)."""
+    other ASGI servers may not). A refusal (budget, Prolific, settings) stops the campaign
+    with its line on the researcher page and in the log; answers are still taken."""
     with app.state.advancing:
+        crowd: Crowd | None = None
         try:
-            app.state.campaign = advance(project, WebCrowd())
-        except BudgetError as error:
+            crowd = _crowd(app, project)
+            app.state.campaign = advance(project, crowd)
+        except CrowdprefsError as error:
             app.state.campaign = f"stopped: {error}"
+        finally:
+            if isinstance(crowd, ProlificCrowd):
+                crowd.client.close()
     log.info("campaign: %s", app.state.campaign)
 
 
@@ -369,7 +395,7 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     judge = _judge(request)
     project = _project(request)
     role = request.path_params["role"]
-    if role not in assign.ROLES:
+    if role not in ROLES:
         return _error("No such clip.", 404)
     assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
     file = servable_clip(pair_clips(project, _shown_pair(request, assignment))[role])
@@ -513,13 +539,18 @@ async def web_error(request: Request, error: Exception) -> HTMLResponse:
     return _error(str(error), error.status)
 
 
-def create_app(root: Path, researcher_token: str) -> Starlette:
+def create_app(
+    root: Path, researcher_token: str, *, prolific: Callable[[], ProlificClient] | None = None
+) -> Starlette:
     """The web crowd's ASGI application for the project at ``root``.
 
     ``researcher_token`` opens the researcher page (``/researcher/{token}``); a weak one is
     refused (:func:`~crowdprefs.web.security.check_researcher_token`). The project is
     opened when the server starts; with ``[web] advance`` (the default) the campaign is moved
     on at once (first batch built and published) and after each batch's last answer.
+    ``prolific`` opens a client of Prolific's API (:func:`connect_prolific`, or a local fake's):
+    with it, while the project has a Prolific study, moving the campaign on also raises the
+    study's places; without it, places are added with ``crowdprefs prolific publish``.
     """
 
     researcher_sha = token_hash(check_researcher_token(researcher_token))
@@ -535,6 +566,7 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
         app.state.researcher_sha = researcher_sha
         app.state.throttle = Throttle()
         app.state.campaign = "manual"
+        app.state.prolific = prolific
         if app.state.settings.advance:
             _advance(app, project)
         try:
@@ -568,6 +600,11 @@ def create_app(root: Path, researcher_token: str) -> Starlette:
     )
 
 
+def connect_prolific() -> ProlificClient:
+    """A client of Prolific's API with the token of ``PROLIFIC_TOKEN``."""
+    return ProlificClient(token_from_environment())
+
+
 def site_url(root: Path, host: str, port: int) -> str:
     """The site's public address: ``[web] base_url`` when the project sets it, else the bound
     address."""
@@ -588,16 +625,18 @@ def serve(
     port: int = 8000,
     access_log: bool = False,
     announce: Callable[[str], None] = lambda url: None,
+    prolific: Callable[[], ProlificClient] | None = connect_prolific,
 ) -> None:
     """Serve the project at ``root`` to its judges with uvicorn until interrupted.
 
     Settings, port and token are checked first; ``announce`` then receives the researcher
-    page's link (it holds the token: show it only to the researcher).
+    page's link (it holds the token: show it only to the researcher). ``prolific``: as for
+    :func:`create_app` (by default Prolific itself, once the project has a study).
     """
     if not 0 < port < 65536:
         raise InputError(f"the port must be between 1 and 65535, got {port}")
     base = site_url(root, host, port)
-    app = create_app(root, researcher_token)
+    app = create_app(root, researcher_token, prolific=prolific)
     announce(f"{base}/researcher/{researcher_token}")
     uvicorn.run(
         app, host=host, port=port, access_log=access_log, log_level="info", proxy_headers=False

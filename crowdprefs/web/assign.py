@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import secrets
 from collections.abc import Mapping
@@ -51,11 +50,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign import answers
+from crowdprefs.campaign.answers import CHOICES, PLAY_LOG, TEXT_LIMITS
 from crowdprefs.campaign.crowd import score_of
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store.web import WebAssignment, WebJudge, WebScreen
 from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.errors import CrowdError, InputError
-from crowdprefs.hits.render import ANSWER_FIELDS, HitSettings
+from crowdprefs.hits.render import HitSettings
 from crowdprefs.rng import counter_uniform
 from crowdprefs.web import headphones
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
@@ -63,7 +65,6 @@ from crowdprefs.web.security import completion_code, judge_key, new_token, same,
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
 
-CHOICES = ("A", "B", "equal")
 SCORES = dict(
     zip(
         [(c, a) for a in (1, 0) for c in CHOICES],
@@ -73,16 +74,11 @@ SCORES = dict(
 )
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-SCREENED = ("platform", "all", "off")
-"""Values of ``[web] headphone_screen``."""
-ROLES = ("query", "a", "b")
 CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
-PLAY_LOG = tuple(name for name in ANSWER_FIELDS if name not in ("choice", "background", "comment"))
-"""The page's play log: ``plays_*`` (times played to the end), ``listen_*`` (seconds heard)
-per clip, and ``seconds_on_page``."""
 LISTEN_SLACK = 0.1
-"""Seconds of listening a clip may fall short (the page reports tenths, measured between
-player events)."""
+"""Seconds of listening a clip may fall short on this server: less than a stored answer's
+(:data:`~crowdprefs.campaign.answers.SLACK_SECONDS`), since a judge refused here can listen
+again and resend (the page reports tenths, measured between player events)."""
 
 
 class WebError(CrowdError):
@@ -166,28 +162,12 @@ class WebSettings:
     """Each question shows the two variations in an order of its own (logged with the answer)."""
 
     def __post_init__(self) -> None:
-        if self.headphone_screen not in SCREENED:
+        check_values("web", self)
+        if self.headphone_pass > self.headphone_trials:
             raise InputError(
-                f"[web] headphone_screen must be one of {', '.join(SCREENED)}, "
-                f"got {self.headphone_screen!r}"
+                f"[web] headphone_pass ({self.headphone_pass}) must not exceed headphone_trials "
+                f"({self.headphone_trials})"
             )
-        if not 1 <= self.headphone_pass <= self.headphone_trials <= 10:
-            raise InputError(
-                "[web] headphone_trials must be 1–10 and headphone_pass 1–headphone_trials, got "
-                f"{self.headphone_trials} and {self.headphone_pass}"
-            )
-        if self.questions_per_batch < 0:
-            raise InputError(
-                f"[web] questions_per_batch must be 0 or more, got {self.questions_per_batch}"
-            )
-        if self.timeout_minutes <= 0:
-            raise InputError(f"[web] timeout_minutes must be positive, got {self.timeout_minutes}")
-        if self.questions_per_judge < 0:
-            raise InputError(
-                f"[web] questions_per_judge must be 0 or more, got {self.questions_per_judge}"
-            )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise InputError(f"[web] base_url must start with http:// or https://: {self.base_url}")
 
     @classmethod
     def from_project(cls, project: Project) -> WebSettings:
@@ -443,30 +423,30 @@ class Answer:
         return json.dumps({"fields": self.log, "order": dict(order)}, sort_keys=True)
 
 
+def text_limits(settings: WebSettings) -> dict[str, int]:
+    """The free texts' limits on this server: the HIT page's (:data:`TEXT_LIMITS`), lowered by
+    ``[web] max_text`` where it is smaller."""
+    return {name: min(limit, settings.max_text) for name, limit in TEXT_LIMITS.items()}
+
+
 def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
-    """The answer in a posted form; :class:`WebError` if invalid. Fields other than the HIT's
+    """The answer in a posted form, by the field checks every crowd applies
+    (:func:`crowdprefs.campaign.answers.check_fields`, with :func:`text_limits`);
+    :class:`WebError` naming the first problem, so the judge fixes it and sends again (a crowd
+    that stores answers rejects them instead). Fields other than the HIT's
     (:data:`~crowdprefs.hits.render.ANSWER_FIELDS`) are ignored; a missing play-log field
     counts as 0."""
-    choice = form.get("choice")
-    if choice not in CHOICES:
-        raise WebError("choose one of the three answers before submitting")
-    text = {}
-    for name in ("background", "comment"):
-        value = (form.get(name) or "").strip()
-        if len(value) > settings.max_text:
-            raise WebError(f"the {name} is longer than {settings.max_text} characters")
-        text[name] = value or None
-    log = {}
-    for name in PLAY_LOG:
-        value = (form.get(name) or "0").strip()
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or number < 0:
-            raise WebError(f"the page's play log is damaged ({name} = {value[:20]!r}); reload it")
-        log[name] = number
-    return Answer(choice, text["background"], text["comment"], log)
+    answer, problems = answers.check_fields(form, text_limits(settings))
+    for problem in problems[:1]:
+        if problem.kind == "choice":
+            raise WebError("choose one of the three answers before submitting")
+        if problem.kind == "text":
+            raise WebError(f"the {problem.name} is longer than {problem.limit} characters")
+        raise WebError(
+            f"the page's play log is damaged ({problem.name} = {problem.sent!r}); reload it"
+        )
+    log = {name: float(answer[name]) for name in PLAY_LOG}
+    return Answer(answer["choice"], answer["background"], answer["comment"], log)
 
 
 def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
@@ -480,18 +460,20 @@ def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
 def check_listening(
     log: Mapping[str, float], seconds: Mapping[str, float | None], min_coverage: float
 ) -> None:
-    """The listening gate of the HIT page, checked again on the server: every clip played to
-    its end at least once, and listened to for at least ``min_coverage`` of its duration
-    (less :data:`LISTEN_SLACK`) where the duration is known. :class:`NotListened` otherwise."""
-    for role in ROLES:
-        if log[f"plays_{role}"] < 1:
-            raise NotListened(f"{CLIP_NAMES[role]} was not played to its end: play every clip")
-        known = seconds[role]
-        if known is not None and log[f"listen_{role}"] < min_coverage * known - LISTEN_SLACK:
-            raise NotListened(
-                f"{CLIP_NAMES[role]} lasts {known:.1f} s but was heard for "
-                f"{log[f'listen_{role}']:.1f} s: listen to every clip at normal speed"
-            )
+    """The listening gate of the HIT page, checked again on the server by the listening checks
+    every crowd applies (:func:`crowdprefs.campaign.answers.check_listening`) with
+    :data:`LISTEN_SLACK`: every clip played to its end at least once, and heard for at least
+    ``min_coverage`` of its duration where it is known. :class:`NotListened` naming the first
+    clip otherwise."""
+    problems = answers.check_listening(log, seconds, min_coverage=min_coverage, slack=LISTEN_SLACK)
+    for problem in problems[:1]:
+        clip = CLIP_NAMES[problem.name]
+        if problem.kind == "unplayed":
+            raise NotListened(f"{clip} was not played to its end: play every clip")
+        raise NotListened(
+            f"{clip} lasts {problem.seconds:.1f} s but was heard for {problem.heard:.1f} s: "
+            "listen to every clip at normal speed"
+        )
 
 
 def submit(

@@ -67,7 +67,7 @@ def test_margin_rule():
 
 
 def test_rule_validation():
-    with pytest.raises(InputError, match="unknown aggregation rule"):
+    with pytest.raises(InputError, match=r"\[aggregation\] rule must be one of"):
         AggregationRule(rule="majority")
     with pytest.raises(InputError, match="alpha"):
         AggregationRule(alpha=1.5)

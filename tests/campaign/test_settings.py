@@ -82,3 +82,78 @@ def test_the_schema_lists_exactly_the_keys_each_section_reader_takes():
     from crowdprefs.campaign.adaptive import StoppingRule
 
     assert set(SCHEMA["adaptive"]) == {f.name for f in fields(StoppingRule)} - {"aggregation"}
+
+
+def section_classes() -> dict[str, type]:
+    from crowdprefs.campaign.adaptive import StoppingRule
+    from crowdprefs.crowds.mturk.crowd import MTurkSettings
+    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.hits.render import HitSettings
+    from crowdprefs.quality.crowd_model import CrowdModel
+    from crowdprefs.quality.review import ReviewRules
+    from crowdprefs.web.assign import WebSettings
+
+    return {
+        "aggregation": AggregationRule,
+        "fees": FeeModel,
+        "checks": CheckSettings,
+        "adaptive": StoppingRule,
+        "mturk": MTurkSettings,
+        "hit": HitSettings,
+        "review": ReviewRules,
+        "web": WebSettings,
+        "prolific": ProlificSettings,
+        "simulated": CrowdModel,
+    }
+
+
+def out_of_range(key) -> object:
+    """A value the schema's ``key`` refuses (of its kind when it has a range or choices)."""
+    if key.choices:
+        return "nonsense"
+    if key.prefixes:
+        return "ftp://example.org"
+    if key.kind in ("int", "float") and key.low is not None:
+        return int(key.low) - 1 if key.kind == "int" else key.low - 0.5
+    if key.kind in ("int", "float") and key.high is not None:
+        return key.high + 1
+    return {"bool": "yes", "str": 5, "list[str]": "text"}.get(key.kind, "text")
+
+
+def test_every_section_class_refuses_what_the_schema_refuses_in_the_schemas_words():
+    for section, cls in section_classes().items():
+        names = {f.name for f in fields(cls)}
+        for name, key in SCHEMA[section].items():
+            if name not in names:
+                continue
+            bad = out_of_range(key)
+            with pytest.raises(InputError) as refused:
+                cls(**{name: bad})
+            message = str(refused.value)
+            assert message.startswith(f"[{section}] {name} must be {key.expected()}, got "), message
+            assert "crowdprefs.toml" not in message and "\n" not in message
+
+
+def test_section_classes_take_numpy_numbers_and_tuples_as_a_call_gives_them():
+    import numpy as np
+
+    from crowdprefs.campaign.adaptive import StoppingRule
+    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+
+    rule = StoppingRule(initial=np.int64(4), maximum=np.int64(8), alpha=np.float32(0.25))
+    assert rule.looks == (4, 6, 8)
+    assert AggregationRule(margin=np.int64(3)).margin == 3
+    assert ProlificSettings(devices=("desktop", "tablet")).devices == ("desktop", "tablet")
+
+
+def test_the_classes_keep_the_checks_that_relate_several_keys():
+    from crowdprefs.campaign.adaptive import StoppingRule
+    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.web.assign import WebSettings
+
+    with pytest.raises(InputError, match=r"initial \(6\) must not exceed maximum \(5\)"):
+        StoppingRule(initial=6, maximum=5)
+    with pytest.raises(InputError, match=r"headphone_pass \(3\) must not exceed headphone_trials"):
+        WebSettings(headphone_trials=2)
+    with pytest.raises(InputError, match="below Prolific's minimum of 8.00 USD"):
+        ProlificSettings(currency="USD", reward_per_hour=7.0)

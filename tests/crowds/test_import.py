@@ -380,3 +380,18 @@ def test_negative_work_time_is_refused_with_its_row(tmp_path):
     mturk_file(path, rows)
     with pytest.raises(InputError, match="row 2: negative WorkTimeInSeconds"):
         read_results(path, RADIO)
+
+
+def test_free_texts_longer_than_the_hit_page_allows_are_cut_as_mturk_collect_cuts_them(
+    published, capsys
+):
+    project, path = published
+    frame = read_results(path)
+    frame.loc[2, "comment"] = "  " + "\r\n".join(["x" * 99] * 30)  # 2,999 characters on a page
+    frame.loc[3, "comment"] = "\r\n".join(["y" * 99] * 20)  # 2,000: fits
+    write_results(frame, path)
+    import_answers(project, read_results(path))
+    comments = project.store.answers().set_index("assignment_id")["comment"]
+    assert comments[frame.loc[2, "assignment_id"]] == "\n".join(["x" * 99] * 30)[:2000]
+    assert comments[frame.loc[3, "assignment_id"]] == "\n".join(["y" * 99] * 20)
+    assert "1 answers' free texts were longer than the HIT page allows" in capsys.readouterr().err

@@ -189,10 +189,10 @@ def test_bonuses_owed_subtract_what_was_given():
     [
         ({"reward_per_hour": 5.5}, r"5\.50 GBP is below Prolific's minimum of 6\.00 GBP"),
         ({"reward_per_hour": 7.5, "currency": "USD"}, r"minimum of 8\.00 USD"),
-        ({"currency": "EUR"}, "GBP or USD"),
+        ({"currency": "EUR"}, "currency must be one of 'GBP', 'USD'"),
         ({"devices": ["watch"]}, "devices"),
         ({"blocklist": ["not an id!"]}, "not a Prolific participant id"),
-        ({"fee_rate": 2}, "share"),
+        ({"fee_rate": 2}, r"fee_rate must be a number in \[0, 1\]"),
     ],
 )
 def test_settings_prolific_would_refuse_are_refused_in_one_line(section, message):
@@ -281,6 +281,88 @@ def test_participants_answer_on_the_server_and_the_study_awaits_review_when_plac
         done = crowd.top_up(project)
     assert done.places > done.before == study.places
     assert fake.study(study.study_id)["status"] == "ACTIVE"
+
+
+def reach(fake: FakeProlific):
+    """How the server reaches the fake (its ``prolific`` connection)."""
+    return lambda: ProlificClient(TOKEN, fake.url, backoff=0.001)
+
+
+def test_the_server_gives_the_study_the_places_of_each_new_batch_by_itself(tmp_path, fake):
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        crowd = crowd_for(project, fake)
+        publish_batch(project, crowd)
+        study = project.store.prolific_study()
+    with TestClient(create_app(root, RESEARCHER, prolific=reach(fake))) as server:
+        for n in range(study.places):
+            take_part(server, fake, study.study_id, pid(n))
+        joined = fake.take_place(study.study_id, pid(50))  # batch 2 recruits at once
+        assert joined[1].startswith("https://judges.example/study/")
+    with Project(root) as project:
+        batches = project.store.batches()
+        progress = project.store.web_batch_progress()
+        stored = project.store.prolific_study()
+    assert batches["status"].tolist() == ["aggregated", "published"]
+    missing = int(progress["answers_wanted"]) - int(progress["answers"])
+    remote = fake.study(study.study_id)
+    # The last participant was still taking part, but had answered all their questions.
+    assert remote["total_available_places"] == study.places + -(-missing // study.questions)
+    assert stored.places == remote["total_available_places"] > study.places
+    assert remote["status"] == "ACTIVE"
+
+
+def test_a_study_whose_places_ran_out_is_resumed_by_adding_places(tmp_path, fake):
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        crowd = crowd_for(project, fake)
+        publish_batch(project, crowd)
+        study = project.store.prolific_study()
+    with TestClient(create_app(root, RESEARCHER)) as server:  # places added by hand
+        for n in range(study.places):
+            take_part(server, fake, study.study_id, pid(n))
+    assert fake.study(study.study_id)["status"] == "AWAITING REVIEW"
+    start = {"action": "START"}
+    with pytest.raises(CrowdError, match="Cannot START a study that is AWAITING REVIEW"):
+        crowd.client.request("POST", f"/api/v1/studies/{study.study_id}/transition/", start)
+    # The server restarts reaching Prolific: batch 2 is open, so the study gets its places.
+    with TestClient(create_app(root, RESEARCHER, prolific=reach(fake))):
+        pass
+    remote = fake.study(study.study_id)
+    assert remote["status"] == "ACTIVE" and remote["total_available_places"] > study.places
+    fake.take_place(study.study_id, pid(50))
+
+
+def test_more_answers_wanted_on_the_open_batch_raise_the_places_never_lower(tmp_path, fake):
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        crowd = crowd_for(project, fake)
+        iteration = publish_batch(project, crowd)
+        pairs = project.store.published_pairs(iteration, "web")
+        before = project.store.prolific_study().places
+        more = dict.fromkeys(pairs["pair_id"].astype(int), 4)  # an adaptive round: 2 → 4
+        project.store.resize_pairs("web", wanted=more)
+        crowd.collect(project, pairs)
+        grown = project.store.prolific_study().places
+        assert grown == -(-4 * len(pairs) // 3) > before
+        project.store.resize_pairs("web", wanted=dict.fromkeys(more, 2))
+        crowd.collect(project, pairs)
+        study = project.store.prolific_study()
+    assert study.places == fake.study(study.study_id)["total_available_places"] == grown
+
+
+def test_the_server_without_a_token_stops_the_campaign_in_one_line(tmp_path, fake, monkeypatch):
+    from crowdprefs.web.app import connect_prolific
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        crowd = crowd_for(project, fake)
+        publish_batch(project, crowd)
+    with TestClient(create_app(root, RESEARCHER, prolific=connect_prolific)) as server:
+        state = server.app.state.campaign
+    assert state.startswith("stopped: set the environment variable PROLIFIC_TOKEN"), state
+    assert "\n" not in state
 
 
 def test_places_only_go_up_and_lists_freeze_once_published(tmp_path, fake):
@@ -549,7 +631,7 @@ def test_the_token_comes_from_the_environment_and_never_shows(tmp_path, fake, mo
         token_from_environment()
     root = make_project(tmp_path)
     with Project(root) as project, pytest.raises(InputError, match=TOKEN_ENV):
-        get_crowd("prolific", project)
+        get_crowd("prolific", project, study_terms=study_terms(project))
     wrong = "wrong-secret-token-value"
     with ProlificClient(wrong, fake.url) as client, pytest.raises(CrowdError) as refused:
         client.study("abc")

@@ -295,7 +295,7 @@ def test_plan_refuses_a_bad_epsilon_in_one_line(tmp_path, cli):
     code, out, err = cli(
         "plan", "--candidates", tmp_path / "c.csv", "--adaptive", "curtail", "--epsilon", "0.7"
     )
-    assert code != 0 and "epsilon must lie in [0, 0.5)" in err and "Traceback" not in err
+    assert code != 0 and "epsilon must be a number in [0, 0.5)" in err and "Traceback" not in err
 
 
 @pytest.mark.slow

@@ -40,6 +40,7 @@ from defusedxml import ElementTree as SafeElementTree
 from crowdprefs.campaign.answers import check_answer
 from crowdprefs.campaign.budget import batch_cost
 from crowdprefs.campaign.crowd import reachable_size, score_of
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError, CrowdError, InputError
 from crowdprefs.hits.hosting import ClipHost, host_for_project, is_url
 from crowdprefs.hits.render import (
@@ -81,16 +82,7 @@ class MTurkSettings:
     max_attempts: int = 10
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_approval_rate <= 100 or self.min_approved_hits < 0:
-            raise InputError("[mturk] min_approval_rate must be 0–100, min_approved_hits ≥ 0")
-        if not 1 / 60 <= self.lifetime_hours <= 24 * 365:
-            raise InputError(f"[mturk] lifetime_hours out of range: {self.lifetime_hours}")
-        if not 0.5 <= self.duration_minutes <= 24 * 60 * 365:
-            raise InputError(f"[mturk] duration_minutes out of range: {self.duration_minutes}")
-        if not 0 <= self.auto_approval_days <= 30:
-            raise InputError(f"[mturk] auto_approval_days must be 0–30: {self.auto_approval_days}")
-        if not 1 <= self.page_size <= 100:
-            raise InputError(f"[mturk] page_size must be 1–100, got {self.page_size}")
+        check_values("mturk", self)
         bad = [c for c in self.locales if not re.fullmatch(r"[A-Z]{2}(-[A-Z0-9]{1,3})?", c)]
         if bad:
             raise InputError(f"[mturk] locales must be like 'US' or 'US-NY', got {bad[0]!r}")

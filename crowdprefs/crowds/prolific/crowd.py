@@ -21,8 +21,13 @@ What the study is given, from the project:
 - the allow and block lists (``[prolific] allowlist`` / ``blocklist``, and participants blocked by
   earlier reviews), which Prolific freezes once the study is published.
 
+Places follow the campaign by themselves: publishing a batch to this crowd gives the study the
+places the batch needs, and collecting (more answers wanted by adaptive rounds) or reviewing
+(rejected answers offered again) raises them to what the open batch still wants
+(:meth:`ProlificCrowd.keep_up`); the judges' server does both as it moves the campaign on.
 Prolific moves a study to ``AWAITING REVIEW`` when its places are briefly all taken (between two
-batches); adding places makes it active again. Spending is checked against ``[crowd] budget``
+batches); adding places is how it becomes active again (a ``START`` is only for a study the
+researcher paused, which is left paused). Spending is checked against ``[crowd] budget``
 (in the study's currency) before publishing, adding places or paying bonuses, with ``[prolific]
 fee_rate`` for Prolific's service fee. Reviews apply decisions made by the project's review rules
 (:mod:`crowdprefs.quality.workers`) to whole submissions; each decision is stored before it is
@@ -33,13 +38,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import ProlificStudy
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
@@ -116,24 +122,13 @@ class ProlificSettings:
     """These participants may not (frozen once published)."""
 
     def __post_init__(self) -> None:
-        numbers = ("reward_per_hour", "seconds_per_question", "setup_minutes", "fee_rate")
-        for name in numbers:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise InputError(f"[prolific] {name} must be a number ≥ 0, got {value!r}")
-        if self.currency not in MIN_HOURLY:
-            raise InputError(f"[prolific] currency must be GBP or USD, got {self.currency!r}")
+        check_values("prolific", self)
         least = MIN_HOURLY[self.currency] / 100
         if self.reward_per_hour < least:
             raise InputError(
                 f"[prolific] reward_per_hour {self.reward_per_hour:.2f} {self.currency} is below "
                 f"Prolific's minimum of {least:.2f} {self.currency} per hour"
             )
-        if self.fee_rate > 1:
-            raise InputError(f"[prolific] fee_rate is a share (0–1), got {self.fee_rate}")
-        for name in ("name", "description"):
-            if not isinstance(getattr(self, name), str):
-                raise InputError(f"[prolific] {name} must be text")
         if not self.devices or not set(self.devices) <= {"desktop", "tablet", "mobile"}:
             raise InputError(
                 f"[prolific] devices must be desktop, tablet or mobile: {self.devices}"
@@ -298,13 +293,11 @@ class ProlificCrowd:
         self.web = WebCrowd()
 
     @classmethod
-    def for_project(cls, project: Project) -> ProlificCrowd:
-        """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN`` and the terms of
-        the project's ``[web]`` settings."""
-        from crowdprefs.web.assign import study_terms  # the judges' site's side of the study
-
-        client = ProlificClient(token_from_environment())
-        return cls(project, client, study_terms(project))
+    def for_project(cls, project: Project, terms: StudyTerms) -> ProlificCrowd:
+        """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN``; ``terms`` come
+        from the judges' site (:func:`crowdprefs.web.assign.study_terms`), which the caller
+        asks: an adapter does not reach up into the server."""
+        return cls(project, ProlificClient(token_from_environment()), terms)
 
     # --- the Crowd port ---------------------------------------------------------------------
 
@@ -316,7 +309,11 @@ class ProlificCrowd:
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
-        return self.web.collect(project, pairs)
+        """The answers the pairs hold (the web crowd's), then the study's places raised to
+        what the open batch still wants (:meth:`keep_up`: adaptive rounds want more)."""
+        held = self.web.collect(project, pairs)
+        self.keep_up(project)
+        return held
 
     # --- the study --------------------------------------------------------------------------
 
@@ -458,9 +455,7 @@ class ProlificCrowd:
         batch = self._open_batch(project)
         if batch is not None:
             iteration, missing, _ = batch
-            active = sum(
-                s["status"] in TAKING_PART for s in self.client.submissions(study.study_id)
-            )
+            active = self._answering(project, self.client.submissions(study.study_id))
             taken = int(remote.get("places_taken", 0))
             wanted = places_wanted(before, taken, active, missing, study.questions)
             minutes, _ = self.quote(project)
@@ -471,6 +466,16 @@ class ProlificCrowd:
                 )
         cost = (wanted - before) * study.reward * (1 + study.fee_rate)
         return TopUp(study, remote["status"], before, wanted, cost)
+
+    def _answering(self, project: Project, submissions: Iterable[dict]) -> int:
+        """Participants taking part now who may still answer: those whose judge has answered
+        fewer than the questions one participant answers (one who has answered them all is
+        only on the way back to Prolific)."""
+        taking = {s["participant_id"] for s in submissions if s["status"] in TAKING_PART}
+        judges = project.store.web_participants()
+        judges = judges.loc[judges["participant"].isin(taking), "judge_id"]
+        done = sum(project.store.web_answered(j) >= self.terms.questions for j in judges)
+        return len(taking) - done
 
     def apply(self, project: Project, plan: TopUp) -> TopUp:
         """Publish the draft with the planned places, or add places to the published study
@@ -500,6 +505,21 @@ class ProlificCrowd:
         """Give the study the places the open batch still needs (:meth:`plan`, then
         :meth:`apply`)."""
         return self.apply(project, self.plan(project))
+
+    def keep_up(self, project: Project) -> TopUp | None:
+        """Raise the published study's places to what the open batch still wants (more answers
+        wanted, rejected answers offered again), with a note when places are added; nothing
+        while the project has no published study (``publish`` makes one) or it was stopped."""
+        study = project.store.prolific_study()
+        if study is None or study.status in ("UNPUBLISHED", "COMPLETED"):
+            return None
+        done = self.top_up(project)
+        if done.places > done.before:
+            note(
+                f"study {study.study_id}: {done.before} → {done.places} places for the answers "
+                f"still wanted ({done.status.lower()})"
+            )
+        return done
 
     def _publish(self, study_id: str) -> dict:
         """Publish; a reply lost after Prolific published (the retry is refused) counts as
@@ -555,7 +575,8 @@ class ProlificCrowd:
         (``assignment_id, reason``); store the decisions, apply them to the answers (a rejected
         participant's answers stop counting and their pairs are offered again), then send them
         to Prolific (rejections one by one, approvals in one call). Decisions stored earlier
-        and not yet sent are sent first."""
+        and not yet sent are sent first. The study then gets the places the answers offered
+        again need (:meth:`keep_up`)."""
         study = self._study(project)
         decided = set(project.store.prolific_reviews()["submission_id"])
         awaiting = pd.DataFrame(
@@ -585,7 +606,9 @@ class ProlificCrowd:
                 stamp,
                 list(zip(mine["assignment_id"], mine["reason"], strict=True)),
             )
-        return self._send_reviews(project)
+        sent = self._send_reviews(project)
+        self.keep_up(project)
+        return sent
 
     def _send_reviews(self, project: Project) -> dict[str, int]:
         pending = project.store.pending_prolific_reviews()
