@@ -2,8 +2,9 @@
 each system's unjudged documents share an error b_s, whose covariance Σ enters every variance
 of AG@k and of differences. Σ = σ² m mᵀ + τ² I (+ ω² 11ᵀ) is fitted by empirical Bayes from
 residuals: of the judgments at hand (:class:`SystemEffects`), or of held-out systems and
-queries when a model is trained (:func:`fit_transfer_errors`), and then updated by each
-judgment (:func:`update_system_errors`)."""
+queries when a model is trained (:func:`fit_transfer_errors`, which also fits the spread η of
+an error shared by each query's documents), and then updated by each judgment
+(:func:`update_system_errors`)."""
 
 from __future__ import annotations
 
