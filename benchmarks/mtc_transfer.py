@@ -14,10 +14,11 @@ Estimators: ``trained`` (the model of the training part; ``--estimator trained -
 ``compat`` (the reference tool: L_judge, static weights, no effects). Per split: accuracy after
 120 judgments, judgments to the stop (the confidence in the ranking first reaching 0.95),
 accuracy at the stop and stated − realised there. Means over splits, with the paired standard
-error of each estimator's difference to ``judge`` (the same splits).
+error of each estimator's difference to ``judge`` (the same splits), and the worst split.
 
-Usage: ``python benchmarks/mtc_transfer.py [--splits 48] [--first 0] [--quick]`` (splits are
-seeded ``first``, ``first + 1``, ...; ``--quick`` leaves out ``fitted``, the slow one).
+Usage: ``python benchmarks/mtc_transfer.py [--splits 48] [--first 0] [--quick] [--csv F]``
+(splits are seeded ``first``, ``first + 1``, ...; ``--quick`` leaves out ``fitted``, the slow
+one; ``--csv`` writes the per-split numbers).
 """
 
 from __future__ import annotations
@@ -98,12 +99,12 @@ def study(splits: int, quick: bool, first: int = 0) -> pd.DataFrame:
             rows.append(
                 {"split": seed, "estimator": name, "seconds": seconds, "outside": outside,
                  "training": trained_in, "sigma": model.sigma, "tau": model.tau,
-                 "scale": model.variance_scale, **numbers}
+                 "eta": model.eta, "scale": model.variance_scale, **numbers}
             )  # fmt: skip
         print(f"  split {seed}: {test.n_systems} systems × {test.n_queries} queries, "
               f"{test.n_pairs} pairs; model σ {model.sigma:.2f}, τ {model.tau:.2f}, "
-              f"ω {model.omega:.2f}, λ {model.variance_scale:.2f}, held-out RMSE "
-              f"{model.held_out_rmse:.1f}", flush=True)  # fmt: skip
+              f"ω {model.omega:.2f}, η {model.eta:.2f}, λ {model.variance_scale:.2f}, "
+              f"held-out RMSE {model.held_out_rmse:.1f}", flush=True)  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -116,7 +117,6 @@ def paired(frame: pd.DataFrame, column: str, name: str) -> tuple[float, float]:
 
 def report(frame: pd.DataFrame) -> None:
     splits = frame["split"].nunique()
-    frame = frame.assign(gap=frame["stated"] - frame["accuracy"])
     print(
         f"\nTransfer: {splits} splits; every number on held-out systems AND held-out queries "
         f"(9 systems × 50 queries each); ± = paired standard error of the difference to "
@@ -124,7 +124,7 @@ def report(frame: pd.DataFrame) -> None:
     )
     header = (
         f"{'estimator':9} | {'acc. after 120':>22} | {'judgments to stop':>24} | "
-        f"{'ratio':>5} | {'acc. at stop (worst)':>20} | {'stated-realised':>15} | "
+        f"{'ratio':>5} | {'acc. at stop (worst)':>20} | {'stated-realised':>22} | "
         f"{'stops at 0':>10} | {'s/run':>5}"
     )
     print(header)
@@ -136,16 +136,19 @@ def report(frame: pd.DataFrame) -> None:
         early, judgments = part["early"].mean(), part["judgments"].mean()
         if name == BASELINE:
             early_text, judged_text = f"{early:.3f}", f"{judgments:.0f}"
+            gap_text = f"{part['gap'].mean():+.3f}"
         else:
             d_early, se_early = paired(frame, "early", name)
             d_judged, se_judged = paired(frame, "judgments", name)
+            d_gap, se_gap = paired(frame, "gap", name)
             early_text = f"{early:.3f} ({d_early:+.3f}±{se_early:.3f})"
             judged_text = f"{judgments:.0f} ({d_judged:+.0f}±{se_judged:.0f})"
+            gap_text = f"{part['gap'].mean():+.3f} ({d_gap:+.3f}±{se_gap:.3f})"
         print(
             f"{name:9} | {early_text:>22} | {judged_text:>24} | "
             f"{judgments / base_judgments:5.2f} | "
             f"{part['accuracy'].mean():.3f} ({part['accuracy'].min():.3f}) | "
-            f"{part['gap'].mean():+15.3f} | {int((part['judgments'] == 0).sum()):>10} | "
+            f"{gap_text:>22} | {int((part['judgments'] == 0).sum()):>10} | "
             f"{part['seconds'].mean():5.2f}"
         )
     trained, base = (
@@ -161,7 +164,8 @@ def report(frame: pd.DataFrame) -> None:
         f"trained model: pairs with features outside the training range (clipped) "
         f"{model['outside'].mean():.1%} on average (max {model['outside'].max():.1%}); "
         f"error spread on held-out systems σ {model['sigma'].mean():.2f}, "
-        f"τ {model['tau'].mean():.2f}, variance scale λ {model['scale'].mean():.2f}; "
+        f"τ {model['tau'].mean():.2f}, per query η {model['eta'].mean():.2f}, variance scale λ "
+        f"{model['scale'].mean():.2f}; "
         f"training {model['training'].mean():.1f} s"
     )
 
@@ -171,12 +175,16 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=48)
     parser.add_argument("--first", type=int, default=0, help="seed of the first split")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--csv", type=Path, help="also write the per-split numbers here")
     args = parser.parse_args()
     if not (DATA / "runs.txt").exists():
         print(f"{DATA} not found: nothing to measure")
         return
     start = time.perf_counter()
     frame = study(args.splits, args.quick, args.first)
+    frame = frame.assign(gap=frame["stated"] - frame["accuracy"])
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
     report(frame)
     print(f"\nwall {time.perf_counter() - start:.0f} s")
 

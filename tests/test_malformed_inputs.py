@@ -330,6 +330,7 @@ def gain_model_json() -> dict:
         sigma=0.1,
         tau=0.1,
         omega=0.1,
+        eta=0.1,
         variance_scale=1.0,
         held_out_rmse=1.0,
         judgments=30,

@@ -337,6 +337,6 @@ def train(
         f"on held-out systems and queries ({system_folds} system folds × {query_folds} query "
         f"folds): RMSE {model.held_out_rmse:.3f} gain points; per-system error sd sigma "
         f"{model.sigma:.3f}, tau {model.tau:.3f}, common shift omega {model.omega:.3f}; "
-        f"variance scale {model.variance_scale:.3f}"
+        f"per-query error sd eta {model.eta:.3f}; variance scale {model.variance_scale:.3f}"
     )
     err_console.print(f"model written to {escape(str(out))}")

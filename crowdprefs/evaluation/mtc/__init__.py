@@ -94,6 +94,7 @@ from crowdprefs.evaluation.mtc.statistics import (
     sign_accuracy,
     sign_agreement,
     system_table,
+    unjudged_counts,
     upper_pairs,
     with_judgments,
 )
@@ -225,6 +226,7 @@ __all__ = [
     "TrainedEstimator",
     "uniform_moments",
     "UniformEstimator",
+    "unjudged_counts",
     "upper_pairs",
     "validate_metadata",
     "validate_runs",

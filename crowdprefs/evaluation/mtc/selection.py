@@ -9,7 +9,7 @@ import numpy as np
 
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.mtc.collection import Collection
-from crowdprefs.evaluation.mtc.statistics import Estimates, PairStatistics
+from crowdprefs.evaluation.mtc.statistics import Estimates, PairStatistics, unjudged_counts
 
 SELECTIONS = ("reference", "adaptive")
 Selector = Callable[[Estimates, PairStatistics], np.ndarray]
@@ -35,6 +35,12 @@ def adaptive_weights(
     :func:`~crowdprefs.evaluation.mtc.statistics.pair_statistics`) loses
     (g_ABᵀ Σ z_d)² / (V_d + z_dᵀ Σ z_d), the variance explained by d's residual
     r_d = z_d·b + ε_d; that share of Var[Δ_AB] is added for every undecided pair.
+
+    With a query error of variance η² (``est.query_var``), judging d of query j changes the
+    part η² (U_Aj − U_Bj)² of Var[Δ_AB] (U: :func:`~.statistics.unjudged_counts`) by
+    −η² (2 (U_Aj − U_Bj)(X_Ad − X_Bd) − |X_Ad − X_Bd|): judging a pair that balances two
+    systems' unjudged pairs in a query narrows their difference, one that unbalances them
+    widens it. That change, over Var[Δ_AB], is added for every undecided pair.
     """
     conf = stats.confidence()
     undecided = (conf < target) & (stats.diff_var > 0)
@@ -51,6 +57,11 @@ def adaptive_weights(
         explained = est.var + (col.mean_over_systems * told).sum(axis=0)
         gain = ((load[a] - load[b]) @ told) ** 2 / np.maximum(explained, 1e-12)
         weights = weights + (gain / stats.diff_var[a, b][:, None]).sum(axis=0)
+    if est.query_var > 0:
+        counts = unjudged_counts(col, est.judged)
+        balance = counts * u.sum(axis=1)[:, None] - u @ counts
+        cross = (x * balance[:, col.query_of]).sum(axis=0)
+        weights = weights + est.query_var * (2 * cross - spread)
     return np.where(est.judged, 0.0, weights)
 
 

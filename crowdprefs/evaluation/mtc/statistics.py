@@ -32,7 +32,9 @@ class Estimates:
     system's documents correlated (MTC.md, "Why confidence 0.95 comes with accuracy 0.90").
     ``learning`` says that ``system_cov`` is a posterior that each further judgment narrows
     (the judged gain tells about the errors of the systems that retrieved it), which the
-    adaptive selection counts.
+    adaptive selection counts. ``query_var`` (η²) is the variance of an error q_j shared by
+    the unjudged pairs of each query j, which cancels in a difference of two systems as far as
+    both have the same number of unjudged pairs in the query.
     """
 
     mean: np.ndarray
@@ -40,6 +42,7 @@ class Estimates:
     judged: np.ndarray
     system_cov: np.ndarray | None = None
     learning: bool = False
+    query_var: float = 0.0
 
 
 def with_judgments(mean: np.ndarray, var: np.ndarray, gains: np.ndarray) -> Estimates:
@@ -71,6 +74,14 @@ class PairStatistics:
         return norm.cdf(z)
 
 
+def unjudged_counts(col: Collection, judged: np.ndarray) -> np.ndarray:
+    """U (S × Q): the number of unjudged pairs of each system in each query."""
+    system, pair = col.retrievals
+    cell = system * col.n_queries + col.query_of[pair]
+    counts = np.bincount(cell, ~judged[pair], col.n_systems * col.n_queries)
+    return counts.reshape(col.n_systems, col.n_queries)
+
+
 def pair_statistics(col: Collection, est: Estimates, scale: Scale) -> PairStatistics:
     """E and Var of AG@k per system and per difference (seed §3.1–3.2, MTC.md).
 
@@ -78,7 +89,10 @@ def pair_statistics(col: Collection, est: Estimates, scale: Scale) -> PairStatis
     ((XV)_A + (XV)_B − 2 (X diag V Xᵀ)_AB) / n² since documents retrieved by both cancel.
     With per-system errors of covariance C, an unjudged d is off by mean_{s∋d} b_s in its
     gain, so Δ_AB gains the load a_AB = L_A − L_B with L = X diag(u/c) Xᵀ / n (u = unjudged)
-    and the variance a_AB C a_ABᵀ.
+    and the variance a_AB C a_ABᵀ. With a query error of variance η² shared by the unjudged
+    pairs of each query, AG_s gains η² Σ_j U_sj² / n² and Δ_AB gains η² Σ_j (U_Aj − U_Bj)² / n²,
+    U_sj the number of unjudged pairs of system s in query j (zero while nothing is judged:
+    every system then has all k of each query).
     """
     n = col.n_queries * col.k * MAX_GAIN[scale]
     mean = col.per_system(est.mean) / n
@@ -90,6 +104,12 @@ def pair_statistics(col: Collection, est: Estimates, scale: Scale) -> PairStatis
         var = var + np.einsum("as,st,at->a", load, est.system_cov, load)
         gap = load[:, None, :] - load[None, :, :]
         diff_var = diff_var + np.einsum("abs,st,abt->ab", gap, est.system_cov, gap)
+    if est.query_var > 0:
+        counts = unjudged_counts(col, est.judged)
+        shared = counts @ counts.T  # Σ_j U_Aj U_Bj
+        own_q = np.diag(shared)
+        var = var + est.query_var * own_q / n**2
+        diff_var = diff_var + est.query_var * (own_q[:, None] + own_q[None, :] - 2 * shared) / n**2
     return PairStatistics(mean, var, mean[:, None] - mean[None, :], np.maximum(diff_var, 0.0))
 
 

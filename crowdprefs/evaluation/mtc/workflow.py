@@ -139,9 +139,10 @@ def choose_estimator(
     """``name``, or for ``auto``: ``trained`` with a model, else ``judge`` with metadata on the
     Fine scale, else ``fitted``, as measured on new systems and new queries
     (``benchmarks/mtc_transfer.py``, 48 splits of MIREX 2011): the trained model reached its
-    stop after 0.48× the judgments of judge (paired standard error 0.04×) with accuracy after
-    120 judgments +0.005 ± 0.008; judge was the most accurate after 120 of the estimators that
-    need no model (fitted −0.022 ± 0.008, output −0.002 ± 0.005, uniform −0.089 ± 0.012)."""
+    stop after 0.50× the judgments of judge (paired standard error 0.05×), honest in every
+    split, with accuracy after 120 judgments +0.003 ± 0.007; judge was the most accurate after
+    120 of the estimators that need no model (fitted −0.022 ± 0.008, output −0.002 ± 0.005,
+    uniform −0.089 ± 0.012)."""
     if name not in ESTIMATORS:
         raise InputError(f"unknown estimator {name!r}; choose one of {', '.join(ESTIMATORS)}")
     if name != "auto":

@@ -79,3 +79,30 @@ def test_learning_estimates_also_weigh_what_a_judgment_tells_of_the_systems(smal
     # without learning, the weights are the variance shares alone
     fixed = mtc.Estimates(est.mean, est.var, est.judged, cov)
     assert (mtc.adaptive_weights(col, fixed, stats, 0.99) <= weights + 1e-12).all()
+
+
+def test_a_query_error_weighs_how_a_judgment_balances_the_unjudged_pairs(small):
+    """With a query error η², judging d changes each undecided pair's variance by
+    η² ((U_Aj − U_Bj)² − (U_Aj − U_Bj − (X_Ad − X_Bd))²) / n², counted as a share of Var[Δ_AB]
+    (negative when d unbalances the two systems further), against a loop over pairs and d."""
+    _, col, truth = small
+    gains = np.where(np.arange(col.n_pairs) % 3 == 0, truth, np.nan)
+    plain = mtc.UniformEstimator(col)(gains)
+    est = mtc.Estimates(plain.mean, plain.var, plain.judged, query_var=64.0)
+    stats = mtc.pair_statistics(col, est, "fine")
+    weights = mtc.adaptive_weights(col, est, stats, target=0.99)
+    counts = mtc.unjudged_counts(col, est.judged)
+    conf = stats.confidence()
+    expected = np.zeros(col.n_pairs)
+    for d in np.flatnonzero(~est.judged):
+        j = col.query_of[d]
+        for a in range(col.n_systems):
+            for b in range(a + 1, col.n_systems):
+                if conf[a, b] < 0.99:
+                    step = col.incidence[a, d] - col.incidence[b, d]
+                    gap = counts[a, j] - counts[b, j]
+                    removed = abs(step) * est.var[d] + 64.0 * (gap**2 - (gap - step) ** 2)
+                    expected[d] += removed / stats.diff_var[a, b]
+    assert np.allclose(weights, expected)
+    alone = mtc.adaptive_weights(col, plain, stats, target=0.99)  # the variance shares alone
+    assert ((weights - alone)[~est.judged] < 0).any()  # some judgments unbalance a query

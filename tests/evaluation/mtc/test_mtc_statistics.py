@@ -107,3 +107,28 @@ def test_a_tied_estimate_counts_half(small):
         col, truth, mtc.UniformEstimator(col), mtc.make_selector("reference", col, 3, 2), "fine"
     )
     assert sim.log["accuracy"].iloc[0] == 0.5 and sim.correct[0].tolist() == [0.5] * 15
+
+
+def test_a_query_error_widens_differences_by_unbalanced_unjudged_pairs(small):
+    """η² Σ_j (U_Aj − U_Bj)² / n² on every difference and η² Σ_j U_Aj² / n² on every AG@k,
+    against a loop over queries; nothing with nothing judged (U_Aj = k for all)."""
+    _, col, truth = small
+    judged = np.zeros(col.n_pairs, dtype=bool)
+    judged[::3] = True
+    v = np.where(judged, 0.0, 100.0)
+    plain = mtc.pair_statistics(col, mtc.Estimates(truth, v, judged), "fine")
+    shared = mtc.pair_statistics(col, mtc.Estimates(truth, v, judged, query_var=49.0), "fine")
+    n = col.n_queries * col.k * 100
+    counts = np.array(
+        [[(col.incidence[s] * ~judged)[col.query_of == j].sum() for j in range(col.n_queries)]
+         for s in range(col.n_systems)]
+    )  # fmt: skip
+    assert np.array_equal(mtc.unjudged_counts(col, judged), counts)
+    expected = 49.0 * ((counts[:, None, :] - counts[None, :, :]) ** 2).sum(axis=2) / n**2
+    assert np.allclose(shared.diff_var - plain.diff_var, expected)
+    assert np.allclose(shared.var - plain.var, 49.0 * (counts**2).sum(axis=1) / n**2)
+    assert expected.max() > 0 and np.allclose(shared.mean, plain.mean)
+    none = np.zeros(col.n_pairs, dtype=bool)
+    empty = [mtc.Estimates(truth, np.full(col.n_pairs, 100.0), none, query_var=q) for q in (0, 49)]
+    a, b = (mtc.pair_statistics(col, e, "fine") for e in empty)
+    assert np.allclose(a.diff_var, b.diff_var)

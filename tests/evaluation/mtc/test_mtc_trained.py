@@ -37,7 +37,7 @@ def test_gain_model_round_trips_through_json(trained):
     again = mtc.GainModel.from_json(model.to_json())
     for got, want in zip(again.moments(x), model.moments(x), strict=True):
         assert np.array_equal(got, want)
-    numbers = ("sigma", "tau", "omega", "variance_scale", "held_out_rmse", "judgments")
+    numbers = ("sigma", "tau", "omega", "eta", "variance_scale", "held_out_rmse", "judgments")
     assert [getattr(again, n) for n in numbers] == [getattr(model, n) for n in numbers]
     assert np.array_equal(again.low, model.low) and np.array_equal(again.high, model.high)
     assert model.judgments == col.n_pairs
@@ -49,13 +49,15 @@ def test_gain_model_round_trips_through_json(trained):
     ("change", "message"),
     [
         (lambda d: d.update(format="other"), "format is not"),
-        (lambda d: d.update(version=1), "version 1 is not 2; train it again"),
+        (lambda d: d.update(version=2), "version 2 is not 3; train it again"),
         (lambda d: d.update(features=["fSYS"]), "features"),
         (lambda d: d.update(beta=d["beta"][:-1]), "beta has 6 values, expected 7"),
         (lambda d: d.update(theta=d["theta"] + [0.0]), "theta has"),
         (lambda d: d.update(low=d["low"][:3]), "low has 3 values, expected 7"),
         (lambda d: d.update(spread=[0.0] * 7), "zero spread"),
         (lambda d: d.update(tau=-1), "negative"),
+        (lambda d: d.update(eta=-1), "negative"),
+        (lambda d: d.pop("eta"), "eta"),
         (lambda d: d.update(variance_scale=0), "variance scale"),
         (lambda d: d.update(low=d["high"], high=d["low"]), "upside down"),
         (lambda d: d.pop("values"), "values"),
@@ -105,17 +107,33 @@ def test_training_needs_enough_systems_and_judgments(trained):
 
 def test_fit_transfer_errors_finds_errors_proper_to_each_system():
     """Blocks of 4 new systems whose documents are off by b_s ~ N(0, 8²) each, plus a common
-    shift per block: τ near 8 Fine points, and λ near 1 for noise of the stated variance."""
+    shift per block: τ near 8 Fine points, and λ near 1 for noise of the stated variance; no
+    query error where there is none."""
     rng = np.random.default_rng(0)
     blocks = []
     for _ in range(12):
         z = np.eye(4)[rng.integers(0, 4, 400)]  # each pair retrieved by one system
+        queries = np.eye(20)[rng.integers(0, 20, 400)]
         shift = rng.normal(0, 8, 4) + rng.normal(0, 10)
         noise = np.full(400, 400.0)
         residual = z @ shift + rng.normal(0, 20, 400)
-        blocks.append(mtc.HeldOut(z, residual, noise, np.zeros(4)))
-    sigma, tau, omega, scale = mtc.fit_transfer_errors(blocks, "fine")
-    assert 5 < tau < 13 and 0.8 < scale < 1.25 and omega > 3
+        blocks.append(mtc.HeldOut(z, residual, noise, np.zeros(4), queries))
+    sigma, tau, omega, eta, scale = mtc.fit_transfer_errors(blocks, "fine")
+    assert 5 < tau < 13 and 0.8 < scale < 1.25 and omega > 3 and eta < 3
+
+
+def test_fit_transfer_errors_finds_errors_shared_by_a_querys_documents():
+    """Each query's documents off by q_j ~ N(0, 12²) on top of noise of the stated variance:
+    η near 12 and λ near 1 (the query error is not taken for noise)."""
+    rng = np.random.default_rng(2)
+    blocks = []
+    for _ in range(12):
+        z = np.eye(4)[rng.integers(0, 4, 400)]
+        which = rng.integers(0, 20, 400)
+        residual = rng.normal(0, 12, 20)[which] + rng.normal(0, 20, 400)
+        blocks.append(mtc.HeldOut(z, residual, np.full(400, 400.0), np.zeros(4), np.eye(20)[which]))
+    sigma, tau, omega, eta, scale = mtc.fit_transfer_errors(blocks, "fine")
+    assert 8 < eta < 17 and 0.8 < scale < 1.25 and tau < 3
 
 
 def test_update_system_errors_is_gaussian_conditioning():
@@ -133,9 +151,9 @@ def test_update_system_errors_is_gaussian_conditioning():
 
 
 def test_trained_estimator_learns_the_new_systems_errors(trained):
-    """Without judgments: the model's moments and its prior Σ; with judgments of one system's
-    pairs all 30 points above the model, that system's other pairs move up and its error
-    narrows."""
+    """Without judgments: the model's moments, its prior Σ and its query error η²; with
+    judgments of one system's pairs all 30 points above the model, that system's other pairs
+    move up and its error narrows."""
     col, meta, x, model = trained
     nothing = np.full(col.n_pairs, np.nan)
     learning = mtc.make_estimator("trained", col, "fine", meta, True, model=model)
@@ -143,10 +161,14 @@ def test_trained_estimator_learns_the_new_systems_errors(trained):
     before, plain = learning(nothing), static(nothing)
     assert np.array_equal(before.mean, plain.mean) and plain.system_cov is None
     assert before.learning and not plain.learning
+    assert before.query_var == model.eta**2 and plain.query_var == 0
     quality = col.per_system(plain.mean)
     expected = mtc.system_error_covariance(model.sigma, model.tau, quality, model.omega)
     assert np.allclose(before.system_cov, expected)
     assert model.tau >= 3.0  # the floor PRIOR_TAU·M
+    learning = mtc.make_estimator(  # the systems alone (the query errors have their own test)
+        "trained", col, "fine", meta, True, model=replace(model, eta=0.0)
+    )
     own = np.flatnonzero((col.incidence[0] > 0) & (col.retrieved_by == 1))
     gains = nothing.copy()
     gains[own[:10]] = np.minimum(plain.mean[own[:10]] + 30, 100)
@@ -160,6 +182,30 @@ def test_trained_estimator_learns_the_new_systems_errors(trained):
         mtc.make_estimator("trained", col, "fine", meta)
     with pytest.raises(InputError, match="for the fine scale, not broad"):
         mtc.make_estimator("trained", col, "broad", meta, model=model)
+
+
+def test_residuals_of_one_query_tell_less_of_a_system_than_independent_ones(trained):
+    """One system's pairs of a single query judged 30 points above the model: with a query
+    error η, part of that is taken for the query's error, so the system's other pairs move up
+    less and its error narrows less than with η = 0; the query error widens the differences
+    of that system, whose unjudged pairs in the query are now fewer than the others'."""
+    col, meta, _, model = trained
+    model = replace(model, eta=15.0)
+    learning = mtc.make_estimator("trained", col, "fine", meta, True, model=model)
+    without = mtc.make_estimator("trained", col, "fine", meta, True, model=replace(model, eta=0.0))
+    nothing = np.full(col.n_pairs, np.nan)
+    a, b = (mtc.pair_statistics(col, e(nothing), "fine") for e in (learning, without))
+    assert np.allclose(a.diff_var, b.diff_var) and np.allclose(a.diff, b.diff)
+    query = np.flatnonzero((col.query_of == 0) & (col.incidence[0] > 0))
+    gains = nothing.copy()
+    gains[query] = np.minimum(learning.mean[query] + 30, 100)
+    after, plain = learning(gains), without(gains)
+    rest = np.flatnonzero((col.incidence[0] > 0) & np.isnan(gains) & (col.retrieved_by == 1))
+    assert (after.mean[rest] - learning.mean[rest] > 0).all()
+    assert (after.mean[rest] < plain.mean[rest]).all()
+    assert after.system_cov[0, 0] > plain.system_cov[0, 0]
+    stats, plain_stats = (mtc.pair_statistics(col, e, "fine") for e in (after, plain))
+    assert (stats.diff_var[0, 1:] > plain_stats.diff_var[0, 1:]).all()
 
 
 def test_features_outside_the_training_range_are_clipped_and_said(trained):
