@@ -391,7 +391,7 @@ class SimulationReport:
 
     sim: Simulation
     estimator: Choice
-    note: str | None  # features outside a trained model's range, if any
+    note: str | None  # features outside a trained model's range; --compat's overconfidence
     selection: str
     effects: bool
     batches: int
@@ -483,9 +483,15 @@ def run_simulation(
             )  # fmt: skip
     else:
         sim = simulate(col, truth, est, select, scale, **settings)
+    note = setup.note
+    if compat:
+        warning = (
+            "--compat reproduces the reference tool, whose stop is overconfident on new "
+            "systems: the confidence it states may not be reached"
+        )
+        note = warning if note is None else f"{note}; {warning}"
     return SimulationReport(
-        sim, setup.choice, setup.note, selection, effects, batches, batch_size, target,
-        col.n_pairs,
+        sim, setup.choice, note, selection, effects, batches, batch_size, target, col.n_pairs,
     )  # fmt: skip
 
 

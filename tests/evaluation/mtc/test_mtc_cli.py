@@ -151,3 +151,16 @@ def test_cli_estimate_table_and_errors(files):
     assert "needs document metadata (document artist genre): give --metadata FILE" in str(
         missing.exception
     )
+
+
+def test_cli_simulate_with_compat_warns_that_its_stop_is_overconfident(files, cli):
+    base = (
+        "mtc", "simulate", "--runs", files / "runs.txt", "--judgments", files / "all.txt",
+        "--metadata", files / "meta.txt", "--estimator", "judge", "--batches", "4",
+    )  # fmt: skip
+    code, _, err = cli(*base, "--compat")
+    assert code == 0, err
+    assert "--compat reproduces the reference tool, whose stop is overconfident" in err
+    code, _, err = cli(*base)
+    assert code == 0, err
+    assert "overconfident" not in err
