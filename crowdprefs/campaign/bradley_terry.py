@@ -46,11 +46,16 @@ at their estimates, as in a score test). The information at the estimate would v
 candidate wins every comparison and hide the clearest differences (the Hauck–Donner effect of
 the Wald test). As with the Mann-Whitney rule, a clearer crowd or more answers separate more
 groups. ``standard_errors`` are these null standard errors.
+
+The same test decides single pairs (:meth:`BradleyTerryFit.difference_test`, and
+:func:`pair_verdicts`, the project's ``bradley-terry`` aggregation rule): x and y differ when
+|s_x − s_y| / √Var₀(s_x − s_y) exceeds the two-sided critical value at level α, and the verdict
+is the sign of s_x − s_y.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
@@ -116,6 +121,27 @@ def outcome_probabilities(difference, tie: float, ties: TieModel = "davidson") -
 
 
 @dataclass(frozen=True)
+class _NullCovariance:
+    """The inverse null information of every block's scores (module docstring), stacked per
+    chunk of blocks of one size, and where each item sits: its chunk, block row and position."""
+
+    matrices: tuple[np.ndarray, ...]
+    chunk: np.ndarray
+    row: np.ndarray
+    position: np.ndarray
+
+    def difference_variance(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """Var₀(s_first − s_second) of items of the same block."""
+        variance = np.empty(len(first))
+        for k, cov in enumerate(self.matrices):
+            rows = np.flatnonzero(self.chunk[first] == k)
+            block = self.row[first[rows]]
+            i, j = self.position[first[rows]], self.position[second[rows]]
+            variance[rows] = cov[block, i, i] + cov[block, j, j] - 2 * cov[block, i, j]
+        return variance
+
+
+@dataclass(frozen=True)
 class BradleyTerryFit:
     """A fitted model (see the module docstring). Arrays are indexed like the codes given to
     :func:`fit_bradley_terry`: items for ``scores``, ``standard_errors`` and ``groups`` (1 = most
@@ -132,6 +158,17 @@ class BradleyTerryFit:
     log_likelihood: float
     iterations: int
     converged: bool
+    null_covariance: _NullCovariance = field(repr=False, compare=False)
+
+    def difference_test(self, first, second) -> tuple[np.ndarray, np.ndarray]:
+        """``(z, p)`` of the test of s_first = s_second for item pairs of the same block:
+        z = (s_first − s_second) / √Var₀ with the null variance of the groups' test (module
+        docstring) and the two-sided p-value 2·Φ(−|z|)."""
+        first = np.asarray(first, dtype=np.int64)
+        second = np.asarray(second, dtype=np.int64)
+        variance = self.null_covariance.difference_variance(first, second)
+        z = (self.scores[first] - self.scores[second]) / np.sqrt(variance)
+        return z, 2 * special.ndtr(-np.abs(z))
 
 
 def _noise(b: np.ndarray) -> np.ndarray:
@@ -444,7 +481,7 @@ def fit_bradley_terry(
     p0, dp0_dd, _ = _model(np.zeros(len(first)), tau, ties)
     prob0 = np.maximum(eta * p0 + (1 - eta) * q_w[worker], 1e-300)
     weight = ((eta * dp0_dd) ** 2 / prob0).sum(axis=1)
-    standard_errors, groups = _groups(s, pb.blocks, weight, alpha)
+    standard_errors, groups, null_covariance = _groups(s, pb.blocks, weight, alpha)
     return BradleyTerryFit(
         scores=s,
         standard_errors=standard_errors,
@@ -456,18 +493,27 @@ def fit_bradley_terry(
         log_likelihood=float(np.log(p_obs).sum()),
         iterations=iterations,
         converged=converged,
+        null_covariance=null_covariance,
     )
 
 
 def _groups(
     scores: np.ndarray, blocks: _Blocks, weight: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Standard errors and groups of every item (module docstring: tests within a query)."""
+) -> tuple[np.ndarray, np.ndarray, _NullCovariance]:
+    """Standard errors, groups and null covariances of every item (module docstring: tests
+    within a query)."""
     z_critical = special.ndtri(1 - alpha / 2)
     standard_errors = np.empty(len(scores))
     groups = np.empty(len(scores), np.int64)
+    where = np.empty((3, len(scores)), np.int64)  # chunk, block row, position of each item
+    matrices = []
     for chunk, (members, _, _) in enumerate(blocks.chunks):
         covariances = np.linalg.inv(blocks.matrices(weight, chunk))
+        matrices.append(covariances)
+        count, size = members.shape
+        where[0, members] = chunk
+        where[1, members] = np.arange(count)[:, None]
+        where[2, members] = np.arange(size)[None, :]
         standard_errors[members] = np.sqrt(np.diagonal(covariances, axis1=1, axis2=2))
         for items, cov in zip(members, covariances, strict=True):
             ranked = np.argsort(-scores[items], kind="stable")  # positions, best first
@@ -477,4 +523,30 @@ def _groups(
                 if scores[items[head]] - scores[items[item]] > z_critical * np.sqrt(var):
                     head, group = item, group + 1
                 groups[items[item]] = group
-    return standard_errors, groups
+    return standard_errors, groups, _NullCovariance(tuple(matrices), *where)
+
+
+def pair_verdicts(
+    first,
+    second,
+    outcome,
+    worker,
+    block,
+    x,
+    y,
+    *,
+    n_items: int,
+    n_workers: int,
+    ties: TieModel = "davidson",
+    alpha: float = 0.05,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Verdicts of the item pairs ``(x, y)`` from one fit on every answer (the arguments before
+    them as for :func:`fit_bradley_terry`, worker reliability on): +1 when s_x > s_y and the
+    two-sided test of :meth:`BradleyTerryFit.difference_test` rejects s_x = s_y at level
+    ``alpha``, −1 the other way round, 0 ("equal") otherwise; with the test's p-values."""
+    fit = fit_bradley_terry(
+        first, second, outcome, worker, block,
+        n_items=n_items, n_workers=n_workers, ties=ties, alpha=alpha,
+    )  # fmt: skip
+    z, p = fit.difference_test(x, y)
+    return np.where(p < alpha, np.sign(z), 0).astype(np.int8), p

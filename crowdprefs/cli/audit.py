@@ -25,6 +25,7 @@ from crowdprefs.cli.options import (
     RewardPaid,
     Rule,
     Seed,
+    Ties,
     Wide,
     column_options,
     fee_model,
@@ -35,6 +36,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.quality.audit import Audit
     from crowdprefs.results_file import Columns
 
@@ -81,9 +83,7 @@ def _write_project(
     frame: pd.DataFrame,
     result,
     root: Path,
-    rule: str,
-    alpha: float,
-    margin: int,
+    rule: AggregationRule,
     reward: float | None,
     fee_rate: float | None,
     fee_minimum: float | None,
@@ -91,7 +91,6 @@ def _write_project(
 ) -> None:
     """``replay --project``: the recorded campaign as a project, and what it holds."""
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Settings
     from crowdprefs.campaign.replay import recorded_project
 
@@ -102,7 +101,7 @@ def _write_project(
     settings = Settings(
         answers_per_pair=int(per_pair.max()),
         reward=float(paid.median()) if reward is None else reward,
-        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+        aggregation=rule,
         fees=fee_model(fee_rate, fee_minimum),
     )
     with err_console.status(f"writing the project {root}"):
@@ -241,6 +240,7 @@ def audit_command(
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
+    ties: Ties = "davidson",
     batch_gap: BatchGap = 600.0,
     reward: RewardPaid = None,
     fee_rate: FeeRate = None,
@@ -271,7 +271,7 @@ def audit_command(
         with err_console.status("auditing"):
             result = auditing.audit(
                 frame,
-                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
                 fees=fee_model(fee_rate, fee_minimum),
                 reward=reward,
                 reference=lists,
@@ -328,6 +328,7 @@ def replay_command(
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
+    ties: Ties = "davidson",
     pivot_side: Annotated[
         str,
         typer.Option(
@@ -373,9 +374,8 @@ def replay_command(
     from crowdprefs.io import write_lists
 
     frame = _recorded(results, columns, batch_gap)
-    result = replay_campaign(
-        frame, AggregationRule(rule=rule, alpha=alpha, margin=margin), pivot_side, partial=partial
-    )
+    aggregation = AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties)
+    result = replay_campaign(frame, aggregation, pivot_side, partial=partial)
     if output is not None:
         write_lists(result.lists, output, tag=f"replay-{rule}")
     closed = sum(result.closed.values())
@@ -411,8 +411,7 @@ def replay_command(
         )
         console.print(cost[1])
     if project is not None:
-        _write_project(frame, result, project, rule, alpha, margin, reward, fee_rate, fee_minimum,
-                       seed)  # fmt: skip
+        _write_project(frame, result, project, aggregation, reward, fee_rate, fee_minimum, seed)
     still_open = [query for query, done in result.closed.items() if not done]
     if output is not None and still_open and not partial:
         raise InputError(
