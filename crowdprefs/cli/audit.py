@@ -188,6 +188,8 @@ def _render(result: Audit, title: str, wide: bool) -> None:
             f"  complete {summary['complete']}, partial {summary['partial']}, none "
             f"{summary['none']}: agreement {summary['score']:.3f}"
         )
+    for name, rates in result.transitivity.items():
+        _render_rates(name, rates)
     facts = result.facts
     total = result.iterations.iloc[-1]
     cost = auditing.money(total["cost"])
@@ -205,6 +207,41 @@ def _render(result: Audit, title: str, wide: bool) -> None:
         f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
         f"verdict triples; median work time {facts['overall_median_seconds']:.1f} s"
     )
+
+
+#: Rows of each transitivity table shown (the highest rates); --json and --csv-dir give all.
+TRANSITIVITY_ROWS = 10
+
+
+def _render_rates(name: str, rates: pd.DataFrame) -> None:
+    """One transitivity table (per query or per worker): the highest violation rates."""
+    from crowdprefs.quality.audit import overall_rate
+
+    judged = rates[rates["triples"] > 0].sort_values(
+        ["rate", "triples"], ascending=False, kind="stable"
+    )
+    each, whose = ("query", "verdicts") if name == "queries" else ("worker", "own answers")
+    rate = overall_rate(rates)
+    table = Table(
+        title=f"transitivity per {each} ({whose}): "
+        + (f"{rate:.1%} of {int(judged['triples'].sum())} complete triples violated"
+           if judged.size else "no complete triple"),
+        caption=None
+        if len(judged) <= TRANSITIVITY_ROWS
+        else f"the {TRANSITIVITY_ROWS} highest rates of {len(judged)} (all: --json or --csv-dir)",
+    )  # fmt: skip
+    if judged.empty:
+        console.print(table.title)
+        return
+    table.add_column(rates.index.name, overflow="fold")
+    for column in ("triples", "violations", "rate"):
+        table.add_column(column, justify="right")
+    for key, row in judged.head(TRANSITIVITY_ROWS).iterrows():
+        table.add_row(
+            escape(str(key)), str(int(row["triples"])), str(int(row["violations"])),
+            f"{row['rate']:.3f}",
+        )  # fmt: skip
+    console.print(table)
 
 
 @app.command("audit")
@@ -247,7 +284,14 @@ def audit_command(
     fee_minimum: FeeMinimum = None,
     columns: Columns = None,
 ) -> None:
-    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
+    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables,
+    transitivity.
+
+    Transitivity: three candidates whose three pairs were all judged form a complete triple; it
+    violates transitivity when no weak order fits the judgments (a > b and b > c but a ≤ c;
+    a = b and b = c but a ≠ c; a > b = c but a ≤ c). The audit gives the share of violated
+    triples per query (over its verdicts) and per worker (over their own answers; weak
+    preferences are often intransitive).
 
     With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
     answers are aggregated with --rule, iterations are inferred from HIT creation times and the

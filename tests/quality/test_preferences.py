@@ -131,7 +131,8 @@ def test_the_bradley_terry_rule_decides_a_pair_from_the_query_s_other_answers():
     assert mann_whitney.loc[("c", "a"), "verdict"] == 0
     assert fitted.loc[("c", "a"), "verdict"] == -1 and fitted.loc[("c", "a"), "p_value"] < 0.05
     assert fitted["verdict"].tolist() == [1, 1, -1]
-    assert (fitted[["more", "equal", "less"]] == mann_whitney[["more", "equal", "less"]]).all(axis=None)
+    counts = ["more", "equal", "less"]
+    assert (fitted[counts] == mann_whitney[counts]).all(axis=None)
 
 
 def test_sorting_names_the_comparison_the_answers_lack():
