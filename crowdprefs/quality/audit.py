@@ -57,12 +57,20 @@ def project_answers(project: Project, crowd: str | None = None) -> pd.DataFrame:
     """A project's answers (rejected ones included; only ``crowd``'s when given) as an answers
     frame.
 
+    Each answer's ``a_is_x`` and ``choice`` are the sides the judge was shown and the button
+    they pressed: a web question with sides randomised per question logs its own order, and
+    its stored choice (on the pair's sides) is turned back into the button, so position shares
+    and a constant button read what the judge did; ``score`` stays from x's point of view.
     The listening time of a HIT is the sum of the three clips' durations when all are known.
     The reward is the one the HIT was published at (the project's current ``[crowd] reward``
     when unknown); a HIT not recorded in ``hits`` (answers imported from a CSV) takes its
     batch's publication time as creation time.
     """
     frame = project.store.audit_answers(crowd)
+    shown = frame.pop("shown_a_is_x").astype(int)
+    flipped = shown != frame["a_is_x"].astype(int)
+    frame.loc[flipped, "choice"] = frame.loc[flipped, "choice"].replace({"A": "B", "B": "A"})
+    frame["a_is_x"] = shown
     frame["hit_id"] = frame["hit_id"].fillna("pair-" + frame["pair_id"].astype(str))
     frame["reward"] = pd.to_numeric(frame["reward"]).fillna(project.settings.reward)
     frame["pivot_known"] = frame["kind"] == "sort"
