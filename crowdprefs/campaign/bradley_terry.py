@@ -81,14 +81,18 @@ _T = np.array([0.0, 1.0, 0.0])  # ∂(Davidson logit)/∂τ
 _CHUNK = 1 << 22  # matrix entries stacked per solve (32 MB of float64)
 
 
-def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
+def _model(
+    d: np.ndarray, tau: float, ties: TieModel, derivatives: bool = True
+) -> tuple[np.ndarray, ...]:
     """``(p, ∂p/∂d, ∂p/∂τ)``, each (n, 3) over (win, tie, loss), with τ = ln ν (Davidson) or
-    ln(θ − 1) (Rao-Kupper)."""
+    ln(θ − 1) (Rao-Kupper); without ``derivatives`` only ``(p,)``."""
     if ties == "davidson":
         half = d / 2
         top = np.maximum(np.abs(half), tau)
         p = np.exp(np.stack([half - top, tau - top, -half - top], axis=1))
         p /= p.sum(axis=1, keepdims=True)
+        if not derivatives:
+            return (p,)
         dp_dd = p * (_C[None, :] - (p @ _C)[:, None])
         dp_dtau = p * (_T - p[:, 1:2])
         return p, dp_dd, dp_dtau
@@ -96,6 +100,8 @@ def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
     win, loss = special.expit(d - h), special.expit(-d - h)
     log_tie = 2 * h + np.log(-np.expm1(-2 * h)) + d - np.logaddexp(d, h) - np.logaddexp(h + d, 0.0)
     p = np.stack([win, np.exp(log_tie), loss], axis=1)
+    if not derivatives:
+        return (p,)
     g_win, g_loss = win * (1 - win), loss * (1 - loss)
     dh = special.expit(tau)
     dp_dd = np.stack([g_win, g_loss - g_win, -g_loss], axis=1)
@@ -261,7 +267,7 @@ def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
     curvature for a Newton step (:class:`_Curvature`)."""
     s, tau, rho, b = pb.unpack(theta)
     n, w = pb.n, pb.w
-    p, dp_dd, dp_dtau = _model(s[pb.first] - s[pb.second], tau, pb.ties)
+    p, *derivatives = _model(s[pb.first] - s[pb.second], tau, pb.ties, order > 0)
     observed = pb.observed
     p_o = p.ravel()[observed]
     if pb.reliability:
@@ -281,6 +287,7 @@ def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
         )
     if order == 0:
         return value
+    dp_dd, dp_dtau = derivatives
     g_d = eta * dp_dd.ravel()[observed] / prob_o
     grad = np.empty(pb.size)
     grad[:n] = np.bincount(pb.first, g_d, minlength=n) - np.bincount(pb.second, g_d, minlength=n)
@@ -335,10 +342,10 @@ class _Curvature:
         ]
         self.tie_inverse = 1 / ((d_dtau**2 / prob).sum() + 1 / TIE_PRIOR_SD**2)
         if pb.reliability:
-            outer = np.einsum("nao,nbo,no->nab", d_worker, d_worker, 1 / prob).reshape(-1, 9)
-            info = np.stack(
-                [np.bincount(pb.worker, outer[:, k], minlength=pb.w) for k in range(9)], axis=1
-            ).reshape(pb.w, 3, 3)
+            scaled = d_worker / np.sqrt(prob)[:, None, :]
+            outer = scaled @ scaled.transpose(0, 2, 1)  # Σ_o ∇P_o ∇P_oᵀ / P_o per answer
+            cells = (pb.worker[:, None] * 9 + np.arange(9)).ravel()
+            info = np.bincount(cells, outer.ravel(), minlength=pb.w * 9).reshape(pb.w, 3, 3)
             info += np.diag(_WORKER_PRECISION)
             self.worker_inverses = np.linalg.inv(info)
 
