@@ -284,8 +284,7 @@ def audit_command(
     fee_minimum: FeeMinimum = None,
     columns: Columns = None,
 ) -> None:
-    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables,
-    transitivity.
+    """Audit the workers: iterations, agreement, profiles, flags, references, transitivity.
 
     Transitivity: three candidates whose three pairs were all judged form a complete triple; it
     violates transitivity when no weak order fits the judgments (a > b and b > c but a ≤ c;
