@@ -149,8 +149,8 @@ Rule = Annotated[
         callback=lambda value: one_of(value, ("mann-whitney", "margin", "bradley-terry")),
         help="How answers give a pair's verdict: mann-whitney (a test of the pair's answers at "
         "level --alpha), margin (one side needs --margin more votes) or bradley-terry (a "
-        "tie-aware model with per-worker reliability fitted on every answer of the query so "
-        "far, its test of the two scores at level --alpha).",
+        "tie-aware model with one reliability per worker, fitted on every answer so far; a "
+        "test of the two candidates' scores at level --alpha).",
     ),
 ]
 Ties = Annotated[
