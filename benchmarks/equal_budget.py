@@ -7,9 +7,12 @@ Each simulated collection is an Eval05-sized truth (11 queries of 4–23 candida
 workers and the two bots). The budget is the number of answers. Methods:
 
 * ``QS …``: the modified QuickSort as crowdprefs runs it (:func:`crowdprefs.quality.planning.
-  simulate_campaign`): Mann-Whitney or margin-2 verdicts after k answers per pair, and the
-  adaptive rules (curtailed Mann-Whitney up to 10, the sequential default). Each design spends
-  what it spends: one point per design.
+  simulate_campaign`): Mann-Whitney, margin-2 or Bradley–Terry verdicts after k answers per
+  pair (the ``bradley-terry`` rule: each batch decided by one fit on every answer so far, with
+  worker reliability), and the adaptive rules (curtailed Mann-Whitney up to 10, the sequential
+  default). Each design spends what it spends: one point per design. ``QS BT … + final fit``
+  is the same campaign's answers with the lists read from one more fit on all of them (its
+  groups at α = 0.05) instead of from the sort.
 * ``random + BT``: answers spread uniformly over every pair of every query (each pair once per
   cycle, cycles in a stratified random order), lists from the tie-aware Bradley–Terry fit with
   worker reliability (:func:`crowdprefs.campaign.bradley_terry.fit_bradley_terry`; its groups
@@ -69,15 +72,18 @@ CROWDS = {
     "careless 20%": CrowdModel(careless_share=0.2, bots=2),
 }
 MARGIN = AggregationRule(rule="margin", margin=2)
+BT = AggregationRule(rule="bradley-terry")
 QUICKSORT = {
     **{f"QS MW k={k}": Design(answers_per_pair=k) for k in (4, 6, 10, 16)},
     **{
         f"QS margin-2 k={k}": Design(answers_per_pair=k, aggregation=MARGIN) for k in (4, 6, 10, 16)
     },
+    **{f"QS BT k={k}": Design(answers_per_pair=k, aggregation=BT) for k in (2, 3, 4, 6)},
     "QS MW curtailed ≤10": Design(adaptive=StoppingRule(method="curtail", step=1)),
     "QS sequential ≤10": Design(adaptive=StoppingRule()),
 }
-QUICK_QUICKSORT = ("QS MW k=10", "QS margin-2 k=10", "QS MW curtailed ≤10")
+QUICK_QUICKSORT = ("QS MW k=10", "QS margin-2 k=10", "QS MW curtailed ≤10", "QS BT k=3")
+FINAL_FIT = " + final fit"
 SWEPT = ("random + BT", "repeated QS + BT", "active + BT")
 WARM_UP = 150
 ROUND = 50
@@ -124,6 +130,22 @@ def bt_groups(collection: Collection, asker: Asker, answers: dict[str, np.ndarra
         n_items=len(collection.query),
         n_workers=len(asker.pool.ids),
     )
+
+
+def final_fit(collection: Collection, campaign) -> np.ndarray:
+    """The groups of one Bradley–Terry fit on every answer of a recorded QuickSort campaign."""
+    log = campaign.answers
+    a_is_x = log["a_is_x"].to_numpy(bool)
+    x, y = log["x"].to_numpy(), log["y"].to_numpy()
+    return fit_bradley_terry(
+        np.where(a_is_x, x, y),
+        np.where(a_is_x, y, x),
+        1 - log["choice"].to_numpy(),
+        log["worker"].to_numpy(),
+        collection.query,
+        n_items=len(collection.query),
+        n_workers=len(campaign.pool.ids),
+    ).groups
 
 
 def kendall_tau_b(collection: Collection, group: np.ndarray) -> float:
@@ -231,14 +253,26 @@ def one_collection(crowd: str, index: int, seed: int, budgets, designs) -> list[
     model = CROWDS[crowd]
     rows = []
     for name in designs:
-        campaign = simulate_campaign(collection, QUICKSORT[name], model, seed=campaign_seed)
+        design = QUICKSORT[name]
+        fitted = design.aggregation.rule == "bradley-terry"
+        campaign = simulate_campaign(collection, design, model, seed=campaign_seed, record=fitted)
+        answers = campaign.summary["answers"]
         rows.append(
             {
                 "method": name,
-                "answers": campaign.summary["answers"],
+                "answers": answers,
                 **accuracy(collection, campaign.group, campaign_seed),
             }
         )
+        if fitted:
+            group = final_fit(collection, campaign)
+            rows.append(
+                {
+                    "method": name + FINAL_FIT,
+                    "answers": answers,
+                    **accuracy(collection, group, campaign_seed),
+                }
+            )
     for name, method in METHODS.items():
         asker = Asker(collection, model, campaign_seed)
         rng = np.random.default_rng([campaign_seed, len(rows)])
@@ -356,6 +390,7 @@ def main() -> None:
     for crowd in CROWDS:
         for index in range(args.collections):
             rows += one_collection(crowd, index, args.seed, budgets, designs)
+            print(f"  {crowd} {index + 1}: {time.perf_counter() - started:.0f} s", flush=True)
         print(f"{crowd}: {args.collections} collections, {time.perf_counter() - started:.0f} s")
     seconds = time.perf_counter() - started
     frame = pd.DataFrame(rows)

@@ -481,6 +481,7 @@ OPTIONS = [
     option("init --alpha 2", init_args("--alpha", 2), "alpha"),
     option("init --margin 0", init_args("--margin", 0), "margin"),
     option("init --rule bogus", init_args("--rule", "bogus"), "bogus"),
+    option("init --ties bogus", init_args("--ties", "bogus"), "bogus"),
     option("init without candidates", lambda ws, t: ["init", t / "n"], "missing"),
     option("status: not a project", lambda ws, t: ["status", t], "not a crowdprefs project"),
     option("next: not a project", lambda ws, t: ["next", t / "none"], "not a crowdprefs project"),

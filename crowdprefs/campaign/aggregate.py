@@ -4,7 +4,8 @@ For a pair (x, y) every answer gives *x* the rank score +1 when x was preferred,
 preferred and 0 for "equally similar"; *y* gets the opposite score. A pair's answers are thus
 summarised by three counts: ``more`` (x preferred), ``equal`` and ``less`` (y preferred).
 
-Two rules turn the counts into a verdict (+1 x more similar, 0 equal, −1 x less similar):
+Three rules give a verdict (+1 x more similar, 0 equal, −1 x less similar), the first two from
+the pair's counts alone:
 
 ``mann-whitney`` (default; seed 002 §3.2)
     The two rank samples are compared with a Mann-Whitney U test; a significant difference
@@ -26,6 +27,18 @@ Two rules turn the counts into a verdict (+1 x more similar, 0 equal, −1 x les
     otherwise "equal". A margin of 2 reproduces the lists published with seed 002, which no
     conventional Mann-Whitney level does. Smaller margins give more, smaller groups.
 
+``bradley-terry``
+    Not from the pair's counts: one fit of the tie-aware Bradley–Terry model with per-worker
+    reliability (:mod:`crowdprefs.campaign.bradley_terry`; ``ties`` = ``davidson`` or
+    ``rao-kupper``) on every usable answer of every sorting pair so far (all iterations and
+    queries: the workers' reliabilities are shared across queries; attention checks are left
+    out), each answer read on the sides it was shown. A pair's verdict is the sign of
+    s_x − s_y when the two-sided test of equal scores (the null variance of the difference)
+    rejects at level α, else "equal"; ``p_value`` is that test's. An answer from a careless
+    worker weighs less, and a pair's verdict borrows from the comparisons of x and y with the
+    other candidates. Attention checks, outside the fit, get the Mann-Whitney verdict of their
+    own answers at the same α (:func:`fitted_verdicts`).
+
 Everything is vectorised over pairs: a million pairs are decided without a Python loop.
 """
 
@@ -41,7 +54,7 @@ import pandas as pd
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 
-Rule = Literal["mann-whitney", "margin"]
+Rule = Literal["mann-whitney", "margin", "bradley-terry"]
 Alternative = Literal["two-sided", "greater", "less"]
 Method = Literal["asymptotic", "exact", "auto"]
 
@@ -56,6 +69,7 @@ class AggregationRule:
     method: Method = "asymptotic"
     continuity: bool = True
     margin: int = 2
+    ties: Literal["davidson", "rao-kupper"] = "davidson"
 
     def __post_init__(self) -> None:
         check_values("aggregation", self)
@@ -155,8 +169,14 @@ def verdicts(
     """One verdict per pair: +1 (x more similar), 0 (equal) or −1, with the p-value used.
 
     For the margin rule the p-value column is NaN. A one-sided Mann-Whitney test is run in
-    the observed direction (x ≠ y by the side with more votes) at level α.
+    the observed direction (x ≠ y by the side with more votes) at level α. The
+    ``bradley-terry`` rule needs the answers themselves (:func:`fitted_verdicts`) and is refused.
     """
+    if rule.rule == "bradley-terry":
+        raise InputError(
+            "the bradley-terry rule decides a pair from every answer of its query, "
+            "not from the pair's own counts"
+        )
     more, equal, less = _counts(more, equal, less)
     lead = more - less
     if rule.rule == "margin":
@@ -239,8 +259,75 @@ def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule
     good = usable(answers)
     info = good.groupby("pair_id")[["iteration", "query", "x", "y", "kind", "pivot_known"]].first()
     pairs = info.join(count_answers(good.assign(score=good["score"].astype(int))))
-    pairs["verdict"], pairs["p_value"] = verdicts(
-        pairs["more"], pairs["equal"], pairs["less"], rule
-    )
+    if rule.rule == "bradley-terry":  # each iteration's pairs from the answers so far
+        pairs["verdict"], pairs["p_value"] = np.int8(0), np.nan
+        for iteration in pairs["iteration"].unique():
+            batch = pairs.index[pairs["iteration"] == iteration]
+            so_far = good[good["iteration"] <= iteration]
+            decided = fitted_verdicts(so_far, pairs, batch, rule)
+            pairs.loc[batch, "verdict"], pairs.loc[batch, "p_value"] = decided
+    else:
+        pairs["verdict"], pairs["p_value"] = verdicts(
+            pairs["more"], pairs["equal"], pairs["less"], rule
+        )
     pairs["agreement"] = inter_agreement(pairs["more"], pairs["equal"], pairs["less"])
     return pairs
+
+
+def fitted_verdicts(
+    answers: pd.DataFrame, pairs: pd.DataFrame, decide, rule: AggregationRule
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``bradley-terry`` rule's verdicts and p-values of the pairs ``decide`` (pair ids).
+
+    ``answers``: usable answers ``pair_id, worker_id, score`` (from x's point of view) and
+    ``a_is_x`` *as the judge was shown it*; ``pairs``: every pair they or ``decide`` name,
+    indexed by ``pair_id``, with ``query, x, y, kind``. Sorting pairs are decided by one fit on
+    every sorting answer (:func:`crowdprefs.campaign.bradley_terry.pair_verdicts`), attention
+    checks by the Mann-Whitney test of their own answers at the same α (module docstring).
+    """
+    from crowdprefs.campaign import bradley_terry  # here: scipy loads only for this rule
+
+    decide = pd.Index(decide)
+    verdict, p = np.zeros(len(decide), np.int8), np.full(len(decide), np.nan)
+    is_sort = pairs["kind"] == "sort"
+    sort = is_sort.reindex(decide).fillna(False).to_numpy(bool)
+    sorting = pairs[is_sort]
+    row = sorting.index.get_indexer(answers["pair_id"])
+    fitted = row >= 0
+    if sort.any() and fitted.any():
+        query = sorting["query"].to_numpy()
+        items = pd.MultiIndex.from_arrays(
+            [np.concatenate([query, query]), np.concatenate([sorting["x"], sorting["y"]])]
+        )
+        codes, unique = pd.factorize(items)
+        x, y = codes[: len(sorting)], codes[len(sorting) :]
+        row = row[fitted]
+        a_is_x = answers["a_is_x"].to_numpy()[fitted].astype(bool)
+        score = answers["score"].to_numpy()[fitted].astype(np.int64)
+        workers, names = pd.factorize(answers["worker_id"].to_numpy()[fitted])
+        target = sorting.index.get_indexer(decide[sort])
+        verdict[sort], p[sort] = bradley_terry.pair_verdicts(
+            np.where(a_is_x, x[row], y[row]),
+            np.where(a_is_x, y[row], x[row]),
+            np.where(a_is_x, score, -score),
+            workers,
+            pd.factorize(unique.get_level_values(0))[0],
+            x[target],
+            y[target],
+            n_items=len(unique),
+            n_workers=len(names),
+            ties=rule.ties,
+            alpha=rule.alpha,
+        )
+    checks = decide[~sort]
+    if len(checks):
+        own = answers[answers["pair_id"].isin(checks)]
+        counts = count_answers(own.assign(score=own["score"].astype(int)))
+        counts = counts.reindex(checks, fill_value=0).to_numpy()
+        answered = counts.sum(axis=1) > 0
+        decided = np.zeros(len(checks), np.int8), np.full(len(checks), np.nan)
+        decided[0][answered], decided[1][answered] = verdicts(
+            *counts[answered].T, AggregationRule(alpha=rule.alpha)
+        )
+        verdict[~sort], p[~sort] = decided
+    return verdict, p

@@ -46,11 +46,16 @@ at their estimates, as in a score test). The information at the estimate would v
 candidate wins every comparison and hide the clearest differences (the Hauck–Donner effect of
 the Wald test). As with the Mann-Whitney rule, a clearer crowd or more answers separate more
 groups. ``standard_errors`` are these null standard errors.
+
+The same test decides single pairs (:meth:`BradleyTerryFit.difference_test`, and
+:func:`pair_verdicts`, the project's ``bradley-terry`` aggregation rule): x and y differ when
+|s_x − s_y| / √Var₀(s_x − s_y) exceeds the two-sided critical value at level α, and the verdict
+is the sign of s_x − s_y.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
@@ -76,14 +81,18 @@ _T = np.array([0.0, 1.0, 0.0])  # ∂(Davidson logit)/∂τ
 _CHUNK = 1 << 22  # matrix entries stacked per solve (32 MB of float64)
 
 
-def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
+def _model(
+    d: np.ndarray, tau: float, ties: TieModel, derivatives: bool = True
+) -> tuple[np.ndarray, ...]:
     """``(p, ∂p/∂d, ∂p/∂τ)``, each (n, 3) over (win, tie, loss), with τ = ln ν (Davidson) or
-    ln(θ − 1) (Rao-Kupper)."""
+    ln(θ − 1) (Rao-Kupper); without ``derivatives`` only ``(p,)``."""
     if ties == "davidson":
         half = d / 2
         top = np.maximum(np.abs(half), tau)
         p = np.exp(np.stack([half - top, tau - top, -half - top], axis=1))
         p /= p.sum(axis=1, keepdims=True)
+        if not derivatives:
+            return (p,)
         dp_dd = p * (_C[None, :] - (p @ _C)[:, None])
         dp_dtau = p * (_T - p[:, 1:2])
         return p, dp_dd, dp_dtau
@@ -91,6 +100,8 @@ def _model(d: np.ndarray, tau: float, ties: TieModel) -> tuple[np.ndarray, ...]:
     win, loss = special.expit(d - h), special.expit(-d - h)
     log_tie = 2 * h + np.log(-np.expm1(-2 * h)) + d - np.logaddexp(d, h) - np.logaddexp(h + d, 0.0)
     p = np.stack([win, np.exp(log_tie), loss], axis=1)
+    if not derivatives:
+        return (p,)
     g_win, g_loss = win * (1 - win), loss * (1 - loss)
     dh = special.expit(tau)
     dp_dd = np.stack([g_win, g_loss - g_win, -g_loss], axis=1)
@@ -116,6 +127,27 @@ def outcome_probabilities(difference, tie: float, ties: TieModel = "davidson") -
 
 
 @dataclass(frozen=True)
+class _NullCovariance:
+    """The inverse null information of every block's scores (module docstring), stacked per
+    chunk of blocks of one size, and where each item sits: its chunk, block row and position."""
+
+    matrices: tuple[np.ndarray, ...]
+    chunk: np.ndarray
+    row: np.ndarray
+    position: np.ndarray
+
+    def difference_variance(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """Var₀(s_first − s_second) of items of the same block."""
+        variance = np.empty(len(first))
+        for k, cov in enumerate(self.matrices):
+            rows = np.flatnonzero(self.chunk[first] == k)
+            block = self.row[first[rows]]
+            i, j = self.position[first[rows]], self.position[second[rows]]
+            variance[rows] = cov[block, i, i] + cov[block, j, j] - 2 * cov[block, i, j]
+        return variance
+
+
+@dataclass(frozen=True)
 class BradleyTerryFit:
     """A fitted model (see the module docstring). Arrays are indexed like the codes given to
     :func:`fit_bradley_terry`: items for ``scores``, ``standard_errors`` and ``groups`` (1 = most
@@ -132,6 +164,17 @@ class BradleyTerryFit:
     log_likelihood: float
     iterations: int
     converged: bool
+    null_covariance: _NullCovariance = field(repr=False, compare=False)
+
+    def difference_test(self, first, second) -> tuple[np.ndarray, np.ndarray]:
+        """``(z, p)`` of the test of s_first = s_second for item pairs of the same block:
+        z = (s_first − s_second) / √Var₀ with the null variance of the groups' test (module
+        docstring) and the two-sided p-value 2·Φ(−|z|)."""
+        first = np.asarray(first, dtype=np.int64)
+        second = np.asarray(second, dtype=np.int64)
+        variance = self.null_covariance.difference_variance(first, second)
+        z = (self.scores[first] - self.scores[second]) / np.sqrt(variance)
+        return z, 2 * special.ndtr(-np.abs(z))
 
 
 def _noise(b: np.ndarray) -> np.ndarray:
@@ -224,7 +267,7 @@ def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
     curvature for a Newton step (:class:`_Curvature`)."""
     s, tau, rho, b = pb.unpack(theta)
     n, w = pb.n, pb.w
-    p, dp_dd, dp_dtau = _model(s[pb.first] - s[pb.second], tau, pb.ties)
+    p, *derivatives = _model(s[pb.first] - s[pb.second], tau, pb.ties, order > 0)
     observed = pb.observed
     p_o = p.ravel()[observed]
     if pb.reliability:
@@ -244,6 +287,7 @@ def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
         )
     if order == 0:
         return value
+    dp_dd, dp_dtau = derivatives
     g_d = eta * dp_dd.ravel()[observed] / prob_o
     grad = np.empty(pb.size)
     grad[:n] = np.bincount(pb.first, g_d, minlength=n) - np.bincount(pb.second, g_d, minlength=n)
@@ -298,10 +342,10 @@ class _Curvature:
         ]
         self.tie_inverse = 1 / ((d_dtau**2 / prob).sum() + 1 / TIE_PRIOR_SD**2)
         if pb.reliability:
-            outer = np.einsum("nao,nbo,no->nab", d_worker, d_worker, 1 / prob).reshape(-1, 9)
-            info = np.stack(
-                [np.bincount(pb.worker, outer[:, k], minlength=pb.w) for k in range(9)], axis=1
-            ).reshape(pb.w, 3, 3)
+            scaled = d_worker / np.sqrt(prob)[:, None, :]
+            outer = scaled @ scaled.transpose(0, 2, 1)  # Σ_o ∇P_o ∇P_oᵀ / P_o per answer
+            cells = (pb.worker[:, None] * 9 + np.arange(9)).ravel()
+            info = np.bincount(cells, outer.ravel(), minlength=pb.w * 9).reshape(pb.w, 3, 3)
             info += np.diag(_WORKER_PRECISION)
             self.worker_inverses = np.linalg.inv(info)
 
@@ -444,7 +488,7 @@ def fit_bradley_terry(
     p0, dp0_dd, _ = _model(np.zeros(len(first)), tau, ties)
     prob0 = np.maximum(eta * p0 + (1 - eta) * q_w[worker], 1e-300)
     weight = ((eta * dp0_dd) ** 2 / prob0).sum(axis=1)
-    standard_errors, groups = _groups(s, pb.blocks, weight, alpha)
+    standard_errors, groups, null_covariance = _groups(s, pb.blocks, weight, alpha)
     return BradleyTerryFit(
         scores=s,
         standard_errors=standard_errors,
@@ -456,18 +500,27 @@ def fit_bradley_terry(
         log_likelihood=float(np.log(p_obs).sum()),
         iterations=iterations,
         converged=converged,
+        null_covariance=null_covariance,
     )
 
 
 def _groups(
     scores: np.ndarray, blocks: _Blocks, weight: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Standard errors and groups of every item (module docstring: tests within a query)."""
+) -> tuple[np.ndarray, np.ndarray, _NullCovariance]:
+    """Standard errors, groups and null covariances of every item (module docstring: tests
+    within a query)."""
     z_critical = special.ndtri(1 - alpha / 2)
     standard_errors = np.empty(len(scores))
     groups = np.empty(len(scores), np.int64)
+    where = np.empty((3, len(scores)), np.int64)  # chunk, block row, position of each item
+    matrices = []
     for chunk, (members, _, _) in enumerate(blocks.chunks):
         covariances = np.linalg.inv(blocks.matrices(weight, chunk))
+        matrices.append(covariances)
+        count, size = members.shape
+        where[0, members] = chunk
+        where[1, members] = np.arange(count)[:, None]
+        where[2, members] = np.arange(size)[None, :]
         standard_errors[members] = np.sqrt(np.diagonal(covariances, axis1=1, axis2=2))
         for items, cov in zip(members, covariances, strict=True):
             ranked = np.argsort(-scores[items], kind="stable")  # positions, best first
@@ -477,4 +530,30 @@ def _groups(
                 if scores[items[head]] - scores[items[item]] > z_critical * np.sqrt(var):
                     head, group = item, group + 1
                 groups[items[item]] = group
-    return standard_errors, groups
+    return standard_errors, groups, _NullCovariance(tuple(matrices), *where)
+
+
+def pair_verdicts(
+    first,
+    second,
+    outcome,
+    worker,
+    block,
+    x,
+    y,
+    *,
+    n_items: int,
+    n_workers: int,
+    ties: TieModel = "davidson",
+    alpha: float = 0.05,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Verdicts of the item pairs ``(x, y)`` from one fit on every answer (the arguments before
+    them as for :func:`fit_bradley_terry`, worker reliability on): +1 when s_x > s_y and the
+    two-sided test of :meth:`BradleyTerryFit.difference_test` rejects s_x = s_y at level
+    ``alpha``, −1 the other way round, 0 ("equal") otherwise; with the test's p-values."""
+    fit = fit_bradley_terry(
+        first, second, outcome, worker, block,
+        n_items=n_items, n_workers=n_workers, ties=ties, alpha=alpha,
+    )  # fmt: skip
+    z, p = fit.difference_test(x, y)
+    return np.where(p < alpha, np.sign(z), 0).astype(np.int8), p

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
-from crowdprefs.campaign.aggregate import inter_agreement, verdicts
+from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
 from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, ReviewedCrowd, reachable_size
@@ -204,9 +204,15 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
 def stopping_rule(project: Project) -> StoppingRule | None:
     """The project's adaptive rule (``[adaptive]`` section), ``None`` for the fixed design."""
     settings = project.settings
-    return StoppingRule.from_section(
+    rule = StoppingRule.from_section(
         project.section("adaptive"), settings.answers_per_pair, settings.aggregation
     )
+    if rule is not None and settings.aggregation.rule == "bradley-terry":
+        raise InputError(
+            "[adaptive] answers stop each pair on its own answers; the bradley-terry rule "
+            "decides pairs from every answer of the query: turn one of them off"
+        )
+    return rule
 
 
 def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crowd: Crowd) -> int:
@@ -302,9 +308,12 @@ def aggregate(project: Project) -> pd.DataFrame:
     store = project.store
     pairs = store.pairs(iteration).set_index("pair_id")
     counts = store.answer_counts(iteration).reindex(pairs.index)
-    verdict, p = verdicts(
-        counts["more"], counts["equal"], counts["less"], project.settings.aggregation
-    )
+    aggregation = project.settings.aggregation
+    if aggregation.rule == "bradley-terry":  # one fit on every answer so far
+        every = store.pairs().set_index("pair_id")
+        verdict, p = fitted_verdicts(store.shown_answers(), every, pairs.index, aggregation)
+    else:
+        verdict, p = verdicts(counts["more"], counts["equal"], counts["less"], aggregation)
     rule = stopping_rule(project)
     if rule is not None:  # adaptive answers: sorting pairs get the stopping rule's verdict
         adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]

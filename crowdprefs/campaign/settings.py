@@ -110,12 +110,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "budget": Key("float", 0, 1e9),
     },
     "aggregation": {
-        "rule": Key("str", choices=("mann-whitney", "margin")),
+        "rule": Key("str", choices=("mann-whitney", "margin", "bradley-terry")),
         "alpha": OPEN_SHARE,
         "sided": Key("str", choices=("two-sided", "one-sided")),
         "method": Key("str", choices=("asymptotic", "exact", "auto")),
         "continuity": Key("bool"),
         "margin": Key("int", 1),
+        "ties": Key("str", choices=("davidson", "rao-kupper")),
     },
     "fees": {"rate": SHARE, "rate_10_or_more": SHARE, "minimum": Key("float", 0, 1000)},
     "adaptive": {

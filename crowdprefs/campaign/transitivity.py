@@ -70,6 +70,7 @@ def violation_rates(judgments: pd.DataFrame, by: str = "query") -> pd.DataFrame:
         for key, group in pairs[size >= 3].groupby(keys, sort=False)
     ]
     rates = pd.DataFrame(counted, columns=[by, "triples", "violations"])
+    rates = rates.astype({"triples": np.int64, "violations": np.int64})  # also when empty
     rates = rates.groupby(by)[["triples", "violations"]].sum()
     rates = rates.reindex(pd.Index(sorted(judgments[by].unique()), name=by), fill_value=0)
     with np.errstate(divide="ignore", invalid="ignore"):

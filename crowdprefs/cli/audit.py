@@ -25,6 +25,7 @@ from crowdprefs.cli.options import (
     RewardPaid,
     Rule,
     Seed,
+    Ties,
     Wide,
     column_options,
     fee_model,
@@ -35,6 +36,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.quality.audit import Audit
     from crowdprefs.results_file import Columns
 
@@ -81,9 +83,7 @@ def _write_project(
     frame: pd.DataFrame,
     result,
     root: Path,
-    rule: str,
-    alpha: float,
-    margin: int,
+    rule: AggregationRule,
     reward: float | None,
     fee_rate: float | None,
     fee_minimum: float | None,
@@ -91,7 +91,6 @@ def _write_project(
 ) -> None:
     """``replay --project``: the recorded campaign as a project, and what it holds."""
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Settings
     from crowdprefs.campaign.replay import recorded_project
 
@@ -102,7 +101,7 @@ def _write_project(
     settings = Settings(
         answers_per_pair=int(per_pair.max()),
         reward=float(paid.median()) if reward is None else reward,
-        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+        aggregation=rule,
         fees=fee_model(fee_rate, fee_minimum),
     )
     with err_console.status(f"writing the project {root}"):
@@ -189,6 +188,8 @@ def _render(result: Audit, title: str, wide: bool) -> None:
             f"  complete {summary['complete']}, partial {summary['partial']}, none "
             f"{summary['none']}: agreement {summary['score']:.3f}"
         )
+    for name, rates in result.transitivity.items():
+        _render_rates(name, rates)
     facts = result.facts
     total = result.iterations.iloc[-1]
     cost = auditing.money(total["cost"])
@@ -206,6 +207,41 @@ def _render(result: Audit, title: str, wide: bool) -> None:
         f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
         f"verdict triples; median work time {facts['overall_median_seconds']:.1f} s"
     )
+
+
+#: Rows of each transitivity table shown (the highest rates); --json and --csv-dir give all.
+TRANSITIVITY_ROWS = 10
+
+
+def _render_rates(name: str, rates: pd.DataFrame) -> None:
+    """One transitivity table (per query or per worker): the highest violation rates."""
+    from crowdprefs.quality.audit import overall_rate
+
+    judged = rates[rates["triples"] > 0].sort_values(
+        ["rate", "triples"], ascending=False, kind="stable"
+    )
+    each, whose = ("query", "verdicts") if name == "queries" else ("worker", "own answers")
+    rate = overall_rate(rates)
+    table = Table(
+        title=f"transitivity per {each} ({whose}): "
+        + (f"{rate:.1%} of {int(judged['triples'].sum())} complete triples violated"
+           if judged.size else "no complete triple"),
+        caption=None
+        if len(judged) <= TRANSITIVITY_ROWS
+        else f"the {TRANSITIVITY_ROWS} highest rates of {len(judged)} (all: --json or --csv-dir)",
+    )  # fmt: skip
+    if judged.empty:
+        console.print(table.title)
+        return
+    table.add_column(rates.index.name, overflow="fold")
+    for column in ("triples", "violations", "rate"):
+        table.add_column(column, justify="right")
+    for key, row in judged.head(TRANSITIVITY_ROWS).iterrows():
+        table.add_row(
+            escape(str(key)), str(int(row["triples"])), str(int(row["violations"])),
+            f"{row['rate']:.3f}",
+        )  # fmt: skip
+    console.print(table)
 
 
 @app.command("audit")
@@ -241,13 +277,20 @@ def audit_command(
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
+    ties: Ties = "davidson",
     batch_gap: BatchGap = 600.0,
     reward: RewardPaid = None,
     fee_rate: FeeRate = None,
     fee_minimum: FeeMinimum = None,
     columns: Columns = None,
 ) -> None:
-    """Audit the workers: per-iteration statistics, agreement, profiles, flags, reference tables.
+    """Audit the workers: iterations, agreement, profiles, flags, references, transitivity.
+
+    Transitivity: three candidates whose three pairs were all judged form a complete triple; it
+    violates transitivity when no weak order fits the judgments (a > b and b > c but a ≤ c;
+    a = b and b = c but a ≠ c; a > b = c but a ≤ c). The audit gives the share of violated
+    triples per query (over its verdicts) and per worker (over their own answers; weak
+    preferences are often intransitive).
 
     With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
     answers are aggregated with --rule, iterations are inferred from HIT creation times and the
@@ -271,7 +314,7 @@ def audit_command(
         with err_console.status("auditing"):
             result = auditing.audit(
                 frame,
-                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
                 fees=fee_model(fee_rate, fee_minimum),
                 reward=reward,
                 reference=lists,
@@ -328,6 +371,7 @@ def replay_command(
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
+    ties: Ties = "davidson",
     pivot_side: Annotated[
         str,
         typer.Option(
@@ -373,9 +417,8 @@ def replay_command(
     from crowdprefs.io import write_lists
 
     frame = _recorded(results, columns, batch_gap)
-    result = replay_campaign(
-        frame, AggregationRule(rule=rule, alpha=alpha, margin=margin), pivot_side, partial=partial
-    )
+    aggregation = AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties)
+    result = replay_campaign(frame, aggregation, pivot_side, partial=partial)
     if output is not None:
         write_lists(result.lists, output, tag=f"replay-{rule}")
     closed = sum(result.closed.values())
@@ -411,8 +454,7 @@ def replay_command(
         )
         console.print(cost[1])
     if project is not None:
-        _write_project(frame, result, project, rule, alpha, margin, reward, fee_rate, fee_minimum,
-                       seed)  # fmt: skip
+        _write_project(frame, result, project, aggregation, reward, fee_rate, fee_minimum, seed)
     still_open = [query for query, done in result.closed.items() if not done]
     if output is not None and still_open and not partial:
         raise InputError(

@@ -30,6 +30,7 @@ from crowdprefs.cli.options import (
     Reward,
     Rule,
     Seed,
+    Ties,
 )
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.progress import note
@@ -120,6 +121,7 @@ def init(
     rule: Rule = "mann-whitney",
     alpha: Alpha = 0.05,
     margin: Margin = 2,
+    ties: Ties = "davidson",
     reward: Reward = 0.02,
     budget: Annotated[
         float | None, typer.Option(help="Spending limit in US$ (rewards plus fees).")
@@ -137,7 +139,7 @@ def init(
         answers_per_pair=answers_per_pair,
         reward=reward,
         budget=budget,
-        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin),
+        aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
     )
     with init_project(directory, candidates, seed=seed, settings=settings) as project:
         frame = project.store.candidates()

@@ -146,9 +146,19 @@ Rule = Annotated[
     str,
     typer.Option(
         "--rule",
-        callback=lambda value: one_of(value, ("mann-whitney", "margin")),
-        help="How a pair's answers give its verdict: mann-whitney (a test at level --alpha) or "
-        "margin (one side needs --margin more votes).",
+        callback=lambda value: one_of(value, ("mann-whitney", "margin", "bradley-terry")),
+        help="How answers give a pair's verdict: mann-whitney (a test of the pair's answers at "
+        "level --alpha), margin (one side needs --margin more votes) or bradley-terry (a "
+        "tie-aware model with one reliability per worker, fitted on every answer so far; a "
+        "test of the two candidates' scores at level --alpha).",
+    ),
+]
+Ties = Annotated[
+    str,
+    typer.Option(
+        "--ties",
+        callback=lambda value: one_of(value, ("davidson", "rao-kupper")),
+        help="How the bradley-terry rule models 'equally similar' answers: davidson or rao-kupper.",
     ),
 ]
 Alpha = Annotated[

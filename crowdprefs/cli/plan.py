@@ -182,7 +182,8 @@ def plan(
 
 
 def _rule_name(rule: str, level: float, margin: int) -> str:
-    return f"margin {margin}" if rule == "margin" else f"Mann-Whitney {level:g}"
+    names = {"margin": f"margin {margin}", "bradley-terry": f"Bradley-Terry {level:g}"}
+    return names.get(rule, f"Mann-Whitney {level:g}")
 
 
 def _design_table(comparison, designs: list[str]) -> Table:

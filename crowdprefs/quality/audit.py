@@ -16,7 +16,9 @@ of every agreement and aggregation.
   flags with them too, against the verdicts of the project's aggregation rule.
 * :func:`reference_agreement`: seed 002 Tables 3–6, the less/equal/more confusion of aggregated
   verdicts and of single answers against reference lists (e.g. an expert ground truth).
-* :func:`contradictions`: non-transitive verdict triples per query.
+* :func:`contradictions`: non-transitive verdict triples per query, and
+  :func:`transitivity`: how often complete triples violate transitivity, per query (verdicts)
+  and per worker (their own answers).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pandas as pd
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, tally, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.campaign.sorting import contradictions as triple_contradictions
+from crowdprefs.campaign.transitivity import violation_rates
 from crowdprefs.errors import InputError
 from crowdprefs.results_file import FRAME_COLUMNS
 
@@ -54,12 +57,20 @@ def project_answers(project: Project, crowd: str | None = None) -> pd.DataFrame:
     """A project's answers (rejected ones included; only ``crowd``'s when given) as an answers
     frame.
 
+    Each answer's ``a_is_x`` and ``choice`` are the sides the judge was shown and the button
+    they pressed: a web question with sides randomised per question logs its own order, and
+    its stored choice (on the pair's sides) is turned back into the button, so position shares
+    and a constant button read what the judge did; ``score`` stays from x's point of view.
     The listening time of a HIT is the sum of the three clips' durations when all are known.
     The reward is the one the HIT was published at (the project's current ``[crowd] reward``
     when unknown); a HIT not recorded in ``hits`` (answers imported from a CSV) takes its
     batch's publication time as creation time.
     """
     frame = project.store.audit_answers(crowd)
+    shown = frame.pop("shown_a_is_x").astype(int)
+    flipped = shown != frame["a_is_x"].astype(int)
+    frame.loc[flipped, "choice"] = frame.loc[flipped, "choice"].replace({"A": "B", "B": "A"})
+    frame["a_is_x"] = shown
     frame["hit_id"] = frame["hit_id"].fillna("pair-" + frame["pair_id"].astype(str))
     frame["reward"] = pd.to_numeric(frame["reward"]).fillna(project.settings.reward)
     frame["pivot_known"] = frame["kind"] == "sort"
@@ -732,6 +743,31 @@ def contradictions(pairs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["query", "a", "b", "c"])
 
 
+def transitivity(answers: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Transitivity-violation rates (:func:`crowdprefs.campaign.transitivity.violation_rates`:
+    ``triples``, ``violations``, ``rate``): ``queries`` over the aggregated verdicts of the
+    sorting pairs, indexed by query; ``workers`` over each worker's own usable answers to
+    sorting pairs, indexed by ``worker_id`` (every worker; rate NaN without a complete
+    triple). A complete triple is three candidates whose three
+    pairs were judged; it violates transitivity when no weak order fits the judgments (a > b,
+    b > c but a ≤ c; a = b, b = c but a ≠ c; …)."""
+    sort = pairs[pairs["kind"] == "sort"]
+    queries = violation_rates(sort[["query", "x", "y"]].assign(value=sort["verdict"]))
+    good = usable(answers)
+    good = good[good["kind"] == "sort"]
+    judged = good[["worker_id", "query", "x", "y"]].assign(value=good["score"])
+    everyone = pd.Index(sorted(answers["worker_id"].unique()), name="worker_id")
+    workers = violation_rates(judged, by="worker_id").reindex(everyone)
+    workers[["triples", "violations"]] = workers[["triples", "violations"]].fillna(0).astype(int)
+    return {"queries": queries, "workers": workers}
+
+
+def overall_rate(rates: pd.DataFrame) -> float:
+    """Violations over complete triples, summed over the rows (NaN without a triple)."""
+    triples = int(rates["triples"].sum())
+    return float(rates["violations"].sum() / triples) if triples else float("nan")
+
+
 # --------------------------------------------------------------------------- the whole audit
 
 
@@ -744,6 +780,7 @@ class Audit:
     flags: pd.DataFrame
     pairs: pd.DataFrame
     contradictions: pd.DataFrame
+    transitivity: dict[str, pd.DataFrame] = field(default_factory=dict)
     reference: dict[str, pd.DataFrame] = field(default_factory=dict)
     facts: dict = field(default_factory=dict)
     answers: pd.DataFrame | None = None
@@ -756,6 +793,7 @@ class Audit:
             "flags": self.flags,
             "review_flags": review_reasons(self.flags),
             "contradictions": self.contradictions,
+            **{f"transitivity {k}": v.reset_index() for k, v in self.transitivity.items()},
             **{f"reference {k}": v.reset_index() for k, v in self.reference.items()},
         }
 
@@ -796,6 +834,9 @@ class Audit:
                 "workers": rows(self.workers, index=True),
                 "flags": rows(self.flags),
                 "contradictions": rows(self.contradictions),
+                "transitivity": {
+                    name: rows(table, index=True) for name, table in self.transitivity.items()
+                },
                 "reference": {
                     name: {
                         "table": rows(table, index=True),
@@ -859,6 +900,7 @@ def audit(
         by = split_by if split_by is not None else profiles["background_class"]
         tables = reference_agreement(answers, pairs, reference, by)
     empty = answers.attrs.get("empty_rows", [])
+    rates = transitivity(answers, pairs)
     facts = {
         "source": answers.attrs.get("source"),
         "answers": len(answers),
@@ -868,6 +910,7 @@ def audit(
         "rejected_answers": int((answers["status"] == "rejected").sum()),
         "workers": int(answers["worker_id"].nunique()),
         "flagged_workers": int(flags["worker_id"].nunique()),
+        "transitivity_violation_rate": overall_rate(rates["queries"]),
         "overall_median_seconds": float(usable(answers)["seconds"].median()),
         "rule": rule.rule if aggregated else "the project's verdicts",
         "identity": answers.attrs.get("identity"),
@@ -881,6 +924,7 @@ def audit(
         contradictions=contradictions(pairs)
         if found_contradictions is None
         else found_contradictions,
+        transitivity=rates,
         reference=tables,
         facts=facts,
         answers=answers,

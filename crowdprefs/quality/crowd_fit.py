@@ -725,11 +725,10 @@ def campaign_statistics(answers: pd.DataFrame) -> dict[str, float]:
         raise InputError("the answers have no iterations and no HIT creation times to infer them")
     per = answers.assign(iteration=iteration)
     pairs = per.groupby("iteration")["pair_id"].nunique()
-    counts = tally(per["pair_id"], per["choice"], CHOICES)
-    a_is_x = per.groupby("pair_id")["a_is_x"].first().reindex(counts.index).astype(bool)
-    more = np.where(a_is_x, counts["A"], counts["B"])
-    less = np.where(a_is_x, counts["B"], counts["A"])
-    agreement = inter_agreement(more, counts["equal"].to_numpy(), less)
+    swapped = per["choice"].replace({"A": "B", "B": "A"})
+    on_x = per["choice"].where(per["a_is_x"].astype(int) == 1, swapped)  # A: x preferred
+    counts = tally(per["pair_id"], on_x, CHOICES)
+    agreement = inter_agreement(counts["A"], counts["equal"], counts["B"])
     shares = per["choice"].value_counts(normalize=True).reindex(list(CHOICES), fill_value=0.0)
     return {
         "iterations": float(len(pairs)),

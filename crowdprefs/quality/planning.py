@@ -120,6 +120,11 @@ class Design:
             raise InputError(
                 f"the share of pivots shown as B must lie in [0, 1], got {self.pivot_b_share}"
             )
+        if self.adaptive is not None and self.aggregation.rule == "bradley-terry":
+            raise InputError(
+                "adaptive answers stop each pair on its own answers; the bradley-terry rule "
+                "decides pairs from every answer of the query: use one or the other"
+            )
 
     @property
     def most_answers(self) -> int:
@@ -251,6 +256,35 @@ class _Crowd:
 
 
 @dataclass
+class _Fitted:
+    """The ``bradley-terry`` rule in a simulated campaign: every answer so far (item codes of
+    the sides shown as A and B, outcome for A, worker) and one fit on them per batch."""
+
+    collection: Collection
+    workers: int
+    rule: AggregationRule
+    parts: list[tuple[np.ndarray, ...]] = field(default_factory=list)
+
+    def add(self, x, y, a_is_x, worker, choice) -> None:
+        """Answers ``choice`` (0 = A, 1 = equal, 2 = B) of ``worker`` to pairs (x, y)."""
+        self.parts.append(
+            (np.where(a_is_x, x, y), np.where(a_is_x, y, x), 1 - choice, np.asarray(worker))
+        )
+
+    def verdicts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Verdicts of the pairs (x, y) from one fit on every answer so far."""
+        from crowdprefs.campaign.bradley_terry import pair_verdicts
+
+        columns = zip(*self.parts, strict=True)
+        first, second, outcome, worker = (np.concatenate(column) for column in columns)
+        return pair_verdicts(
+            first, second, outcome, worker, self.collection.query, x, y,
+            n_items=len(self.collection.query), n_workers=self.workers,
+            ties=self.rule.ties, alpha=self.rule.alpha,
+        )[0]  # fmt: skip
+
+
+@dataclass
 class _Batch:
     """What one iteration asked and got (for the per-iteration table and the answer log)."""
 
@@ -294,10 +328,12 @@ def _decide_batch(
     design: Design,
     clock: tuple[int, float],
     record: bool,
+    fitted: tuple[_Fitted, np.ndarray, np.ndarray] | None = None,
 ) -> _Batch:
     """Collect answers for a batch of pairs (``key`` identifies each pair, ``gap`` = s_x − s_y
     in whole groups, y the pivot) round after round until decided; ``clock`` gives the rounds
-    and hours the campaign took before the batch."""
+    and hours the campaign took before the batch; ``fitted``, for the ``bradley-terry`` rule,
+    the campaign's answers so far and the pairs' x and y."""
     pairs = len(gap)
     a_is_x = crowd.uniform(11, key) < design.pivot_b_share  # the pivot y is shown as B
     gap_a = np.where(a_is_x, gap, -gap)
@@ -316,6 +352,8 @@ def _decide_batch(
             row, slot = np.nonzero((slots >= have[:, None]) & (slots < wanted[:, None]))
             worker = workers[row, slot]
             choice = crowd.answer(key[row], slot, worker, gap_a[row])
+            if fitted is not None:
+                fitted[0].add(fitted[1][row], fitted[2][row], a_is_x[row], worker, choice)
             shown += np.bincount(row * 3 + choice, minlength=3 * pairs).reshape(pairs, 3)
             load.append(np.bincount(row, minlength=pairs))
             took = float(crowd.round_hours(clock[0] + rounds, len(row)))
@@ -338,7 +376,10 @@ def _decide_batch(
         have = wanted
         counts = np.where(a_is_x[:, None], shown, shown[:, ::-1])  # more, equal, less
         if rule is None:
-            verdict = verdicts(*counts.T, design.aggregation)[0]
+            if fitted is None:
+                verdict = verdicts(*counts.T, design.aggregation)[0]
+            else:
+                verdict = fitted[0].verdicts(fitted[1], fitted[2])
             break
         decided, verdict = decide(*counts.T, rule)
         if decided.all():
@@ -412,6 +453,9 @@ def simulate_campaign(
     pipeline = _Pipeline(len(collection.query))
     rows: list[dict] = []
     logs: list[pd.DataFrame] = []
+    fitted = None
+    if design.aggregation.rule == "bradley-terry":
+        fitted = _Fitted(collection, len(crowd.pool.weight), design.aggregation)
 
     def oracle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         key = x * len(collection.query) + y
@@ -422,6 +466,7 @@ def simulate_campaign(
             design,
             (totals["rounds"], totals["hours"]),
             record,
+            None if fitted is None else (fitted, x, y),
         )
         answers = batch.answers
         totals["pairs"] += len(x)

@@ -7,8 +7,8 @@ holds work times), checked by :func:`crowdprefs.exchange.preference_frame`. Ever
 pure function of such a frame, or, for the model, a small class with crowd-kit's
 ``fit``/``fit_predict`` surface:
 
-* :func:`verdicts`: one verdict per pair with the Mann-Whitney or vote-margin rule of
-  :mod:`crowdprefs.campaign.aggregate` and each pair's inter-agreement;
+* :func:`verdicts`: one verdict per pair with the Mann-Whitney, vote-margin or Bradley–Terry
+  rule of :mod:`crowdprefs.campaign.aggregate` and each pair's inter-agreement;
 * :func:`sort_lists`: partially ordered lists by replaying the modified QuickSort of
   :mod:`crowdprefs.campaign.sorting` on those verdicts (the answers must hold the comparisons
   the sort needs, as a QuickSort campaign's do);
@@ -85,9 +85,12 @@ def verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -
     The pair is oriented as first seen (``left``, ``right``); ``more``/``less`` count the answers
     preferring ``left``/``right`` whichever side they were shown on; ``verdict`` is +1 (left
     more similar), 0 (equal) or −1 by ``rule`` (:func:`crowdprefs.campaign.aggregate.verdicts`:
-    Mann-Whitney by default, or the vote margin), ``p_value`` the test's (NaN for the margin
-    rule) and ``agreement`` the pair's inter-agreement
-    (:func:`crowdprefs.campaign.aggregate.inter_agreement`; NaN below two answers).
+    Mann-Whitney by default, or the vote margin; the ``bradley-terry`` rule decides every pair
+    from one fit on all the answers, each read on the sides it was shown, with one reliability
+    per worker across queries: :func:`crowdprefs.campaign.aggregate.fitted_verdicts`),
+    ``p_value`` the test's (NaN for the margin rule) and ``agreement`` the pair's
+    inter-agreement (:func:`crowdprefs.campaign.aggregate.inter_agreement`; NaN below two
+    answers).
     """
     oriented = _oriented(preference_frame(answers))
     counts = aggregate.count_answers(oriented[["pair_id", "score"]])
@@ -95,9 +98,15 @@ def verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -
     table = pd.DataFrame(
         {"query": info["query"], "left": info["x"], "right": info["y"]}, index=counts.index
     ).join(counts)
-    table["verdict"], table["p_value"] = aggregate.verdicts(
-        table["more"], table["equal"], table["less"], rule
-    )
+    if rule.rule == "bradley-terry":
+        shown = oriented.rename(columns={"worker": "worker_id"})
+        table["verdict"], table["p_value"] = aggregate.fitted_verdicts(
+            shown, info.assign(kind="sort"), table.index, rule
+        )
+    else:
+        table["verdict"], table["p_value"] = aggregate.verdicts(
+            table["more"], table["equal"], table["less"], rule
+        )
     table["agreement"] = aggregate.inter_agreement(table["more"], table["equal"], table["less"])
     return table.reset_index(drop=True)[VERDICT_COLUMNS]
 

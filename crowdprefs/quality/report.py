@@ -24,6 +24,7 @@ from crowdprefs.quality.audit import (  # noqa: E402
     ITERATION_CELLS,
     Audit,
     agreement_summary,
+    overall_rate,
     table_2_cells,
     usable,
 )
@@ -74,6 +75,15 @@ averages the iterations' previous-worker shares, median times and agreements, as
 {% if comments %}<h2>Worker comments</h2><table><tr><th>worker</th><th>comment</th></tr>
 {% for w, c in comments %}<tr><td class="text">{{ w }}</td><td class="text">{{ c }}</td></tr>
 {% endfor %}</table>{% endif %}
+
+<h2>Transitivity</h2>
+<p>Three candidates whose three pairs were all judged form a complete triple; it violates
+transitivity when no weak order fits the judgments (a &gt; b and b &gt; c but a ≤ c; a = b and
+b = c but a ≠ c). Per query over its verdicts, per worker over their own answers.</p>
+{% for name, heads, rows, total in transitivity %}<h3>{{ name }}: {{ total }}</h3>
+{% if rows %}<table><tr>{% for h in heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in rows %}<tr><td class="text">{{ row[0] }}</td>{% for cell in row[1:] %}
+<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}{% endfor %}
 
 {% if contradictions %}<h2>Non-transitive verdicts</h2>
 <table><tr><th>query</th><th>a</th><th>b</th><th>c</th></tr>
@@ -183,6 +193,22 @@ def render(result: Audit, title: str) -> str:
         ]
         columns = [f"{c} ({int(table[c].sum())})" for c in table.columns]
         reference.append((name, rows, columns, agreement_summary(table)))
+    transitivity = []
+    for name, rates in result.transitivity.items():
+        judged = rates[rates["triples"] > 0]
+        rate = overall_rate(rates)
+        total = (
+            f"{_fmt(rate)} of {int(judged['triples'].sum())} complete triples violated"
+            if len(judged)
+            else "no complete triple"
+        )
+        rows = [[key, *(_fmt(v) for v in row)] for key, row in zip(
+            judged.index, judged.itertuples(index=False), strict=True
+        )]  # fmt: skip
+        heads = [rates.index.name, *rates.columns]
+        transitivity.append(
+            (f"per {'query' if name == 'queries' else 'worker'}", heads, rows, total)
+        )
     comments = []
     if answers is not None:
         given = answers[answers["comment"].fillna("") != ""]
@@ -202,5 +228,6 @@ def render(result: Audit, title: str) -> str:
             for worker, row in zip(workers.index, workers.itertuples(index=False), strict=True)
         ],
         comments=comments,
+        transitivity=transitivity,
         contradictions=list(result.contradictions.itertuples(index=False, name=None)),
     )

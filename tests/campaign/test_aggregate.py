@@ -12,6 +12,7 @@ from crowdprefs.campaign.aggregate import (
     count_answers,
     inter_agreement,
     mann_whitney,
+    pair_verdicts,
     verdicts,
 )
 from crowdprefs.errors import InputError
@@ -71,6 +72,58 @@ def test_rule_validation():
         AggregationRule(rule="majority")
     with pytest.raises(InputError, match="alpha"):
         AggregationRule(alpha=1.5)
+    with pytest.raises(InputError, match="unknown tie model 'ties'"):
+        AggregationRule(rule="bradley-terry", ties="ties")
+    assert AggregationRule(rule="bradley-terry", ties="rao-kupper").ties == "rao-kupper"
+
+
+def test_the_bradley_terry_rule_needs_the_answers_not_the_counts():
+    with pytest.raises(InputError, match="every answer of its query"):
+        verdicts([5], [0], [0], AggregationRule(rule="bradley-terry"))
+
+
+def answer_rows(pair_id, iteration, x, y, scores, kind="sort", a_is_x=1):
+    return [
+        {
+            "pair_id": pair_id, "iteration": iteration, "query": "q", "x": x, "y": y,
+            "kind": kind, "pivot_known": kind == "sort", "status": "submitted",
+            "choice": "A" if score == 1 else "equal" if score == 0 else "B",
+            "score": score, "worker_id": f"w{k}", "a_is_x": a_is_x,
+        }
+        for k, score in enumerate(scores)
+    ]  # fmt: skip
+
+
+def three_candidates(checks: bool = True) -> pd.DataFrame:
+    """Iteration 1: a beats the pivot c 8–0, c beats b 8–0 (one "equal" each); iteration 2:
+    a beats b 2–0; an attention check q vs c answered for q 9–1."""
+    rows = (
+        answer_rows(1, 1, "a", "c", [1] * 8 + [0])
+        + answer_rows(2, 1, "b", "c", [-1] * 8 + [0], a_is_x=0)
+        + answer_rows(3, 2, "a", "b", [1, 1])
+    )
+    if checks:
+        rows += answer_rows(4, 1, "q", "c", [1] * 9 + [-1], kind="check")
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("ties", ["davidson", "rao-kupper"])
+def test_the_bradley_terry_rule_borrows_from_every_answer_of_the_query_so_far(ties):
+    answers = three_candidates()
+    mann_whitney_pairs = pair_verdicts(answers)
+    assert mann_whitney_pairs["verdict"].to_dict() == {1: 1, 2: -1, 3: 0, 4: 1}  # 2–0: equal
+    rule = AggregationRule(rule="bradley-terry", ties=ties)
+    pairs = pair_verdicts(answers, rule)
+    # a > c > b from iteration 1 decides a vs b though its own two answers cannot
+    assert pairs["verdict"].to_dict() == {1: 1, 2: -1, 3: 1, 4: 1}
+    assert pairs.loc[3, "p_value"] < 0.05 < mann_whitney_pairs.loc[3, "p_value"]
+    # iteration 1 was decided from iteration 1's answers alone
+    alone = pair_verdicts(answers[answers["iteration"] == 1], rule)
+    assert np.allclose(pairs.loc[[1, 2], "p_value"], alone.loc[[1, 2], "p_value"])
+    # the check is decided by the Mann-Whitney test of its own answers and stays out of the fit
+    assert pairs.loc[4, "p_value"] == mann_whitney_pairs.loc[4, "p_value"]
+    without = pair_verdicts(three_candidates(checks=False), rule)
+    assert np.allclose(pairs.loc[[1, 2, 3], "p_value"], without["p_value"])
 
 
 def test_inter_agreement_of_seed_002():

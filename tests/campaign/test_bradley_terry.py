@@ -179,3 +179,36 @@ def test_a_query_without_answers_keeps_its_prior_scores():
     fit = bt.fit_bradley_terry([0, 0], [1, 1], [1, 0], block=[0, 0, 1, 1, 1], n_items=5)
     assert fit.scores[0] > fit.scores[1]
     assert np.allclose(fit.scores[2:], fit.scores[2])  # nothing known of the second query
+
+
+def test_the_difference_test_uses_the_null_covariance_of_the_groups():
+    answers, _ = crowd_answers(TRUTH, all_pairs(TRUTH), model=CrowdModel(workers=30, bots=0))
+    result, _ = fit(answers)
+    first, second = np.array([0, 2, 7, 9]), np.array([1, 6, 8, 12])  # pairs within a query
+    z, p = result.difference_test(first, second)
+    variance = (result.scores[first] - result.scores[second]) ** 2 / z**2
+    # a candidate's own null variance is its squared standard error, so Var(s_i − s_j) lies
+    # within (se_i − se_j)² … (se_i + se_j)² by Cauchy–Schwarz
+    se_i, se_j = result.standard_errors[first], result.standard_errors[second]
+    assert ((se_i - se_j) ** 2 - 1e-12 <= variance).all()
+    assert (variance <= (se_i + se_j) ** 2 + 1e-12).all()
+    assert np.allclose(p, 2 * stats.norm.sf(np.abs(z)))
+    # the groups' test is this test: the first candidate of group 2 differs from group 1's head
+    top = TRUTH.index[(TRUTH["query"] == "q0")].to_numpy()
+    ranked = top[np.argsort(-result.scores[top], kind="stable")]
+    head, boundary = ranked[0], ranked[np.argmax(result.groups[ranked] == 2)]
+    assert result.difference_test([head], [boundary])[1][0] < 0.05
+
+
+@pytest.mark.parametrize("ties", bt.TIE_MODELS)
+def test_pair_verdicts_are_the_sign_of_significant_score_differences(ties):
+    answers, _ = crowd_answers(TRUTH, all_pairs(TRUTH), model=CrowdModel(workers=30, bots=0))
+    codes = coded(answers)
+    codes.pop("names")
+    x = np.array([0, 0, 3, 2])  # q0: a vs b (equal), a vs g, d vs c, c vs a
+    y = np.array([1, 6, 2, 0])
+    verdict, p = bt.pair_verdicts(
+        **codes, x=x, y=y, n_items=len(TRUTH), n_workers=codes["worker"].max() + 1, ties=ties
+    )
+    assert verdict.tolist() == [0, 1, -1, -1]
+    assert p[0] > 0.05 and (p[1:] < 0.05).all()

@@ -281,3 +281,53 @@ def test_cli_round_trip(tmp_path):
     assert report["totals"]["closed"] == 11
     assert report["totals"]["answers"] == 10 * report["totals"]["pairs_judged"]
     assert np.isclose(report["totals"]["cost"], 0.03 * report["totals"]["answers"])
+
+
+def bradley_terry_project(root: Path, sections: dict | None = None) -> Project:
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.campaign.project import Settings, init_project
+    from crowdprefs.io import write_lists
+
+    root.mkdir()
+    candidates, truth = make_collection()
+    candidates.to_csv(root / "candidates.csv", index=False)
+    write_lists(truth, root / "truth.qrel", tag="truth")
+    settings = Settings(
+        aggregation=AggregationRule(rule="bradley-terry", ties="rao-kupper"),
+        sections={"simulated": {"truth": "../truth.qrel"}, **(sections or {})},
+    )
+    return init_project(root / "project", root / "candidates.csv", settings=settings)
+
+
+def test_a_bradley_terry_project_decides_each_batch_from_every_answer_so_far(tmp_path):
+    from crowdprefs.campaign.aggregate import AggregationRule, fitted_verdicts, pair_verdicts
+    from crowdprefs.quality.audit import project_answers
+
+    with bradley_terry_project(tmp_path / "bt") as project:
+        crowd = get_crowd("simulated", project)
+        driver.run(project, crowd, max_iterations=2)
+        first = project.store.pairs(1).set_index("pair_id")["verdict"]
+        driver.run(project, crowd)
+        assert driver.next_batch(project) is None
+        pairs = project.store.pairs().set_index("pair_id")
+        # earlier batches keep their verdicts; each batch's verdicts are a fit on the answers
+        # of its own and earlier batches (every query and iteration, shared workers)
+        assert pairs.loc[first.index, "verdict"].equals(first)
+        rule = AggregationRule(rule="bradley-terry", ties="rao-kupper")
+        replayed = pair_verdicts(project_answers(project), rule)["verdict"]
+        assert (replayed.reindex(pairs.index) == pairs["verdict"]).all()
+        last = pairs.index[pairs["iteration"] == pairs["iteration"].max()]
+        verdict, p = fitted_verdicts(project.store.shown_answers(), pairs, last, rule)
+        assert (verdict == pairs.loc[last, "verdict"]).all()
+        assert np.allclose(p, pairs.loc[last, "p_value"])
+        truth = read_lists(tmp_path / "bt" / "truth.qrel")
+        merged = truth.merge(driver.lists(project), on=["query", "document"])
+        tau = merged.groupby("query")[["group_x", "group_y"]].corr(method="kendall")
+        assert tau.xs("group_x", level=1)["group_y"].mean() > 0.8
+
+
+def test_adaptive_answers_with_the_bradley_terry_rule_are_refused_before_a_batch(tmp_path):
+    with bradley_terry_project(tmp_path / "bt", {"adaptive": {"method": "curtail"}}) as project:
+        with pytest.raises(InputError, match="turn one of them off"):
+            driver.next_batch(project)
+        assert project.store.last_batch() is None

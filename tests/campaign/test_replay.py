@@ -295,3 +295,31 @@ def test_a_project_needs_a_reward_when_the_file_has_none(cli, tmp_path):
     code, _, err = cli("replay", path, "--project", tmp_path / "p")
     assert code != 0 and "give --reward" in err
     assert not (tmp_path / "p").exists()
+
+
+def test_a_bradley_terry_project_is_replayed_with_the_same_rule_through_the_cli(cli, tmp_path):
+    root = tmp_path / "demo"
+    create_demo_project(root).close()  # writes the candidates and the truth
+    project = root / "bt"
+    code, out, err = cli(
+        "init", project, "--candidates", root / "candidates.csv",
+        "--rule", "bradley-terry", "--ties", "rao-kupper",
+    )  # fmt: skip
+    assert code == 0, err
+    toml = project / "crowdprefs.toml"
+    toml.write_text(toml.read_text() + '\n[simulated]\ntruth = "../truth.qrel"\n')
+    with Project(project) as opened:
+        assert opened.settings.aggregation == AggregationRule(
+            rule="bradley-terry", ties="rao-kupper"
+        )
+        driver.run(opened, SimulatedCrowd.for_project(opened))
+        expected = driver.lists(opened)
+        write_results(A.project_answers(opened), tmp_path / "results.csv")
+    output = tmp_path / "lists.qrel"
+    args = ["replay", tmp_path / "results.csv", "--batch-gap", "0", "-o", output]
+    code, out, err = cli(*args, "--rule", "bradley-terry", "--ties", "rao-kupper")
+    assert code == 0, err
+    assert "11/11 lists closed" in out
+    pd.testing.assert_frame_equal(sort_lists(read_lists(output)), sort_lists(expected))
+    code, _, err = cli(*args, "--rule", "bradley-terry", "--ties", "equal")
+    assert code != 0 and "'equal' is not one of davidson, rao-kupper" in err

@@ -363,6 +363,42 @@ def test_audit_of_a_project_and_its_json(campaign):
     assert keys <= set(data["iterations"][0])
     expected_contradictions = driver.query_contradictions(campaign)
     assert len(result.contradictions) == len(expected_contradictions)
+    # the driver's non-transitive triples are the violations counted per query
+    rates = result.transitivity["queries"]
+    assert rates["violations"].sum() == len(expected_contradictions) > 0
+    assert rates.index.tolist() == sorted(answers["query"].unique())
+    assert data["facts"]["transitivity_violation_rate"] == pytest.approx(
+        len(expected_contradictions) / rates["triples"].sum()
+    )
+
+
+def test_transitivity_rates_per_query_and_per_worker():
+    # w0 judges a > b, b > c and c > a (a cycle); w1 a > b, b > c, a > c (transitive);
+    # one answer each way on (a, c) leaves that verdict "equal": a > b > c, a = c is violated
+    rows = [
+        {"pair_id": 1, "x": "a", "y": "b", "worker_id": "w0", "choice": "A"},
+        {"pair_id": 2, "x": "b", "y": "c", "worker_id": "w0", "choice": "A"},
+        {"pair_id": 3, "x": "a", "y": "c", "worker_id": "w0", "choice": "B"},
+        {"pair_id": 1, "x": "a", "y": "b", "worker_id": "w1", "choice": "A"},
+        {"pair_id": 2, "x": "b", "y": "c", "worker_id": "w1", "choice": "A"},
+        {"pair_id": 3, "x": "a", "y": "c", "worker_id": "w1", "choice": "B", "a_is_x": 0},
+        {"pair_id": 4, "x": "q", "y": "c", "worker_id": "w2", "choice": "B", "kind": "check"},
+    ]
+    result = A.audit(frame(rows), rule=AggregationRule("margin", margin=1))
+    queries, workers = result.transitivity["queries"], result.transitivity["workers"]
+    assert queries.loc["q"].tolist() == [1, 1, 1.0]
+    assert workers.loc["w0"].tolist() == [1, 1, 1.0]
+    assert workers.loc["w1"].tolist() == [1, 0, 0.0]
+    assert workers.loc["w2", "triples"] == 0 and np.isnan(workers.loc["w2", "rate"])  # a check
+    assert result.facts["transitivity_violation_rate"] == 1.0
+    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
+    assert data["transitivity"]["workers"][0] == {
+        "worker_id": "w0",
+        "triples": 1,
+        "violations": 1,
+        "rate": 1.0,
+    }
+    assert "per worker: 0.5 of 2 complete triples violated" in render(result, "t")
 
 
 def test_html_report_escapes_worker_text_and_embeds_plots():
@@ -414,7 +450,15 @@ def test_cli_audit_project_json_csv_and_html(campaign, tmp_path, capsys, monkeyp
         "workers.csv",
         "flags.csv",
         "contradictions.csv",
+        "transitivity_queries.csv",
+        "transitivity_workers.csv",
     }
+    code, out, err = run_cli(capsys, monkeypatch, "audit", str(campaign.root))
+    assert code == 0, err
+    assert "transitivity per query (verdicts)" in out and "transitivity per worker" in out
+    assert max(len(line) for line in out.splitlines()) <= 80  # the terminal the tests set
+    code, out, _ = run_cli(capsys, monkeypatch, "audit", "--help")
+    assert "complete triple" in out and "weak order" in out
 
 
 def test_cli_audit_needs_a_project_or_answers(capsys, monkeypatch):

@@ -17,6 +17,7 @@ from crowdprefs.campaign.sorting import replay
 from crowdprefs.cli.app import app
 from crowdprefs.crowds import get_crowd
 from crowdprefs.demo import create_demo_project, make_collection
+from crowdprefs.errors import InputError
 from crowdprefs.io import write_lists
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
 from crowdprefs.quality.planning import (
@@ -321,3 +322,34 @@ def test_plan_agrees_with_campaigns_through_the_driver(tmp_path):
         pairs, answers = np.mean(measured, axis=0)
         assert pairs == pytest.approx(planned["pairs"].mean(), rel=0.05)
         assert answers == pytest.approx(planned["answers"].mean(), rel=0.06)
+
+
+def test_the_bradley_terry_rule_is_simulated_as_the_driver_runs_it():
+    """Each simulated batch is decided by one fit on every answer of the campaign so far: the
+    recorded answers, refitted batch by batch, sort the collection into the same lists."""
+    from crowdprefs.campaign.bradley_terry import pair_verdicts
+
+    _, truth = make_collection(7)
+    collection = Collection.from_truth(truth)
+    bt = AggregationRule(rule="bradley-terry", ties="rao-kupper")
+    campaign = simulate_campaign(collection, Design(4, bt), seed=5, record=True)
+    log = campaign.answers
+    n = len(collection.query)
+    batches = iter(sorted(log["iteration"].unique()))
+
+    def refitted(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        so_far = log[log["iteration"] <= next(batches)]
+        a_is_x = so_far["a_is_x"].to_numpy(bool)
+        sx, sy = so_far["x"].to_numpy(), so_far["y"].to_numpy()
+        return pair_verdicts(
+            np.where(a_is_x, sx, sy), np.where(a_is_x, sy, sx), 1 - so_far["choice"].to_numpy(),
+            so_far["worker"].to_numpy(), collection.query, x, y,
+            n_items=n, n_workers=len(campaign.pool.ids), ties="rao-kupper",
+        )[0]  # fmt: skip
+
+    position = np.random.default_rng([5, 0x91A7]).random(n)
+    group, _, _ = sort_rounds(collection.query, position, refitted)
+    np.testing.assert_array_equal(group, campaign.group)
+    assert campaign.summary["adr"] > 0.85
+    with pytest.raises(InputError, match="use one or the other"):
+        Design(aggregation=bt, adaptive=StoppingRule())

@@ -74,7 +74,9 @@ TRUTH = truth_lists(
 )
 
 
-@pytest.mark.parametrize("rule", [AggregationRule(), AggregationRule("margin")])
+@pytest.mark.parametrize(
+    "rule", [AggregationRule(), AggregationRule("margin"), AggregationRule("bradley-terry")]
+)
 def test_the_papers_table_1_answers_sort_into_its_three_groups(rule):
     lists = cp.sort_lists(unanimous(TABLE_1), rule)
     assert groups_of(lists) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
@@ -118,6 +120,19 @@ def test_a_perfect_crowd_gives_the_truth_by_sorting_and_by_the_model():
     assert model.converged_ and model.tie_ > 0
     assert set(model.reliabilities_.index) == set(answers["worker"])
     assert model.noise_.sum(axis=1).to_numpy() == pytest.approx(1.0)
+
+
+def test_the_bradley_terry_rule_decides_a_pair_from_the_query_s_other_answers():
+    # a beats b and b beats c unanimously; a vs c has a single answer
+    answers = unanimous([("a", "b", 1), ("b", "c", 1)])
+    answers.loc[len(answers)] = ("w0", "q", "c", "a", "right")
+    mann_whitney = cp.verdicts(answers).set_index(["left", "right"])
+    fitted = cp.verdicts(answers, AggregationRule("bradley-terry")).set_index(["left", "right"])
+    assert mann_whitney.loc[("c", "a"), "verdict"] == 0
+    assert fitted.loc[("c", "a"), "verdict"] == -1 and fitted.loc[("c", "a"), "p_value"] < 0.05
+    assert fitted["verdict"].tolist() == [1, 1, -1]
+    counts = ["more", "equal", "less"]
+    assert (fitted[counts] == mann_whitney[counts]).all(axis=None)
 
 
 def test_sorting_names_the_comparison_the_answers_lack():

@@ -308,3 +308,28 @@ def test_the_check_plays_in_chromium_without_policy_violations(tmp_path, browser
         )
         assert seconds == pytest.approx(headphones.SECONDS, abs=0.01)
         assert violations == [], violations
+
+
+def test_the_audit_sees_a_judge_who_always_presses_the_left_button(tmp_path):
+    from crowdprefs.quality import audit
+
+    root = make_web_project(tmp_path, queries=3, size=5, answers=4)
+    (token,) = invite(root, 1)
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        for _ in range(8):
+            assignment, csrf, _ = open_question(client)
+            client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A", **PLAYED})
+    stored = answers_frame(root)
+    assert set(stored["choice"]) == {"A", "B"}, "stored on the pair's sides: both"
+    with Project(root) as project:
+        frame = audit.project_answers(project)
+        result = audit.audit_project(project)
+        fitted = project.store.shown_answers()  # the bradley-terry rule reads the same sides
+    assert (frame["choice"] == "A").all()
+    shown = np.array([json.loads(raw)["order"]["a"] for raw in stored["raw"]])
+    assert (frame["a_is_x"].to_numpy() == (shown == stored["x"].to_numpy())).all()
+    assert (fitted["a_is_x"].to_numpy() == frame["a_is_x"].to_numpy()).all()
+    assert (frame["score"].to_numpy() == stored["score"].to_numpy()).all()
+    profile = result.workers.iloc[0]
+    assert profile["share_A"] == 1.0 and profile["position_bias"] == 1.0

@@ -25,6 +25,13 @@ ANSWER_COLUMNS = (
 )
 """What :meth:`Answers.add_answers` stores of each answer (optional ones may be missing)."""
 
+SHOWN_A_IS_X = (
+    "COALESCE(CASE WHEN json_valid(a.raw) THEN json_extract(a.raw, '$.order.a') = p.x END,"
+    " p.a_is_x)"
+)
+"""Whether the judge was shown x as variation A: the page's own order where the answer's raw
+record logs it (web questions with sides randomised per question), else the pair's sides."""
+
 
 class Answers(SQLiteBase):
     """The ``answers`` table and the views of it the campaign needs."""
@@ -49,6 +56,19 @@ class Answers(SQLiteBase):
             ORDER BY a.answer_id
             """,
             params,
+        )
+
+    def shown_answers(self) -> pd.DataFrame:
+        """Every usable answer (not rejected, not empty) as the judge saw it, in the order they
+        arrived: ``pair_id, worker_id, score`` (from x's point of view) and ``a_is_x`` (whether
+        x was shown as A, :data:`SHOWN_A_IS_X`)."""
+        return self.frame(
+            f"""
+            SELECT a.pair_id, a.worker_id, a.score, {SHOWN_A_IS_X} AS a_is_x
+            FROM answers a JOIN pairs p USING (pair_id)
+            WHERE a.status != 'rejected' AND a.choice != ''
+            ORDER BY a.answer_id
+            """
         )
 
     def add_answers(
@@ -157,7 +177,8 @@ class Answers(SQLiteBase):
         needs, in the order they arrived: ``iteration, pair_id, hit_id`` (NULL for answers not
         from a recorded HIT), ``created_at`` (the HIT's, else the batch's publication or
         creation), ``max_assignments``, ``reward`` (the HIT's, NULL when unknown), ``query, x,
-        y, a_is_x, kind, expected, worker_id, assignment_id, status, choice, score, seconds,
+        y, a_is_x, shown_a_is_x`` (the sides the judge saw, :data:`SHOWN_A_IS_X`), ``kind,
+        expected, worker_id, assignment_id, status, choice, score, seconds,
         listen_seconds`` (the pair's three clips, NULL while a duration is unknown),
         ``accepted_at, submitted_at, background, comment``."""
         where, params = ("WHERE a.crowd = ?", (crowd,)) if crowd else ("", ())
@@ -166,7 +187,8 @@ class Answers(SQLiteBase):
             SELECT p.iteration, a.pair_id, h.hit_id,
                    COALESCE(h.created_at, b.published_at, b.created_at) AS created_at,
                    COALESCE(h.max_assignments, p.answers_wanted) AS max_assignments,
-                   h.reward, p.query, p.x, p.y, p.a_is_x, p.kind, p.expected,
+                   h.reward, p.query, p.x, p.y, p.a_is_x, {SHOWN_A_IS_X} AS shown_a_is_x,
+                   p.kind, p.expected,
                    a.worker_id, a.assignment_id, a.status, a.choice, a.score, a.seconds,
                    {LISTEN_SECONDS} AS listen_seconds,
                    a.accepted_at, a.submitted_at, a.background, a.comment
