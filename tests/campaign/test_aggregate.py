@@ -72,7 +72,10 @@ def test_rule_validation():
         AggregationRule(rule="majority")
     with pytest.raises(InputError, match="alpha"):
         AggregationRule(alpha=1.5)
-    with pytest.raises(InputError, match="unknown tie model 'ties'"):
+    with pytest.raises(
+        InputError,
+        match=r"\[aggregation\] ties must be one of 'davidson', 'rao-kupper', got 'ties'",
+    ):
         AggregationRule(rule="bradley-terry", ties="ties")
     assert AggregationRule(rule="bradley-terry", ties="rao-kupper").ties == "rao-kupper"
 
