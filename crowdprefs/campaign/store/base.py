@@ -64,7 +64,7 @@ def storage_error(path: Path, error: sqlite3.Error) -> StateError:
     return StateError(f"cannot use the project state {path}: {primary or str(error).strip()}")
 
 
-def statements(sql: str) -> list[str]:
+def _statements(sql: str) -> list[str]:
     """The SQL statements of a script, in order (a trigger's body, with its own semicolons,
     stays one statement)."""
     done: list[str] = []
@@ -162,7 +162,7 @@ class SQLiteBase:
             )
         for number, (_name, sql) in enumerate(MIGRATIONS[version:], start=version + 1):
             with self.transaction() as conn:
-                for statement in statements(sql):
+                for statement in _statements(sql):
                     conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
 
