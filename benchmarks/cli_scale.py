@@ -6,7 +6,9 @@ after three iterations ≤ 3× the start-up of a bare typer app with as many com
 open); aggregating a whole first batch of 10,000 queries × 50 candidates (490,000 pairs × 10
 answers) ≤ 10 s and ≤ 1 GB peak; then `status`, `next` (building batch 2) and
 `export --partial` on that 10,000-query project, each ≤ 2 GB peak. Timings are wall clock
-on a shared machine: compare ratios taken in one run.
+on a shared machine: compare ratios taken in one run. Each command's CPU seconds (user +
+system, from the kernel's rusage of the child) are printed beside its wall time: they barely
+move when other programs share the machine, so they compare runs made under different loads.
 
 Each project is built with the library (init, then iterations with the simulated crowd) in a
 spawned child process; every measured command then runs as its own process
@@ -49,8 +51,8 @@ BARE_TYPER = textwrap.dedent(
 )
 
 
-def run_process(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one child process (its output discarded)."""
+def run_process(command: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one child process (output discarded)."""
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
@@ -59,12 +61,16 @@ def run_process(command: list[str]) -> tuple[float, float]:
     if child.returncode:
         error = child.stderr.read().decode(errors="replace").strip().splitlines()
         raise SystemExit(f"{' '.join(command[2:])} failed: {error[-1] if error else '?'}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def median_run(command: list[str], repeat: int) -> tuple[float, float]:
+def median_run(command: list[str], repeat: int) -> tuple[float, float, float]:
     runs = [run_process(command) for _ in range(repeat)]
-    return statistics.median(w for w, _ in runs), max(m for _, m in runs)
+    return (
+        statistics.median(w for w, _, _ in runs),
+        statistics.median(c for _, c, _ in runs),
+        max(m for _, _, m in runs),
+    )
 
 
 def build(root: Path, queries: int, candidates: int, iterations: int, aggregate_last: bool) -> int:
@@ -128,11 +134,12 @@ def main() -> None:
         tmp = Path(tmp)
         bare = tmp / "bare.py"
         bare.write_text(BARE_TYPER.format(commands=40))
-        baseline, _ = median_run([sys.executable, str(bare), "--help"], args.repeat)
-        print(f"baseline: bare typer app --help {baseline:.3f} s")
-        help_time, help_mb = median_run([*cli, "--help"], args.repeat)
+        baseline, base_cpu, _ = median_run([sys.executable, str(bare), "--help"], args.repeat)
+        print(f"baseline: bare typer app --help {baseline:.3f} s (cpu {base_cpu:.3f} s)")
+        help_time, help_cpu, help_mb = median_run([*cli, "--help"], args.repeat)
         print(
-            f"crowdprefs --help: {help_time:.3f} s ({help_time / baseline:.1f}×), {help_mb:.0f} MB"
+            f"crowdprefs --help: {help_time:.3f} s ({help_time / baseline:.1f}×; cpu "
+            f"{help_cpu:.3f} s, {help_cpu / base_cpu:.1f}×), {help_mb:.0f} MB"
         )
 
         keep = Path(args.keep) if args.keep else tmp / "built"
@@ -142,10 +149,10 @@ def main() -> None:
             *(args.queries, args.candidates, 3, True),
         )
         for command in (["status"], ["next"]):
-            wall, mb = median_run([*cli, *command, str(mid)], args.repeat)
+            wall, cpu, mb = median_run([*cli, *command, str(mid)], args.repeat)
             print(
                 f"{args.queries} queries: {command[0]} {wall:.2f} s ({wall / baseline:.1f}× the "
-                f"bare app), peak {mb:.0f} MB"
+                f"bare app; cpu {cpu:.2f} s, {cpu / base_cpu:.1f}×), peak {mb:.0f} MB"
             )
 
         big, pairs = copy_built(
@@ -154,11 +161,17 @@ def main() -> None:
             *(args.big_queries, args.candidates, 1, False),
         )
         print(f"{args.big_queries} queries: first batch collected, {pairs} pairs × 10 answers")
-        wall, mb = run_process([*cli, "aggregate", str(big)])
-        print(f"{args.big_queries} queries: aggregate {wall:.1f} s, peak {mb:.0f} MB")
+        wall, cpu, mb = run_process([*cli, "aggregate", str(big)])
+        print(
+            f"{args.big_queries} queries: aggregate {wall:.1f} s (cpu {cpu:.1f} s), "
+            f"peak {mb:.0f} MB"
+        )
         for command in (["status"], ["next"], ["export", "--partial", "-o", str(tmp / "l.qrel")]):
-            wall, mb = run_process([*cli, *command[:1], str(big), *command[1:]])
-            print(f"{args.big_queries} queries: {command[0]} {wall:.1f} s, peak {mb:.0f} MB")
+            wall, cpu, mb = run_process([*cli, *command[:1], str(big), *command[1:]])
+            print(
+                f"{args.big_queries} queries: {command[0]} {wall:.1f} s (cpu {cpu:.1f} s), "
+                f"peak {mb:.0f} MB"
+            )
 
 
 if __name__ == "__main__":

@@ -302,11 +302,12 @@ def collect(project: Project, crowd: Crowd, review: Review | None = None) -> int
 def aggregate(project: Project) -> pd.DataFrame:
     """Decide every pair of the collected batch with the project's rule and store the verdicts.
 
-    Returns the batch's pairs with ``more, equal, less, verdict, p_value, agreement``.
+    Returns the batch's pairs (``pair_id, kind``, in asking order) with ``more, equal, less,
+    verdict, p_value, agreement``.
     """
     iteration = _open_batch(project, ("collected",))
     store = project.store
-    pairs = store.pairs(iteration).set_index("pair_id")
+    pairs = store.pairs(iteration, ("pair_id", "kind")).set_index("pair_id")
     counts = store.answer_counts(iteration).reindex(pairs.index)
     aggregation = project.settings.aggregation
     if aggregation.rule == "bradley-terry":  # one fit on every answer so far
@@ -318,7 +319,7 @@ def aggregate(project: Project) -> pd.DataFrame:
     if rule is not None:  # adaptive answers: sorting pairs get the stopping rule's verdict
         adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
         verdict = np.where((pairs["kind"] == "sort").to_numpy(), adaptive, verdict)
-    result = pairs.drop(columns=["verdict", "p_value"]).join(counts)
+    result = pairs.join(counts)
     result["verdict"], result["p_value"] = verdict, p
     result["agreement"] = inter_agreement(counts["more"], counts["equal"], counts["less"])
     store.save_verdicts(

@@ -94,18 +94,33 @@ class SortState:
         return [s.members for s in self.segments]
 
     def to_json(self) -> str:
-        """The state as JSON (documents must be JSON scalars, e.g. strings)."""
-        segments = [[list(s.done), list(s.todo)] for s in self.segments]
-        return json.dumps({"segments": segments, "needed": self.needed, "rounds": self.rounds})
+        """The state as compact JSON (documents must be JSON scalars, e.g. strings): each
+        segment as ``[done, todo, unknown]``, ``unknown`` the positions in ``todo`` of the
+        members whose comparison with the pivot is needed, so no document is written twice."""
+        needed = set(self.needed)
+        segments = [
+            [
+                list(s.done),
+                list(s.todo),
+                [i for i, member in enumerate(s.todo[:-1]) if (member, s.todo[-1]) in needed],
+            ]
+            for s in self.segments
+        ]
+        return json.dumps({"segments": segments, "rounds": self.rounds}, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> SortState:
+        """The state :meth:`to_json` wrote (its needed pairs in segment order, as
+        :func:`replay` lists them)."""
         data = json.loads(text)
-        return cls(
-            tuple(Segment(tuple(done), tuple(todo)) for done, todo in data["segments"]),
-            tuple(tuple(pair) for pair in data["needed"]),
-            data["rounds"],
-        )
+        segments = []
+        needed: list[tuple[Hashable, Hashable]] = []
+        for done, todo, unknown in data["segments"]:
+            segments.append(Segment(tuple(done), tuple(todo)))
+            if unknown:
+                pivot = todo[-1]
+                needed.extend([(todo[i], pivot) for i in unknown])
+        return cls(tuple(segments), tuple(needed), data["rounds"])
 
 
 def lookup(verdicts: Verdicts, x: Hashable, y: Hashable) -> int | None:
@@ -155,7 +170,13 @@ def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
             parts = None if segment.closed else split(segment, verdicts)
             if parts is None:
                 next_segments.append(segment)
-                needed.extend(p for p in segment.comparisons() if lookup(verdicts, *p) is None)
+                if not segment.closed:
+                    pivot = segment.todo[-1]
+                    needed.extend(
+                        (member, pivot)
+                        for member in segment.todo[:-1]
+                        if (member, pivot) not in verdicts and (pivot, member) not in verdicts
+                    )
             else:
                 next_segments.extend(parts)
                 progressed = True

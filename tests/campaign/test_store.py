@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -18,8 +20,8 @@ from mturk_campaign import make_project
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import count_answers
 from crowdprefs.campaign.batches import check_transition
-from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store import base
+from crowdprefs.campaign.project import STATE_NAME, Project
+from crowdprefs.campaign.store import SCHEMA_VERSION, base
 from crowdprefs.crowds import get_crowd
 from crowdprefs.errors import StateError
 
@@ -81,7 +83,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign.project import STATE_NAME, Project
 
     with Project(sys.argv[1]) as project:
         driver.next_batch(project)  # a write: this process now holds the project lock
@@ -255,3 +257,68 @@ def test_the_answer_seconds_are_those_of_the_accepted_answers_in_arrival_order(t
     seconds = project.store.answer_seconds(1)
     np.testing.assert_array_equal(seconds, project.store.answers(1)["seconds"].to_numpy(float))
     assert len(seconds) and not np.isnan(seconds).all()
+
+
+def test_the_kept_counts_follow_every_answer_stored_rejected_or_reinstated(tmp_path):
+    project = make_project(tmp_path / "p")
+    crowd = get_crowd("simulated", project)
+    iteration = driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    store = project.store
+    first, second = store.pairs(iteration)["pair_id"].iloc[:2]
+
+    def recount() -> pd.DataFrame:
+        answers = store.answers(iteration)
+        return count_answers(answers).reindex(store.answer_counts(iteration).index, fill_value=0)
+
+    late = pd.DataFrame(
+        {
+            "pair_id": [first, first, second],
+            "assignment_id": ["late-1", "late-2", "late-3"],
+            "worker_id": "W-late",
+            "choice": "A",
+            "score": [1, -1, 0],
+            "status": ["rejected", "submitted", "approved"],
+        }
+    )
+    store.add_answers(crowd.name, late)
+    with store.transaction() as conn:  # a rejection, and a rejection taken back
+        conn.execute("UPDATE answers SET status = 'rejected' WHERE assignment_id = 'late-3'")
+        conn.execute("UPDATE answers SET status = 'approved' WHERE assignment_id = 'late-1'")
+    pd.testing.assert_frame_equal(store.answer_counts(iteration), recount())
+    assert store.answer_counts(iteration).loc[first].sum() == project.settings.answers_per_pair + 2
+
+
+def test_a_project_of_the_previous_schema_is_migrated_and_aggregates_the_same_verdicts(tmp_path):
+    project = make_project(tmp_path / "p")
+    crowd = get_crowd("simulated", project)
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    first = project.store.pairs(1)["pair_id"].iloc[0]
+    rejected = pd.DataFrame(
+        {"pair_id": [first], "assignment_id": ["late"], "worker_id": "W-late", "choice": "A"}
+    ).assign(score=1, status="rejected")
+    project.store.add_answers(crowd.name, rejected)
+    root = project.root
+    project.close()
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    conn = sqlite3.connect(copy / STATE_NAME)  # the copy as the schema before pair_counts left it
+    for name in ("pair_counts_insert", "pair_counts_delete", "pair_counts_update"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DROP TABLE pair_counts")
+    conn.execute("CREATE INDEX pairs_by_query ON pairs(query, x, y)")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.commit()
+    conn.close()
+
+    with Project(copy) as migrated:
+        assert migrated.store.version == SCHEMA_VERSION
+        again = driver.aggregate(migrated)
+    with Project(root) as kept:
+        result = driver.aggregate(kept)
+        expected = count_answers(kept.store.answers(1)).reindex(result["pair_id"], fill_value=0)
+    pd.testing.assert_frame_equal(again, result)
+    np.testing.assert_array_equal(result[["more", "equal", "less"]], expected)

@@ -91,13 +91,11 @@ class Answers(SQLiteBase):
             if s != "submitted"
         ]
         with self.transaction() as conn:
-            before = conn.total_changes
-            conn.executemany(
+            new = conn.executemany(  # rows inserted (the pair_counts triggers' not counted)
                 f"INSERT OR IGNORE INTO answers ({', '.join(ANSWER_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(ANSWER_COLUMNS))})",
                 frame.itertuples(index=False, name=None),
-            )
-            new = conn.total_changes - before
+            ).rowcount
             conn.executemany(
                 "UPDATE answers SET status = ? WHERE crowd = ? AND assignment_id = ?"
                 " AND status = 'submitted'",
@@ -115,18 +113,16 @@ class Answers(SQLiteBase):
         ).set_index("pair_id")["n"]
 
     def answer_counts(self, iteration: int) -> pd.DataFrame:
-        """Per pair of the batch, its accepted answers counted by score in SQL: ``more``
-        (score +1, x preferred), ``equal``, ``less`` (0 for a pair without answers), indexed by
-        ``pair_id`` in pair order; what :func:`crowdprefs.campaign.aggregate.count_answers`
-        gives from :meth:`answers`, without reading a single answer into Python."""
+        """Per pair of the batch, its accepted answers counted by score: ``more`` (score +1, x
+        preferred), ``equal``, ``less`` (0 for a pair without answers), indexed by ``pair_id``
+        in pair order; what :func:`crowdprefs.campaign.aggregate.count_answers` gives from
+        :meth:`answers`, read from the ``pair_counts`` the store keeps as answers arrive and
+        are decided (one row a pair, never the answers themselves)."""
         rows = self.conn.execute(
             """
-            SELECT p.pair_id, COALESCE(SUM(a.score = 1), 0), COALESCE(SUM(a.score = 0), 0),
-                   COALESCE(SUM(a.score = -1), 0)
-            FROM pairs p LEFT JOIN answers a
-                ON a.pair_id = p.pair_id AND a.status != 'rejected'
-            WHERE p.iteration = ?
-            GROUP BY p.pair_id ORDER BY p.pair_id
+            SELECT p.pair_id, COALESCE(c.more, 0), COALESCE(c.equal, 0), COALESCE(c.less, 0)
+            FROM pairs p LEFT JOIN pair_counts c USING (pair_id)
+            WHERE p.iteration = ? ORDER BY p.pair_id
             """,
             (iteration,),
         ).fetchall()

@@ -64,6 +64,22 @@ def storage_error(path: Path, error: sqlite3.Error) -> StateError:
     return StateError(f"cannot use the project state {path}: {primary or str(error).strip()}")
 
 
+def _statements(sql: str) -> list[str]:
+    """The SQL statements of a script, in order (a trigger's body, with its own semicolons,
+    stays one statement)."""
+    done: list[str] = []
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                done.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        done.append(pending.strip())
+    return done
+
+
 def _is_storage_failure(error: BaseException) -> bool:
     return isinstance(error, sqlite3.DatabaseError) and not isinstance(
         error, sqlite3.IntegrityError | sqlite3.ProgrammingError
@@ -146,9 +162,8 @@ class SQLiteBase:
             )
         for number, (_name, sql) in enumerate(MIGRATIONS[version:], start=version + 1):
             with self.transaction() as conn:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+                for statement in _statements(sql):
+                    conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {number}")
 
     @contextmanager

@@ -73,7 +73,10 @@ class Collection(SQLiteBase):
         for query, document in self.conn.execute(
             "SELECT query, document FROM candidates ORDER BY position"
         ):
-            orders.setdefault(query, []).append(document)
+            documents = orders.get(query)
+            if documents is None:
+                documents = orders[query] = []
+            documents.append(document)
         return orders
 
     def set_clip(self, query: str, document: str | None, audio: str, seconds: float) -> None:

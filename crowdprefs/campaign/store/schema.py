@@ -23,6 +23,13 @@ Tables (migration ``0001_core``):
                 a retried collect never stores an answer twice. Indexed by ``pair_id, status,
                 score`` (``0009``), so a batch's answers are counted per pair from the index
                 alone, never reading the answers' rows.
+``pair_counts`` per pair, its accepted (not rejected) answers counted by score: ``more``
+                (score +1), ``equal``, ``less`` (``0010``). Kept by triggers on ``answers`` in
+                the transaction that stores an answer or changes its status, so aggregating a
+                batch reads one row a pair instead of grouping its answers; a pair without
+                answers has no row. The same migration drops ``pairs_by_query`` (no statement
+                looked pairs up by ``query, x, y``; building a batch paid for it) and empties
+                the sort cache, whose states it now writes more compactly.
 
 Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
 sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
@@ -251,6 +258,47 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX pairs_by_query_kind ON pairs(query, kind, iteration);
         CREATE INDEX hits_by_price
             ON hits(max_assignments, reward, fee_rate, fee_rate_10_or_more, fee_minimum);
+        """,
+    ),
+    (
+        "0010_pair_counts",
+        """
+        DROP INDEX pairs_by_query;
+        DELETE FROM sort_cache;
+        CREATE TABLE pair_counts (
+            pair_id INTEGER PRIMARY KEY REFERENCES pairs(pair_id),
+            more INTEGER NOT NULL,
+            equal INTEGER NOT NULL,
+            less INTEGER NOT NULL
+        );
+        INSERT INTO pair_counts (pair_id, more, equal, less)
+            SELECT pair_id, SUM(score = 1), SUM(score = 0), SUM(score = -1)
+            FROM answers WHERE status != 'rejected' GROUP BY pair_id;
+        CREATE TRIGGER pair_counts_insert AFTER INSERT ON answers
+        WHEN new.status != 'rejected' BEGIN
+            INSERT INTO pair_counts (pair_id, more, equal, less)
+                VALUES (new.pair_id, new.score = 1, new.score = 0, new.score = -1)
+                ON CONFLICT (pair_id) DO UPDATE SET more = more + excluded.more,
+                    equal = equal + excluded.equal, less = less + excluded.less;
+        END;
+        CREATE TRIGGER pair_counts_delete AFTER DELETE ON answers
+        WHEN old.status != 'rejected' BEGIN
+            UPDATE pair_counts SET more = more - (old.score = 1),
+                equal = equal - (old.score = 0), less = less - (old.score = -1)
+            WHERE pair_id = old.pair_id;
+        END;
+        CREATE TRIGGER pair_counts_update AFTER UPDATE OF pair_id, score, status ON answers
+        WHEN (old.status = 'rejected') != (new.status = 'rejected')
+            OR old.score != new.score OR old.pair_id != new.pair_id BEGIN
+            UPDATE pair_counts SET more = more - (old.score = 1),
+                equal = equal - (old.score = 0), less = less - (old.score = -1)
+            WHERE pair_id = old.pair_id AND old.status != 'rejected';
+            INSERT INTO pair_counts (pair_id, more, equal, less)
+                SELECT new.pair_id, new.score = 1, new.score = 0, new.score = -1
+                WHERE new.status != 'rejected'
+                ON CONFLICT (pair_id) DO UPDATE SET more = more + excluded.more,
+                    equal = equal + excluded.equal, less = less + excluded.less;
+        END;
         """,
     ),
 ]
