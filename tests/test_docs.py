@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -56,3 +59,73 @@ def test_the_readme_shows_the_quick_start_that_runs():
     section = readme.split("## Python quick start", 1)[1]
     shown = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
     assert shown.strip() == quick_start().strip()
+
+
+# ------------------------------------------------------------------ the README's measured figures
+
+
+def readme_numbers():
+    spec = importlib.util.spec_from_file_location(
+        "readme_numbers", DOCS.parent / "benchmarks" / "readme_numbers.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+#: a number with the unit of a measurement: time, memory, a share, a ratio, a rate
+FIGURE = re.compile(r"\d(?:[\d,.]*\d)?\s?(?:×|s\b|ms\b|h\b|MB\b|MiB\b|GB\b|%|clips/s|answers/s)")
+
+
+def test_every_measured_region_names_a_benchmark_whose_help_works():
+    numbers = readme_numbers()
+    found = numbers.regions(numbers.README.read_text(encoding="utf-8"))
+    assert len(found) >= 5
+    scripts = {region.script for region in found}
+    assert all(s.parent.name == "benchmarks" and s.is_file() for s in scripts), scripts
+    env = {**os.environ, "PYTHONPATH": str(DOCS.parent)}
+    running = {
+        script: subprocess.Popen(
+            [sys.executable, script, "--help"], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for script in scripts
+    }
+    for script, process in running.items():
+        out, _ = process.communicate(timeout=120)
+        assert process.returncode == 0, script
+        assert "usage:" in out, script
+        templated = any(r.script == script and r.template for r in found)
+        assert not templated or "--json" in out, f"{script.name} has no --json"
+
+
+def test_the_readme_quotes_the_figures_kept_for_each_benchmark():
+    assert readme_numbers().main(["--check"]) == 0, "run: python benchmarks/readme_numbers.py"
+
+
+def test_no_measured_figure_sits_outside_a_region():
+    numbers = readme_numbers()
+    text = numbers.README.read_text(encoding="utf-8")
+    for region in reversed(numbers.regions(text)):  # blank the regions out
+        start, end = region.span
+        text = text[:start] + text[end:]
+    text = numbers.REGION.sub("", text)
+    core = text.split("## Benchmarks of the core", 1)[1].split("\n## ", 1)[0]
+    loose = [p for p in core.split("\n\n") if FIGURE.search(p) and "malformed" not in p]
+    paragraphs = [p for p in text.split("\n\n") if "benchmarks/" in p and FIGURE.search(p)]
+    assert loose + paragraphs == [], "put measured figures in <!-- numbers: ... --> regions"
+
+
+def test_a_region_is_rewritten_in_place_from_its_figures():
+    numbers = readme_numbers()
+    text = (
+        "a\n<!-- numbers: benchmarks/sort_cost.py\nn=4 {share_4:.0%}\n-->\nold\n"
+        "<!-- /numbers -->\nb\n"
+    )
+    (region,) = numbers.regions(text)
+    assert region.name == "sort_cost" and region.text == "old\n"
+    assert region.render({"share_4": 0.683}) == "n=4 68%\n"
+    (plain,) = numbers.regions(
+        "<!-- numbers: benchmarks/x.py --runs 3 -->\nold 1 s\n<!-- /numbers -->"
+    )
+    assert plain.template is None and plain.name == "x__--runs_3"
