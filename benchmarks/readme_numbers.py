@@ -35,6 +35,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -71,7 +72,18 @@ class Region:
         return Path(words[0]).stem + (f"__{slug}" if slug else "")
 
     def render(self, figures: dict) -> str:
-        return self.template.format(**figures) + "\n"
+        """The template filled with ``figures``, its paragraphs refilled to 100 columns."""
+        return "\n\n".join(map(refill, self.template.format(**figures).split("\n\n"))) + "\n"
+
+
+def refill(paragraph: str, width: int = 100) -> str:
+    """A paragraph or bullet refilled to ``width``; tables and other blocks are left alone."""
+    if paragraph.startswith(("|", "```", "<")):
+        return paragraph
+    bullet = "  " if paragraph.startswith("- ") else ""
+    return textwrap.fill(
+        " ".join(paragraph.split()), width, subsequent_indent=bullet, break_on_hyphens=False
+    )
 
 
 def regions(text: str) -> list[Region]:
