@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         help="With --write: refill from the kept figures instead of running the scripts.",
     )
     parser.add_argument(
-        "--run", action="store_true", help="With --check: run the scripts instead of the kept."
+        "--run",
+        action="store_true",
+        help="With --check: measure again rather than use the kept figures (timings differ).",
     )
     args = parser.parse_args(argv)
     text = README.read_text(encoding="utf-8")
@@ -179,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, result in results.items():
         if measure and result is not None:
             (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
-    for region in sorted(chosen, key=lambda r: r.span[0], reverse=True):  # spans stay valid
+    text = README.read_text(encoding="utf-8")  # again: it may have been edited meanwhile
+    for region in reversed(regions(text)):  # from the end, so the spans stay valid
         result = results.get(region.name)
         if region.template is not None and result is not None:
             start, end = region.span
