@@ -27,6 +27,7 @@ migrated by the first command that opens it: open it once before measuring.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -122,8 +123,12 @@ def main() -> None:
         help="build the projects once into DIR and reuse them in later runs (each run works on "
         "a copy, so the measured commands always meet the same state)",
     )
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     cli = [sys.executable, "-m", "crowdprefs"]
+    figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         bare = tmp / "bare.py"
@@ -143,6 +148,7 @@ def main() -> None:
         )
         for command in (["status"], ["next"]):
             wall, mb = median_run([*cli, *command, str(mid)], args.repeat)
+            figures |= {f"{command[0]}_s": wall, f"{command[0]}_ratio": wall / baseline}
             print(
                 f"{args.queries} queries: {command[0]} {wall:.2f} s ({wall / baseline:.1f}× the "
                 f"bare app), peak {mb:.0f} MB"
@@ -155,10 +161,14 @@ def main() -> None:
         )
         print(f"{args.big_queries} queries: first batch collected, {pairs} pairs × 10 answers")
         wall, mb = run_process([*cli, "aggregate", str(big)])
+        figures |= {"pairs": pairs, "big_aggregate_s": wall, "big_aggregate_mb": mb}
         print(f"{args.big_queries} queries: aggregate {wall:.1f} s, peak {mb:.0f} MB")
         for command in (["status"], ["next"], ["export", "--partial", "-o", str(tmp / "l.qrel")]):
             wall, mb = run_process([*cli, *command[:1], str(big), *command[1:]])
             print(f"{args.big_queries} queries: {command[0]} {wall:.1f} s, peak {mb:.0f} MB")
+            figures |= {f"big_{command[0]}_s": wall, f"big_{command[0]}_mb": mb}
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ as one line of JSON, with ``--json``::
     <!-- /numbers -->
 
 The text between the comment and ``<!-- /numbers -->`` is the template filled with the figures
-of the last run, which are kept in ``benchmarks/results/`` with the command, the date, the
+of the last run (and ``load_average``, the machine's load when the run started, unless the
+script measures its own), which are kept in ``benchmarks/results/`` with the command, the date, the
 machine's load and the run's duration. A region without a template (the comment ends on its
 first line) names the script that measured its figures, which this command does not rewrite
 yet.
@@ -116,6 +117,11 @@ def run(region: Region) -> dict:
     }
 
 
+def figures_of(result: dict) -> dict:
+    """A run's figures, with the load average when the run started unless it measured its own."""
+    return {"load_average": result["load_average"], **result["figures"]}
+
+
 def stored(region: Region) -> dict | None:
     path = RESULTS / f"{region.name}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
@@ -172,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         if result is None:
             differ.append(f"{region.command}: no figures kept (run with --write)")
             continue
-        if region.render(result["figures"]) != region.text:
+        if region.render(figures_of(result)) != region.text:
             differ.append(f"{region.command}: the README's text differs from its figures")
     if args.check:
         print("\n".join(differ) or "the README quotes the figures kept", file=sys.stderr)
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         result = results.get(region.name)
         if region.template is not None and result is not None:
             start, end = region.span
-            text = text[:start] + region.render(result["figures"]) + text[end:]
+            text = text[:start] + region.render(figures_of(result)) + text[end:]
     README.write_text(text, encoding="utf-8")
     print(f"rewrote {len(results)} benchmark(s)' figures in {README.name}", file=sys.stderr)
     return 0
