@@ -10,6 +10,7 @@ is reported beside wall time because the machine may be shared.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import tracemalloc
 
@@ -24,6 +25,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1_000_000)
     parser.add_argument("--answers", type=int, default=10)
     parser.add_argument("--loop-sample", type=int, default=5000)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     counts = rng.multinomial(args.answers, [0.25, 0.5, 0.25], size=args.pairs)
@@ -56,6 +60,15 @@ def main() -> None:
     )
     print(f"speed-up: {loop_wall / ours_wall:.0f}× wall, {loop_cpu / ours_cpu:.0f}× CPU")
     print(f"verdicts: {np.bincount(verdict + 1, minlength=3).tolist()} (less, equal, more)")
+    if args.json:
+        figures = {
+            "cpu_s": ours_cpu,
+            "wall_s": ours_wall,
+            "cpu_speedup": loop_cpu / ours_cpu,
+            "wall_speedup": loop_wall / ours_wall,
+            "peak_mib": peak / 2**20,
+        }
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

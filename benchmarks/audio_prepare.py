@@ -10,6 +10,7 @@ silence (seed 000's audio clips). The baseline is the same corpus at one job, in
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import tempfile
@@ -61,6 +62,9 @@ def main() -> None:
     parser.add_argument("--melodies", type=int, default=3, help="queries of 10 variations each")
     parser.add_argument("--wavs", type=int, default=6, help="30 s stereo WAV excerpts")
     parser.add_argument("--jobs", type=int, default=2, help="jobs to compare with one")
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -84,6 +88,19 @@ def main() -> None:
     print(f"cached rerun : {clips / cached:7.2f} clips/s ({cached:.2f} s)  = {one / cached:.0f}x")
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"peak RSS (largest process): {rss / 1024:.0f} MiB")
+    if args.json:
+        figures = {
+            "clips": clips,
+            "one_rate": clips / one,
+            "many_rate": clips / many,
+            "speedup": one / many,
+            "cached_rate": clips / cached,
+            "cached_ratio": one / cached,
+            "cpu_per_clip": many_cpu / clips,
+            "peak_mib": rss / 1024,
+            "load_average": os.getloadavg()[0],
+        }
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

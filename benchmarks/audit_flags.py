@@ -15,6 +15,7 @@ Run: ``python benchmarks/audit_flags.py [--campaigns 10] [--units 100000]``
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import tempfile
 import time
@@ -32,7 +33,7 @@ from crowdprefs.quality import audit as A
 from crowdprefs.results_file import FRAME_COLUMNS
 
 
-def flag_study(campaigns: int) -> None:
+def flag_study(campaigns: int) -> dict:
     totals = {"all": [0, 0, 0], ">=5 answers": [0, 0, 0]}  # flagged, planted, true positives
     by_rule: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,6 +68,13 @@ def flag_study(campaigns: int) -> None:
         )
     for flag, (n, bad) in sorted(by_rule.items()):
         print(f"  rule {flag:>16}: {n:4d} flags, {bad / n:.3f} on planted workers")
+    flagged, planted, hits = totals["all"]
+    return {
+        "planted": planted,
+        "flagged": flagged,
+        "precision": hits / max(flagged, 1),
+        "recall": hits / max(planted, 1),
+    }
 
 
 def synthetic(pairs: int, per: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -105,7 +113,7 @@ def synthetic(pairs: int, per: int, rng: np.random.Generator) -> pd.DataFrame:
     )[list(FRAME_COLUMNS)]
 
 
-def speed(units: int) -> None:
+def speed(units: int) -> dict:
     rng = np.random.default_rng(1)
     counts = rng.multinomial(10, [0.25, 0.5, 0.25], size=units).astype(float)
     data = np.full((10, units), np.nan)
@@ -126,6 +134,7 @@ def speed(units: int) -> None:
         f"krippendorff {t_theirs * 1e3:.1f} ms (ratio {t_theirs / t_ours:.1f}x); "
         f"|Δα| = {abs(ours - theirs):.1e}"
     )
+    figures = {"alpha_ratio": t_theirs / t_ours, "alpha_difference": abs(ours - theirs)}
     started = time.perf_counter()
     ours = A.fleiss_kappa(counts)
     t_ours = time.perf_counter() - started
@@ -149,15 +158,20 @@ def speed(units: int) -> None:
         f"workers): {elapsed:.1f} s, peak RSS {peak / 2**10:.0f} MiB "
         f"(+{(peak - before) / 2**10:.0f} MiB during the audit)"
     )
+    return figures | {"audit_answers": len(frame), "audit_s": elapsed}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--units", type=int, default=100_000)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
-    flag_study(args.campaigns)
-    speed(args.units)
+    figures = flag_study(args.campaigns) | speed(args.units)
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

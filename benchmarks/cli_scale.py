@@ -29,6 +29,7 @@ migrated by the first command that opens it: open it once before measuring.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -128,8 +129,12 @@ def main() -> None:
         help="build the projects once into DIR and reuse them in later runs (each run works on "
         "a copy, so the measured commands always meet the same state)",
     )
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     cli = [sys.executable, "-m", "crowdprefs"]
+    figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         bare = tmp / "bare.py"
@@ -150,6 +155,11 @@ def main() -> None:
         )
         for command in (["status"], ["next"]):
             wall, cpu, mb = median_run([*cli, *command, str(mid)], args.repeat)
+            figures |= {
+                f"{command[0]}_s": wall,
+                f"{command[0]}_ratio": wall / baseline,
+                f"{command[0]}_cpu_ratio": cpu / base_cpu,
+            }
             print(
                 f"{args.queries} queries: {command[0]} {wall:.2f} s ({wall / baseline:.1f}× the "
                 f"bare app; cpu {cpu:.2f} s, {cpu / base_cpu:.1f}×), peak {mb:.0f} MB"
@@ -162,6 +172,10 @@ def main() -> None:
         )
         print(f"{args.big_queries} queries: first batch collected, {pairs} pairs × 10 answers")
         wall, cpu, mb = run_process([*cli, "aggregate", str(big)])
+        figures |= {
+            "pairs": pairs, "big_aggregate_s": wall, "big_aggregate_cpu": cpu,
+            "big_aggregate_mb": mb,
+        }  # fmt: skip
         print(
             f"{args.big_queries} queries: aggregate {wall:.1f} s (cpu {cpu:.1f} s), "
             f"peak {mb:.0f} MB"
@@ -172,6 +186,9 @@ def main() -> None:
                 f"{args.big_queries} queries: {command[0]} {wall:.1f} s (cpu {cpu:.1f} s), "
                 f"peak {mb:.0f} MB"
             )
+            figures |= {f"big_{command[0]}_s": wall, f"big_{command[0]}_mb": mb}
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ model, the slowest part, and draws 5 bootstrap collections).
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from pathlib import Path
 
@@ -255,4 +255,10 @@ def main(quick: bool) -> None:
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="Skip the refitted model (the slowest part); draw 5 bootstrap collections.",
+    )
+    main(quick=parser.parse_args().quick)

@@ -14,6 +14,7 @@ Run: ``python benchmarks/plan_speed.py [--campaigns 100]``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import tempfile
@@ -42,6 +43,9 @@ def large_truth(queries: int, candidates: int, seed: int = 1) -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=100)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
@@ -60,6 +64,7 @@ def main() -> None:
     )
 
     big = large_truth(1000, 30)
+    figures = {}
     for name, design in (("fixed 10", Design()), ("sequential", Design(adaptive=StoppingRule()))):
         simulate(big.head(60), design, campaigns=1)  # builds the decision table once
         started, cpu = time.perf_counter(), time.process_time()
@@ -73,6 +78,15 @@ def main() -> None:
             f"mean {frame['pairs'].mean():.0f} pairs, {frame['answers'].mean():.0f} answers, "
             f"{frame['rounds'].mean():.1f} rounds, ADR {frame['adr'].mean():.3f}"
         )
+        key = name.split()[0]
+        figures |= {f"{key}_cpu": cpu, f"{key}_wall": seconds}
+        figures |= {
+            f"{key}_pairs": frame["pairs"].mean(),
+            f"{key}_answers": frame["answers"].mean(),
+        }
+    figures["load_average"] = os.getloadavg()[0]
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

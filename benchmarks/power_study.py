@@ -19,6 +19,8 @@ agreement of the decisions on the subsets both ran and the peak RSS; then the re
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import time
 from pathlib import Path
@@ -130,6 +132,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--baseline-samples", type=int, default=3)
     parser.add_argument("--stability", action="store_true", help="also run the stability study")
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
 
     matrices = mirex_measures(args.data)
@@ -180,6 +185,22 @@ def main() -> None:
     print(
         markdown((100 * wide).round(1).loc[[10, 20, 30, 40, 50, 60, 70, 80, 90, 100]].reset_index())
     )
+
+    if args.json:
+        systems = matrices["AG@5"].shape[0]
+        full = table[(table["measure"] == "AG@5") & (table["size"] == n_queries)]
+        significant = full.set_index("procedure")["power"] * systems * (systems - 1) / 2
+        figures = {
+            "cpu_s": vectorised,
+            "wall_s": wall,
+            "speedup": estimated / vectorised,
+            "agree": agree / total,
+            "pairs": systems * (systems - 1) // 2,
+            "ft_full": round(significant["FT"]),
+            "w1_full": round(significant["W1"]),
+            "load_average": os.getloadavg()[0],
+        }
+        print(json.dumps(figures))
 
     if args.stability:
         start = time.perf_counter()

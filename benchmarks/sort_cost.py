@@ -10,6 +10,7 @@ aggregation (10 answers per pair); the baseline is asking every pair.
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pandas as pd
@@ -51,10 +52,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4, 8, 16, 23, 50, 100, 200])
     parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     model = CrowdModel()
     pool = WorkerPool.draw(model, 1)
     rng = np.random.default_rng(1)
+    figures = {}
     print(f"{'n':>4} {'all pairs':>9} {'asked':>8} {'share':>6} {'iterations':>10}")
     for n in args.sizes:
         asked, iterations = [], []
@@ -68,10 +73,13 @@ def main() -> None:
             asked.append(a)
             iterations.append(it)
         total = n * (n - 1) / 2
+        figures[f"share_{n}"] = float(np.mean(asked) / total)
         print(
             f"{n:>4} {total:>9.0f} {np.mean(asked):>8.1f} "
             f"{np.mean(asked) / total:>6.1%} {np.mean(iterations):>10.1f}"
         )
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

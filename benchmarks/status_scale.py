@@ -10,6 +10,7 @@ memory. The baseline for the ratio is the same calls on a 100-query project of t
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import tempfile
 import time
@@ -48,6 +49,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--candidates", type=int, default=50)
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
@@ -60,6 +64,7 @@ def main() -> None:
             nxt = timed(lambda p=fresh: driver.next_batch(p))
             answers = fresh.store.conn.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
             results[label] = (status, nxt)
+            counted = answers
             print(
                 f"{label}: {queries} queries × {args.candidates} candidates, {answers} answers "
                 f"(built in {built:.1f} s): status {status[0]:.3f} s wall / {status[1]:.3f} s CPU, "
@@ -69,6 +74,10 @@ def main() -> None:
         print(f"status CPU-time ratio target/baseline (10× the queries): {ratio:.1f}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak memory (whole run, RSS): {peak:.0f} MB")
+        if args.json:
+            (status, nxt) = results["target"]
+            figures = {"answers": counted, "status_s": status[0], "next_s": nxt[0], "peak_mb": peak}
+            print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import sys
 import tempfile
 import time
@@ -89,7 +91,10 @@ def check(root: Path) -> dict[str, int]:
     return {"pairs": len(pairs), "answers": len(answers), "open_left": int(open_left)}
 
 
-def load_test(folder: Path, judges: int, answers: int, max_seconds: float) -> JudgeReport:
+def load_test(
+    folder: Path, judges: int, answers: int, max_seconds: float, figures: dict | None = None
+) -> JudgeReport:
+    """Run the load test; ``figures`` (when given) receives what it measured."""
     root = make_project(folder, answers)
     with Project(root) as project:
         tokens = [token for _, token in assign.invite(project, judges)]
@@ -120,6 +125,18 @@ def load_test(folder: Path, judges: int, answers: int, max_seconds: float) -> Ju
         f"baseline GET /healthz at the same concurrency: p95 {floor95:.1f} ms; "
         f"submit/healthz p95 ratio {p95 / floor95:.2f}"
     )
+    if figures is not None:
+        figures |= {
+            "answers": counts["answers"],
+            "seconds": elapsed,
+            "rate": counts["answers"] / elapsed,
+            "p50_s": np.percentile(lat, 50) / 1000,
+            "p95_s": p95 / 1000,
+            "p99_s": np.percentile(lat, 99) / 1000,
+            "healthz_p95_s": floor95 / 1000,
+            "ratio": p95 / floor95,
+            "load_average": os.getloadavg()[0],
+        }
     return report
 
 
@@ -128,9 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judges", type=int, default=50)
     parser.add_argument("--answers", type=int, default=10, help="answers per pair")
     parser.add_argument("--max-seconds", type=float, default=300.0)
+    parser.add_argument(
+        "--json", action="store_true", help="End with one line of JSON: the figures measured."
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        load_test(Path(folder), args.judges, args.answers, args.max_seconds)
+        figures: dict = {}
+        load_test(Path(folder), args.judges, args.answers, args.max_seconds, figures)
+    if args.json:
+        print(json.dumps(figures))
     return 0
 
 

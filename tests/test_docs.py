@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import os
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -56,3 +62,91 @@ def test_the_readme_shows_the_quick_start_that_runs():
     section = readme.split("## Python quick start", 1)[1]
     shown = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
     assert shown.strip() == quick_start().strip()
+
+
+# ------------------------------------------------------------------ the README's measured figures
+
+
+def readme_numbers():
+    spec = importlib.util.spec_from_file_location(
+        "readme_numbers", DOCS.parent / "benchmarks" / "readme_numbers.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+#: a number with the unit of a measurement: time, memory, a share, a ratio, a rate
+FIGURE = re.compile(r"\d(?:[\d,.]*\d)?\s?(?:×|s\b|ms\b|h\b|MB\b|MiB\b|GB\b|%|clips/s|answers/s)")
+
+
+def declared_options(script: Path) -> set[str]:
+    """The options a benchmark's argparse parser declares (read from its source)."""
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    assert any(getattr(c.func, "attr", None) == "ArgumentParser" for c in calls), script.name
+    return {
+        arg.value
+        for call in calls
+        if getattr(call.func, "attr", None) == "add_argument"
+        for arg in call.args
+        if isinstance(arg, ast.Constant) and str(arg.value).startswith("--")
+    }
+
+
+def test_every_measured_region_names_a_benchmark_and_options_it_takes():
+    numbers = readme_numbers()
+    found = numbers.regions(numbers.README.read_text(encoding="utf-8"))
+    assert len({region.script for region in found}) >= 15
+    for region in found:
+        script = region.script
+        assert script.parent.name == "benchmarks" and script.is_file(), region.command
+        given = {w.split("=")[0] for w in shlex.split(region.command)[1:] if w.startswith("--")}
+        declared = declared_options(script)
+        assert given <= declared, (region.command, given - declared)
+        assert region.template is None or "--json" in declared, f"{script.name}: no --json"
+
+
+@pytest.mark.slow
+def test_every_benchmark_the_readme_names_answers_help():
+    numbers = readme_numbers()
+    scripts = {r.script for r in numbers.regions(numbers.README.read_text(encoding="utf-8"))}
+    env = {**os.environ, "PYTHONPATH": str(DOCS.parent)}
+    for script in sorted(scripts):
+        done = subprocess.run(
+            [sys.executable, script, "--help"], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0 and "usage:" in done.stdout, (script.name, done.stderr)
+
+
+def test_the_readme_quotes_the_figures_kept_for_each_benchmark():
+    assert readme_numbers().main(["--check"]) == 0, "run: python benchmarks/readme_numbers.py"
+
+
+def test_no_measured_figure_sits_outside_a_region():
+    numbers = readme_numbers()
+    text = numbers.README.read_text(encoding="utf-8")
+    for region in reversed(numbers.regions(text)):  # blank the regions out
+        start, end = region.span
+        text = text[:start] + text[end:]
+    text = numbers.REGION.sub("", text)
+    core = text.split("## Benchmarks of the core", 1)[1].split("\n## ", 1)[0]
+    loose = [p for p in core.split("\n\n") if FIGURE.search(p) and "malformed" not in p]
+    paragraphs = [p for p in text.split("\n\n") if "benchmarks/" in p and FIGURE.search(p)]
+    assert loose + paragraphs == [], "put measured figures in <!-- numbers: ... --> regions"
+
+
+def test_a_region_is_rewritten_in_place_from_its_figures():
+    numbers = readme_numbers()
+    text = (
+        "a\n<!-- numbers: benchmarks/sort_cost.py\nn=4 {share_4:.0%}\n-->\nold\n"
+        "<!-- /numbers -->\nb\n"
+    )
+    (region,) = numbers.regions(text)
+    assert region.name == "sort_cost" and region.text == "old\n"
+    assert region.render({"share_4": 0.683}) == "n=4 68%\n"
+    (plain,) = numbers.regions(
+        "<!-- numbers: benchmarks/x.py --runs 3 -->\nold 1 s\n<!-- /numbers -->"
+    )
+    assert plain.template is None and plain.name == "x__runs_3"

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
+from crowdprefs.cli.options import renamed
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -31,13 +32,18 @@ audio_app = typer.Typer(
 app.add_typer(audio_app, name="audio")
 
 
-class Format(StrEnum):
+class AudioFormat(StrEnum):
     mp3 = "mp3"
     ogg = "ogg"
     m4a = "m4a"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", help="Output format for browsers.")]
+AudioFormatOpt = Annotated[
+    AudioFormat,
+    typer.Option("--audio-format", help="Audio format the clips are encoded to (for browsers)."),
+]
+#: ``--format`` names the format of what a command prints or writes (table, csv, json...)
+RENAMED = renamed({"--format": "--audio-format"})
 BitrateOpt = Annotated[str, typer.Option(help="Encoder bitrate, e.g. 96k, 128k, 192k.")]
 TrimOpt = Annotated[
     bool,
@@ -73,7 +79,7 @@ def _options(**values) -> PrepareOptions:
     from crowdprefs.campaign.clips import audio_errors
 
     options = PrepareOptions(
-        format=values["fmt"].value,
+        format=values["audio_format"].value,
         bitrate=values["bitrate"],
         trim_silence=values["trim"],
         threshold_db=values["threshold_db"],
@@ -119,11 +125,11 @@ def report(table: pd.DataFrame, dst: Path) -> None:
         )
 
 
-@audio_app.command("prepare")
+@audio_app.command("prepare", cls=RENAMED)
 def prepare(
     src: Annotated[Path, typer.Argument(help="A folder of clips (recursive) or one file.")],
     dst: Annotated[Path, typer.Argument(help="Output folder; sub-folders of SRC are mirrored.")],
-    fmt: FormatOpt = Format.mp3,
+    audio_format: AudioFormatOpt = AudioFormat.mp3,
     bitrate: BitrateOpt = "128k",
     trim: TrimOpt = True,
     threshold_db: ThresholdOpt = -50.0,
@@ -153,7 +159,7 @@ def prepare(
     report(table, dst)
 
 
-@app.command("prepare")
+@app.command("prepare", cls=RENAMED)
 def prepare_project(
     directory: Annotated[
         Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -161,7 +167,7 @@ def prepare_project(
     dst: Annotated[
         Path | None, typer.Option(help="Where the clips go; default: PROJECT/clips.")
     ] = None,
-    fmt: FormatOpt = Format.mp3,
+    audio_format: AudioFormatOpt = AudioFormat.mp3,
     bitrate: BitrateOpt = "128k",
     trim: TrimOpt = True,
     threshold_db: ThresholdOpt = -50.0,

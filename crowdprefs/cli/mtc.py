@@ -19,6 +19,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
+from crowdprefs.cli.options import renamed
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -67,9 +68,16 @@ TargetOpt = Annotated[float, typer.Option("--target", help="Target confidence in
 DeltaOpt = Annotated[
     float, typer.Option("--delta", help="Minimum effect δ (AG@k units, 0-1) for confidences.")
 ]
-RuleOpt = Annotated[
-    str, typer.Option("--rule", help="Ranking confidence: mean over pairs, or min (all pairs).")
+CombineOpt = Annotated[
+    str,
+    typer.Option(
+        "--combine",
+        help="How the pairs' confidences give the confidence in the ranking: mean over the "
+        "pairs, or min (every pair at once).",
+    ),
 ]
+#: ``--rule`` names how a pair's answers give its verdict (init, plan, audit, replay)
+RENAMED = renamed({"--rule": "--combine"})
 SelectionOpt = Annotated[
     str, typer.Option("--selection", help="adaptive, or reference (static c·(S−c)).")
 ]
@@ -176,7 +184,7 @@ def next_(
     )
 
 
-@mtc_app.command()
+@mtc_app.command(cls=RENAMED)
 def estimate(
     runs: Runs,
     judgments: Annotated[
@@ -188,7 +196,7 @@ def estimate(
     model: ModelOpt = None,
     effects: EffectsOpt = True,
     delta: DeltaOpt = 0.0,
-    rule: RuleOpt = "mean",
+    combine: CombineOpt = "mean",
     level: Annotated[float, typer.Option("--level", help="Level of the intervals.")] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
@@ -199,7 +207,7 @@ def estimate(
         inputs = mtc.load_inputs(runs, judgments, metadata, scale)
         ranking = mtc.estimate_ranking(
             inputs, estimator=estimator, model=_model(model), effects=effects, delta=delta,
-            rule=rule, level=level,
+            rule=combine, level=level,
         )  # fmt: skip
     if as_json:
         console.print_json(json.dumps(ranking.to_dict()))
@@ -210,11 +218,11 @@ def estimate(
     console.print(_frame_table(ranking.pairs, "System pairs"))
     console.print(
         f"judged {ranking.judged} of {ranking.total}; confidence in the ranking "
-        f"({rule}) {ranking.confidence:.4f}"
+        f"({combine}) {ranking.confidence:.4f}"
     )
 
 
-@mtc_app.command()
+@mtc_app.command(cls=RENAMED)
 def simulate(
     runs: Runs,
     judgments: Annotated[
@@ -239,7 +247,7 @@ def simulate(
         ),
     ] = False,
     target: TargetOpt = 0.95,
-    rule: RuleOpt = "mean",
+    combine: CombineOpt = "mean",
     delta: DeltaOpt = 0.0,
     max_judgments: Annotated[
         int | None,
@@ -261,7 +269,7 @@ def simulate(
         report = mtc.run_simulation(
             inputs, estimator=estimator, model=_model(model), effects=effects,
             selection=selection, batches=batches, batch_size=batch_size, compat=compat,
-            target=target, rule=rule, delta=delta, max_judgments=max_judgments,
+            target=target, rule=combine, delta=delta, max_judgments=max_judgments,
             keep_going=keep_going, progress=True,
         )  # fmt: skip
     _say_estimator(report.estimator, report.note)

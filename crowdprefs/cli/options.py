@@ -99,6 +99,26 @@ MEANS = ("min", "harmonic", "geometric", "arithmetic", "max")
 #: ``crowdprefs.evaluation.stats.PAIRWISE_TESTS``
 PAIRWISE_TESTS = ("wilcoxon", "t", "sign", "mann-whitney")
 
+
+def renamed(new_names: dict[str, str]) -> type:
+    """A command class (typer's ``cls=``) whose error for an option spelt the old way names its
+    new spelling: ``{"--rule": "--combine"}``. Only the message: the old name is not accepted."""
+    from typer.core import TyperCommand
+
+    class Renamed(TyperCommand):
+        def parse_args(self, ctx, args: list[str]) -> list[str]:
+            try:
+                return super().parse_args(ctx, args)
+            except typer.TyperException as error:  # click's NoSuchOption, as typer ships it
+                old = getattr(error, "option_name", None)
+                if old not in new_names:
+                    raise
+                message = f"no option {old}: it is now {new_names[old]}"
+                raise type(error)(old, message, ctx=ctx) from None
+
+    return Renamed
+
+
 # ---------------------------------------------------------------------------- shared options
 # One spelling per meaning, for every command that takes it.
 

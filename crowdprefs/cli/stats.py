@@ -22,6 +22,7 @@ from crowdprefs.cli.options import (
     OneSided,
     PlotFile,
     Seed,
+    renamed,
 )
 from crowdprefs.errors import InputError
 
@@ -265,7 +266,7 @@ def stability_command(
     )  # fmt: skip
 
 
-@stats_app.command("gawm")
+@stats_app.command("gawm", cls=renamed({"--scale": "--divide-by"}))
 def gawm_command(
     scores: ScoresFile,
     measure: Measures = None,
@@ -284,8 +285,11 @@ def gawm_command(
     topic_mean: Annotated[
         Mean, typer.Option("--topic-mean", help="Mean function for topic ease E_t.")
     ] = Mean("arithmetic"),
-    scale: Annotated[
-        float, typer.Option("--scale", help="Divide scores by this (GAWM needs [0, 1]).")
+    divide_by: Annotated[
+        float,
+        typer.Option(
+            "--divide-by", help="Divide every score by this first (GAWM needs scores in [0, 1])."
+        ),
     ] = 1.0,
     tol: Annotated[float, typer.Option("--tol", help="Convergence threshold.")] = 1e-9,
     max_iter: Annotated[int, typer.Option("--max-iter", help="Maximum iterations.")] = 1000,
@@ -302,7 +306,7 @@ def gawm_command(
     conforms to (axioms A) or separates (axioms B) the topics, until the weights settle."""
     from crowdprefs.evaluation import gawm as G
 
-    for name, matrix in _matrices(scores, measure, scale).items():
+    for name, matrix in _matrices(scores, measure, divide_by).items():
         result = G.gawm(matrix, axioms.value, system_mean.value, topic_mean.value, tol, max_iter)
         systems_hits, _ = G.hits(matrix)
         probability = G.p_better(matrix, result.topics.weight)

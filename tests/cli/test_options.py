@@ -68,3 +68,31 @@ def test_one_spelling_per_meaning_across_commands():
     assert len(set(seeds.values())) == 1
     assert {"--jobs", "-j"} <= set(options["demo"])
     assert "--step" not in options["stats power"] and "--size-step" in options["stats power"]
+
+
+def test_rule_format_and_scale_each_mean_one_thing():
+    options = command_options()
+    rules = {c: o["--rule"] for c, o in options.items() if "--rule" in o}
+    assert {"init", "plan", "audit", "replay", "crowd-model fit"} <= set(rules)
+    assert all("verdict" in text for text in rules.values()), rules
+    formats = {c for c, o in options.items() if "--format" in o}
+    assert {"evaluate", "compare-lists", "stats test", "stats gawm"} <= formats
+    assert not formats & {"audio prepare", "prepare"}
+    assert {"--audio-format"} <= set(options["audio prepare"]) & set(options["prepare"])
+    scales = {c: o["--scale"] for c, o in options.items() if "--scale" in o}
+    assert set(scales) == {"mtc next", "mtc estimate", "mtc simulate", "mtc train"}
+    assert len(set(scales.values())) == 1 and "fine" in next(iter(scales.values()))
+    assert "--combine" in options["mtc estimate"] and "--combine" in options["mtc simulate"]
+    assert "--divide-by" in options["stats gawm"]
+
+
+def test_a_renamed_option_names_its_new_spelling(cli, tmp_path):
+    for args, new in (
+        (("mtc", "estimate", "--runs", tmp_path, "--rule", "min"), "--combine"),
+        (("stats", "gawm", "--scores", tmp_path, "--scale", "100"), "--divide-by"),
+        (("audio", "prepare", tmp_path, tmp_path / "out", "--format=ogg"), "--audio-format"),
+        (("prepare", tmp_path, "--format", "ogg"), "--audio-format"),
+    ):
+        code, _, err = cli(*args)
+        assert code == 2 and err.strip().endswith(f"it is now {new}"), (args, err)
+        assert len(err.strip().splitlines()) == 1

@@ -65,7 +65,7 @@ def test_power_and_stability_commands(cli, files, tmp_path):
 def test_gawm_command(cli, files):
     scores, _ = files
     code, out, err = cli(
-        "stats", "gawm", "--scores", scores, "-m", "AG@5", "--scale", "100",
+        "stats", "gawm", "--scores", scores, "-m", "AG@5", "--divide-by", "100",
         "--axioms", "B", "--loto",
     )  # fmt: skip
     assert code == 0, err
