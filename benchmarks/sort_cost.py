@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -36,7 +37,8 @@ def sort_query(query: str, truth: pd.DataFrame, pool, model, seed: int) -> tuple
     while not state.closed:
         pairs = pd.DataFrame(state.needed, columns=["x", "y"])
         pairs["query"], pairs["a_is_x"], pairs["answers_wanted"] = query, 1, 10
-        pairs["pair_id"] = np.arange(next_id, next_id + len(pairs)) + hash(query) % 10**6 * 10**4
+        offset = zlib.crc32(query.encode()) % 10**6 * 10**4  # stable across processes
+        pairs["pair_id"] = np.arange(next_id, next_id + len(pairs)) + offset
         next_id += len(pairs)
         answers = simulate_answers(pairs, similarity, pool, model, seed)
         counts = count_answers(answers).reindex(pairs["pair_id"], fill_value=0)
