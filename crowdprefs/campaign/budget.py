@@ -27,10 +27,12 @@ PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
 
 def assignment_price(reward, rate, rate_10_or_more, minimum, assignments_per_hit) -> np.ndarray:
     """Reward plus commission of one assignment: ``reward + max(minimum, reward × r)`` with
-    ``r`` the rate of the HIT's size (vectorised over HITs and over prices)."""
+    ``r`` the rate of the HIT's size, and no commission on an unpaid assignment (a volunteer
+    web campaign at reward 0 costs nothing). Vectorised over HITs and over prices."""
     sizes = np.asarray(assignments_per_hit)
     applied = np.where(sizes >= 10, rate_10_or_more, rate)
-    return np.asarray(reward) + np.maximum(minimum, np.asarray(reward) * applied)
+    reward = np.asarray(reward)
+    return reward + np.where(reward > 0, np.maximum(minimum, reward * applied), 0.0)
 
 
 @dataclass(frozen=True)

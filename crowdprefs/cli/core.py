@@ -181,6 +181,8 @@ def next_step(
             return f"raise budget in the [crowd] section of {config}, then: {step}"
         return f"next: {step}"
     if state == "published":
+        if not crowd and not mturk and last["crowd"]:  # the crowd the batch was published to
+            return f"next: {_collect_from(project, where, last['crowd'])}"
         return f"next: {crowd_commands} collect {where}{with_crowd}"
     if state == "collected":
         return f"next: crowdprefs aggregate {where}"
@@ -190,6 +192,16 @@ def next_step(
     if mturk:
         return f"next: crowdprefs mturk publish {where}{with_crowd} (it builds the batch)"
     return f"next: crowdprefs next {where}"
+
+
+def _collect_from(project: Project, where: str, crowd_name: str) -> str:
+    """How a batch published to ``crowd_name`` is collected (its own commands and options)."""
+    mturk_option = {"mturk": " --live", "mturk-fake": " --fake", "mturk-sandbox": ""}
+    if crowd_name in mturk_option:
+        return f"crowdprefs mturk collect {where}{mturk_option[crowd_name]}"
+    if crowd_name == "web" and project.section("web").get("advance", True):
+        return f"the judges answer; `crowdprefs serve {where}` moves the campaign on"
+    return f"crowdprefs collect {where} --crowd {crowd_name}"
 
 
 @contextmanager

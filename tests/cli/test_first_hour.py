@@ -81,7 +81,7 @@ def test_steps_out_of_order_name_the_command_to_run_next(cli, project):
     assert code == 1 and one_error_line(err).endswith(f"next: crowdprefs publish {project}")
     assert cli("publish", project)[0] == 0
     code, _, err = cli("aggregate", project)
-    assert code == 1 and one_error_line(err).endswith(f"next: crowdprefs collect {project}")
+    assert one_error_line(err).endswith(f"next: crowdprefs collect {project} --crowd simulated")
     assert cli("collect", project)[0] == 0
     code, _, err = cli("publish", project)
     assert code == 1 and one_error_line(err).endswith(f"next: crowdprefs aggregate {project}")
@@ -244,3 +244,17 @@ def test_the_escape_helper_shows_control_characters_and_escapes_markup():
 
     assert escape("a\x1b[31m[b]red\x07\r\x9b") == "a\\x1b[31m\\[b]red\\x07\\r\\x9b"
     assert escape("tab\tand\nnewline é") == "tab\tand\nnewline é"
+
+
+@pytest.mark.parametrize(
+    ("crowd", "hint"),
+    [
+        ("mturk-fake", "next: crowdprefs mturk collect {project} --fake"),
+        ("web", "next: the judges answer; `crowdprefs serve {project}` moves the campaign on"),
+    ],
+)
+def test_status_names_how_the_crowd_a_batch_went_to_is_collected(cli, project, crowd, hint):
+    assert cli("next", project)[0] == 0
+    assert cli("publish", project, "--crowd", crowd)[0] == 0
+    code, out, _ = cli("status", project)
+    assert code == 0 and hint.format(project=project) in out.replace("\n", " ")

@@ -119,3 +119,9 @@ def test_lowering_the_reward_never_lets_spending_pass_the_budget(tmp_path):
     assert _charged(fake, project.settings.fees) <= project.settings.budget + 1e-9
     fake.stop()
     project.close()
+
+
+def test_unpaid_answers_cost_nothing_and_paid_ones_pay_the_minimum_fee():
+    fees = FeeModel()
+    assert batch_cost(0.0, [1, 1, 1], fees) == 0.0  # a volunteer web campaign
+    assert batch_cost(0.02, [1, 1, 1], fees) == 0.09  # $0.02 + the $0.01 minimum, three times
