@@ -71,6 +71,7 @@ from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import BudgetError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
+from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
 from crowdprefs.web.assign import (
     Forbidden,
@@ -359,7 +360,7 @@ def _advance(app: Starlette, project: Project) -> None:
     other ASGI servers may not)."""
     with app.state.advancing:
         try:
-            app.state.campaign = advance(project, WebCrowd())
+            app.state.campaign = advance(project, WebCrowd(), Reviewer())
         except BudgetError as error:
             app.state.campaign = f"stopped: {error}"
     log.info("campaign: %s", app.state.campaign)
