@@ -5,9 +5,9 @@ Adapters (:mod:`crowdprefs.crowds`) implement :class:`Crowd`: publish a batch's 
 collect their answers. Both calls are idempotent and resumable: ``publish`` skips pairs the
 crowd already holds and records each one as it is created; ``collect`` stores answers with their
 crowd assignment ids, so answers already stored are never stored twice. A crowd that pays for
-answers (MTurk) also offers the primitives of :class:`ReviewedCrowd`; the driver then runs a
-:class:`Review` after each collection (collect → review → replace rejected answers), so the
-adapter never decides what to approve.
+answers (MTurk) also offers the primitives of :class:`ReviewedCrowd`. The driver runs the
+:class:`Review` it is handed after each collection from any crowd (collect → review → replace
+rejected or dropped answers), so the adapter never decides what to approve or whom to block.
 """
 
 from __future__ import annotations
@@ -52,12 +52,11 @@ class ReviewedCrowd(Crowd, Protocol):
 
 
 class Review(Protocol):
-    """One review pass over a batch's answers from ``crowd`` (approve, reject, block, replace);
-    returns how many of each it did: ``blocked, rejected, replaced, approved``."""
+    """One review pass over a batch's answers from ``crowd`` (approve, reject, block, drop,
+    replace; a crowd that is not a :class:`ReviewedCrowd` only blocks and drops); returns how
+    many of each it did, always with the same keys (``replaced``: answers asked again)."""
 
-    def __call__(
-        self, project: Project, crowd: ReviewedCrowd, iteration: int
-    ) -> dict[str, int]: ...
+    def __call__(self, project: Project, crowd: Crowd, iteration: int) -> dict[str, int]: ...
 
 
 def reachable_size(have, wanted, barrier: int | None) -> np.ndarray:

@@ -8,10 +8,10 @@ moves on only through the one state machine (:mod:`crowdprefs.campaign.batches`,
 they are replayed from the candidates' initial order and the aggregated verdicts
 (:func:`crowdprefs.campaign.sorting.replay`), so state and lists cannot disagree.
 
-Collecting from a crowd that reviews its answers (:class:`~crowdprefs.campaign.crowd.
-ReviewedCrowd`) runs the :class:`~crowdprefs.campaign.crowd.Review` it is handed after each
-collection, and collects the replacements of rejected answers: the driver orchestrates, the
-crowd adapter only offers the calls.
+Collecting runs the :class:`~crowdprefs.campaign.crowd.Review` it is handed after each
+collection (and each adaptive round), and collects the replacements of rejected answers and of
+answers dropped from blocked workers: the driver orchestrates, the crowd adapter only offers
+the calls.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
 from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
-from crowdprefs.campaign.crowd import Crowd, Review, ReviewedCrowd, reachable_size
+from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.sorting import SortState, contradictions, initial_orders, replay
 from crowdprefs.errors import BudgetError, InputError, StateError
@@ -255,11 +255,11 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
 def _gather(
     project: Project, crowd: Crowd, pairs: pd.DataFrame, iteration: int, review: Review | None
 ) -> int:
-    """Collect the pairs' answers; for a reviewed crowd, review them and collect the
-    replacements of rejected answers (a few rounds: they may be answered at once). Returns how
-    many answers were new."""
+    """Collect the pairs' answers; review them and collect the replacements of rejected or
+    dropped answers (a few rounds: they may be answered at once). Returns how many answers were
+    new."""
     new = crowd.collect(project, pairs)
-    if review is None or not isinstance(crowd, ReviewedCrowd):
+    if review is None:
         return new
     last = done = review(project, crowd, iteration)
     for _ in range(3):
@@ -280,7 +280,7 @@ def _gather(
 def collect(project: Project, crowd: Crowd, review: Review | None = None) -> int:
     """Collect the published batch's answers; marks it collected once every pair has them.
 
-    ``review`` reviews the answers of a crowd that offers it (:func:`_gather`). With adaptive
+    ``review`` reviews the answers after each collection (:func:`_gather`). With adaptive
     answers, pairs still undecided once they have their answers get more wanted
     (:func:`_extend_undecided`) and are collected again, until every pair is decided.
     """

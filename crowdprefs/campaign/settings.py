@@ -236,6 +236,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "approve": Key("bool"),
         "concurrency": Key("int", 1, 32),
         "check_feedback": Key("str"),
+        "flag_each_round": Key("bool"),
     },
     "hosting": {
         "s3_bucket": Key("str"),

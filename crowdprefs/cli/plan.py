@@ -101,6 +101,15 @@ def plan(
     pivot_b_share: Annotated[
         float, typer.Option(help="Share of pairs showing the pivot as variation B.")
     ] = 0.5,
+    flag_each_round: Annotated[
+        bool,
+        typer.Option(
+            "--flag-each-round",
+            help="Also show the last design with careless workers flagged after each round of "
+            "answers (the audit's rules), blocked, and their answers replaced, as the "
+            "[review] flag_each_round setting does.",
+        ),
+    ] = False,
     crowd_model: CrowdModelFile = None,
     campaigns: Annotated[int, typer.Option(help="Campaigns to simulate per design.")] = 100,
     seed: Seed = 0,
@@ -113,7 +122,10 @@ def plan(
 
     Simulates the campaign many times with the simulated crowd: iterations, rounds, pairs,
     answers, cost, wall time, and how well the lists recover the hidden truth; an adaptive
-    design is compared with the fixed one on the same simulated campaigns."""
+    design, and flagging careless workers during the campaign, are compared with the fixed
+    design on the same simulated campaigns."""
+    from dataclasses import replace
+
     from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
@@ -154,6 +166,9 @@ def plan(
             f"{adaptive}{f' ε={epsilon:g}' if epsilon else ''} ({stopping.initial}+{step}…{most})"
         )
         designs[name] = Design(most, aggregation, stopping, reward, pivot_b_share=pivot_b_share)
+    if flag_each_round:
+        last_name, last = list(designs.items())[-1]
+        designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
     model = load_crowd_model(crowd_model) if crowd_model else CrowdModel()
     with make_progress(transient=True) as progress:
         task = progress.add_task("simulating campaigns", total=campaigns * len(designs))

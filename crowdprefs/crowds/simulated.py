@@ -65,19 +65,29 @@ class SimulatedCrowd:
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
-        have = project.store.answers_per_pair(self.name)
+        """Answer the pairs up to their wanted answers, one more for each answer rejected or
+        dropped on review (a pair's answers are slots ``0 … wanted + rejected − 1``), from
+        workers not blocked."""
+        store = project.store
+        have = store.answers_per_pair(self.name)
         first = pairs["pair_id"].map(have).fillna(0).to_numpy(dtype=np.int64)
-        published = project.store.hits(self.name).set_index("pair_id")["created_at"]
+        rejected = pd.concat(
+            [store.batch_hits(self.name, int(i))["rejected"] for i in pairs["iteration"].unique()]
+            or [pd.Series(dtype=np.int64)]
+        )
+        slots = pairs["answers_wanted"] + pairs["pair_id"].map(rejected).fillna(0).astype(int)
+        published = store.hits(self.name).set_index("pair_id")["created_at"]
         start = pairs["pair_id"].map(published).dropna()
         published_at = datetime.fromisoformat(start.iloc[0]) if len(start) else None
         answers = simulate_answers(
-            pairs.assign(listen_seconds=listening_seconds(project, pairs)),
+            pairs.assign(listen_seconds=listening_seconds(project, pairs), answers_wanted=slots),
             self.similarity,
             self.pool,
             self.model,
             self.seed,
             first,
             published_at,
+            np.isin(self.pool.ids, list(store.blocked_workers(self.name))),
         )
         if answers.empty:
             return 0

@@ -235,20 +235,26 @@ def simulate_answers(
     seed: int,
     first: np.ndarray | None = None,
     published_at: datetime | None = None,
+    blocked: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Answers ``first[i] … answers_wanted[i]−1`` of every pair, vectorised over all of them.
 
     ``pairs`` needs ``pair_id, query, x, y, a_is_x, answers_wanted``. An ``x`` equal to its
     query (an attention check) is identical to the query, so more similar than any candidate.
-    Returns rows ready for :meth:`crowdprefs.campaign.store.Store.add_answers`.
+    Workers ``blocked`` (a mask over the pool) are no longer drawn: answer *k* of a pair goes to
+    the *k*-th worker of the pair's ranking without them, so it never repeats a worker who
+    answered the pair before a block. Returns rows ready for
+    :meth:`crowdprefs.campaign.store.Store.add_answers`.
     """
     wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
     first = (
         np.zeros(len(pairs), dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
     )
-    if (wanted > len(pool.ids)).any():
+    blocked = np.zeros(len(pool.ids), dtype=bool) if blocked is None else blocked
+    available = int((~blocked).sum())
+    if (wanted > available).any():
         raise InputError(
-            f"the simulated crowd has {len(pool.ids)} workers; "
+            f"the simulated crowd has {available} workers not blocked; "
             f"a pair cannot get {wanted.max()} distinct answers"
         )
     todo = np.maximum(wanted - first, 0)
@@ -264,7 +270,9 @@ def simulate_answers(
     # Distinct workers per pair: the Gumbel-top-k ranking of the pool, keyed by pair.
     worker_index = np.arange(len(pool.ids))
     u = counter_uniform(seed, 1, pair_id[:, None], worker_index[None, :])
-    ranking = np.argsort(-(np.log(pool.weight)[None, :] - np.log(-np.log(u))), axis=1)
+    weight = np.where(blocked, 0.0, pool.weight)  # blocked workers rank last (log 0 = −∞)
+    with np.errstate(divide="ignore"):
+        ranking = np.argsort(-(np.log(weight)[None, :] - np.log(-np.log(u))), axis=1)
     worker = ranking[row, k]
 
     def draw(stream: int) -> np.ndarray:

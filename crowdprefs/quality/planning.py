@@ -20,6 +20,12 @@ without SQLite, vectorised over every query and pair of a campaign:
 * Verdicts use the project's :class:`~crowdprefs.campaign.aggregate.AggregationRule` after a fixed
   number of answers, or a :class:`~crowdprefs.campaign.adaptive.StoppingRule` (rounds of answers
   until decided).
+* With ``flag_each_round`` (``[review] flag_each_round``), after each round the workers are
+  flagged with the campaign's own rules (:func:`crowdprefs.quality.review.round_flags` over the
+  answers so far, judged against the verdicts so far), blocked (never drawn again) and their
+  answers dropped; the pairs left short are asked again in further rounds before they are
+  decided (the driver gives up after three such rounds and waits; here they go on until every
+  pair is complete). Dropped answers are paid, so they count in answers and cost.
 * Cost uses :mod:`crowdprefs.campaign.budget` (each pair is one HIT with as many assignments as
   answers); each *round* (one publication of answers: a batch, or one more look of adaptive
   answers) takes the crowd model's round time, a latency plus the answers over the crowd's
@@ -43,11 +49,13 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
-from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, verdicts
+from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, pair_verdicts, verdicts
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.measures import Judged, average_dynamic_recall, judge
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, distinct_workers, round_hours
+from crowdprefs.quality.review import ReviewRules, round_flags
+from crowdprefs.results_file import FRAME_COLUMNS
 from crowdprefs.rng import counter_uniform
 
 SUMMARY_COLUMNS = [
@@ -102,7 +110,9 @@ campaign's :class:`~crowdprefs.quality.crowd_model.WorkerPool`), ``choice`` 0 = 
 @dataclass(frozen=True)
 class Design:
     """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees,
-    and how often the pivot is shown as variation B (seed 002 §4.2 randomised the sides)."""
+    how often the pivot is shown as variation B (seed 002 §4.2 randomised the sides), and
+    whether careless workers are flagged, blocked and their answers dropped after each round
+    (``flag_each_round``, with the ``[review]`` thresholds of ``review``)."""
 
     answers_per_pair: int = 10
     aggregation: AggregationRule = field(default_factory=AggregationRule)
@@ -110,6 +120,8 @@ class Design:
     reward: float = 0.02
     fees: FeeModel = field(default_factory=FeeModel)
     pivot_b_share: float = 0.5
+    flag_each_round: bool = False
+    review: ReviewRules = field(default_factory=ReviewRules)
 
     def __post_init__(self) -> None:
         if self.answers_per_pair < 1:
@@ -124,6 +136,12 @@ class Design:
             raise InputError(
                 "adaptive answers stop each pair on its own answers; the bradley-terry rule "
                 "decides pairs from every answer of the query: use one or the other"
+            )
+        if self.flag_each_round and self.aggregation.rule == "bradley-terry":
+            raise InputError(
+                "plan cannot simulate flagging each round with the bradley-terry rule (its fit "
+                "would keep the dropped answers); the rule weighs each worker's reliability "
+                "itself: plan one or the other"
             )
 
     @property
@@ -218,6 +236,7 @@ class _Crowd:
         self.seed = seed
         self.pool = WorkerPool.draw(model, seed)
         self.rng = rng
+        self.blocked = np.zeros(len(self.pool.ids), dtype=bool)
         self.offset = widest_gap
         table = self.pool.shares(np.arange(-widest_gap, widest_gap + 1))
         self.cumulative = np.cumsum(table, axis=2)[:, :, :2]
@@ -239,10 +258,10 @@ class _Crowd:
         return round_hours(self.model, answers, z)
 
     def workers(self, key: np.ndarray, taken: np.ndarray, slot: int) -> np.ndarray:
-        """The worker of answer ``slot`` of each pair (``taken``: the pairs' earlier workers)."""
-        return distinct_workers(
-            self.pool.weight, taken, lambda t, rows: self.uniform(12, key[rows], slot, t)
-        )
+        """The worker of answer ``slot`` of each pair (``taken``: the pairs' earlier workers),
+        never a blocked one."""
+        weight = np.where(self.blocked, 0.0, self.pool.weight)
+        return distinct_workers(weight, taken, lambda t, rows: self.uniform(12, key[rows], slot, t))
 
     def answer(self, key: np.ndarray, slot: np.ndarray, worker: np.ndarray, gap_a: np.ndarray):
         """Each answer's choice (0 = A, 1 = equal, 2 = B) by ``worker`` at A's gap ``gap_a``."""
@@ -253,6 +272,76 @@ class _Crowd:
     def work_seconds(self, key: np.ndarray, slot: np.ndarray, worker: np.ndarray) -> np.ndarray:
         z = special.ndtri(self.uniform(15, key, slot))
         return self.seconds[worker] * np.exp(self.model.answer_seconds_spread * z)
+
+
+class _Flagger:
+    """In-campaign flagging of one simulated campaign (``Design.flag_each_round``): every answer
+    asked so far as an answers frame (:data:`~crowdprefs.results_file.FRAME_COLUMNS`), the
+    verdicts of decided pairs, and the crowd's blocked workers."""
+
+    COLUMNS = ("iteration", "pair_id", "query", "x", "y", "a_is_x", "worker_id", "choice")
+
+    def __init__(self, crowd: _Crowd, design: Design, query: np.ndarray) -> None:
+        self.crowd, self.design, self.query = crowd, design, query
+        self.parts: dict[str, list[np.ndarray]] = {c: [] for c in (*self.COLUMNS, "seconds")}
+        self.dropped = np.zeros(0, dtype=bool)
+        self.decided: dict[int, int] = {}
+        self.batch_start = 0
+
+    def start(self) -> None:
+        """A new batch begins: answers from here on are the current batch's."""
+        self.batch_start = len(self.dropped)
+
+    def add(self, iteration: int, key, x, y, a_is_x, worker, choice, seconds) -> None:
+        """One round's answers (``choice`` as shown: 0 = A, 1 = equal, 2 = B)."""
+        values = (iteration + np.zeros_like(key), key, self.query[x], x, y, a_is_x, worker, choice)
+        for column, value in zip((*self.COLUMNS, "seconds"), (*values, seconds), strict=True):
+            self.parts[column].append(np.asarray(value))
+        self.dropped = np.concatenate([self.dropped, np.zeros(len(key), dtype=bool)])
+
+    def decide(self, key: np.ndarray, verdict: np.ndarray) -> None:
+        """The verdicts of a decided batch (they stay, as the driver stores them)."""
+        self.decided.update(zip(key.tolist(), np.asarray(verdict).tolist(), strict=True))
+
+    def frame(self) -> pd.DataFrame:
+        data = {c: np.concatenate(v) for c, v in self.parts.items()}
+        self.parts = {c: [v] for c, v in data.items()}
+        side = 1 - data["choice"]  # A +1, equal 0, B −1, as shown
+        n = len(side)
+        frame = pd.DataFrame(
+            {
+                **{c: data[c] for c in self.COLUMNS if c != "choice"},
+                "choice": np.array(["A", "equal", "B"], dtype=object)[data["choice"]],
+                "score": np.where(data["a_is_x"], side, -side),
+                "seconds": data["seconds"],
+                "hit_id": data["pair_id"],
+                "assignment_id": np.arange(n),
+                "status": np.where(self.dropped, "rejected", "submitted"),
+                "kind": "sort",
+                "pivot_known": True,
+                "background": "",
+                "comment": "",
+            }
+        )
+        return frame.reindex(columns=FRAME_COLUMNS)
+
+    def flag(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flag after a round: block the workers newly flagged and drop their answers; returns
+        the batch-relative indices and choices of the current batch's answers dropped."""
+        frame = self.frame()
+        pairs = pair_verdicts(frame, self.design.aggregation)
+        known = pairs.index.map(self.decided)
+        pairs["verdict"] = np.where(known.isna(), pairs["verdict"], known).astype(int)
+        flags = round_flags(frame, pairs, self.design.review)
+        new = flags["worker_id"].to_numpy(dtype=np.int64)
+        new = new[~self.crowd.blocked[new]]
+        if len(new) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        self.crowd.blocked[new] = True
+        drop = np.isin(frame["worker_id"].to_numpy(), new) & ~self.dropped
+        self.dropped |= drop
+        index = np.flatnonzero(drop[self.batch_start :])
+        return index, self.parts["choice"][0][self.batch_start :][index]
 
 
 @dataclass
@@ -300,8 +389,9 @@ class _Batch:
 @dataclass(frozen=True)
 class Campaign:
     """One simulated campaign: totals, each candidate's produced group, each query's number of
-    iterations, the per-iteration table (:data:`ITERATION_COLUMNS`) and, when recorded, the
-    answer log (:data:`ANSWER_COLUMNS`) with the campaign's worker pool."""
+    iterations, the per-iteration table (:data:`ITERATION_COLUMNS`), when recorded, the
+    answer log (:data:`ANSWER_COLUMNS`) with the campaign's worker pool, and the workers
+    blocked during the campaign."""
 
     summary: dict[str, float]
     group: np.ndarray
@@ -309,6 +399,8 @@ class Campaign:
     per_iteration: pd.DataFrame
     answers: pd.DataFrame | None = None
     pool: WorkerPool | None = None
+    blocked: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """The workers (indices in the campaign's pool) blocked by ``flag_each_round``."""
 
     def lists(self, collection: Collection) -> pd.DataFrame:
         """The produced lists ``query, document, group``."""
@@ -329,27 +421,38 @@ def _decide_batch(
     clock: tuple[int, float],
     record: bool,
     fitted: tuple[_Fitted, np.ndarray, np.ndarray] | None = None,
+    flagger: tuple[_Flagger, int, np.ndarray, np.ndarray] | None = None,
 ) -> _Batch:
     """Collect answers for a batch of pairs (``key`` identifies each pair, ``gap`` = s_x − s_y
     in whole groups, y the pivot) round after round until decided; ``clock`` gives the rounds
     and hours the campaign took before the batch; ``fitted``, for the ``bradley-terry`` rule,
-    the campaign's answers so far and the pairs' x and y."""
+    the campaign's answers so far and the pairs' x and y. With a ``flagger`` (the campaign's
+    :class:`_Flagger`, the iteration and the pairs' ``x, y``), workers are flagged after each
+    round, their answers dropped and the pairs left short asked again before any decision."""
     pairs = len(gap)
     a_is_x = crowd.uniform(11, key) < design.pivot_b_share  # the pivot y is shown as B
     gap_a = np.where(a_is_x, gap, -gap)
     workers = np.full((pairs, design.most_answers), -1, dtype=np.int64)
     shown = np.zeros((pairs, 3), dtype=np.int64)
-    have = np.zeros(pairs, dtype=np.int64)
+    have = np.zeros(pairs, dtype=np.int64)  # answers that count
+    used = np.zeros(pairs, dtype=np.int64)  # answers asked (dropped ones included)
+    asked_rows: list[np.ndarray] = []
     rule = design.adaptive
     wanted = np.full(pairs, design.answers_per_pair if rule is None else rule.initial)
-    slots = np.arange(workers.shape[1])
     rounds, hours, log, load = 0, 0.0, [], []
+    if flagger is not None:
+        flagger[0].start()
     while True:
-        if (wanted > have).any():
-            for slot in range(int(have.min()), int(wanted.max())):
-                rows = np.flatnonzero((have <= slot) & (slot < wanted))
+        end = used + np.maximum(wanted - have, 0)
+        if (end > used).any():
+            if end.max() > workers.shape[1]:
+                more = np.full((pairs, int(end.max()) - workers.shape[1]), -1, dtype=np.int64)
+                workers = np.concatenate([workers, more], axis=1)
+            for slot in range(int(used.min()), int(end.max())):
+                rows = np.flatnonzero((used <= slot) & (slot < end))
                 workers[rows, slot] = crowd.workers(key[rows], workers[rows, :slot], slot)
-            row, slot = np.nonzero((slots >= have[:, None]) & (slots < wanted[:, None]))
+            slots = np.arange(workers.shape[1])
+            row, slot = np.nonzero((slots >= used[:, None]) & (slots < end[:, None]))
             worker = workers[row, slot]
             choice = crowd.answer(key[row], slot, worker, gap_a[row])
             if fitted is not None:
@@ -373,7 +476,18 @@ def _decide_batch(
                 )
             rounds += 1
             hours += took
-        have = wanted
+            have, used = have + end - used, end
+            if flagger is not None:
+                flags, iteration, x, y = flagger
+                seconds = crowd.work_seconds(key[row], slot, worker)
+                flags.add(iteration, key[row], x[row], y[row], a_is_x[row], worker, choice, seconds)
+                asked_rows.append(row)
+                index, dropped = flags.flag()
+                if len(index):
+                    gone = np.concatenate(asked_rows)[index]
+                    shown -= np.bincount(gone * 3 + dropped, minlength=3 * pairs).reshape(pairs, 3)
+                    have -= np.bincount(gone, minlength=pairs)
+                    continue  # ask the replacements before deciding
         counts = np.where(a_is_x[:, None], shown, shown[:, ::-1])  # more, equal, less
         if rule is None:
             if fitted is None:
@@ -387,8 +501,10 @@ def _decide_batch(
         wanted = answers_wanted(*counts.T, rule)
     for entry in log:
         entry["a_is_x"] = a_is_x[entry["row"]]
+    if flagger is not None:
+        flagger[0].decide(key, verdict)
     per_round = np.array(load) if load else np.zeros((0, pairs), dtype=np.int64)
-    return _Batch(verdict, have, rounds, hours, shown, per_round, log)
+    return _Batch(verdict, used, rounds, hours, shown, per_round, log)
 
 
 class _Pipeline:
@@ -450,6 +566,7 @@ def simulate_campaign(
     similarity = -collection.group
     position = rng.random(len(collection.query))
     totals = {"pairs": 0, "answers": 0, "cost": 0.0, "hours": 0.0, "rounds": 0}
+    flagger = _Flagger(crowd, design, collection.query) if design.flag_each_round else None
     pipeline = _Pipeline(len(collection.query))
     rows: list[dict] = []
     logs: list[pd.DataFrame] = []
@@ -467,6 +584,7 @@ def simulate_campaign(
             (totals["rounds"], totals["hours"]),
             record,
             None if fitted is None else (fitted, x, y),
+            None if flagger is None else (flagger, len(rows) + 1, x, y),
         )
         answers = batch.answers
         totals["pairs"] += len(x)
@@ -526,7 +644,13 @@ def simulate_campaign(
         answers = pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
         answers = answers.reindex(columns=ANSWER_COLUMNS)
     return Campaign(
-        summary, group, iterations, per_iteration, answers, crowd.pool if record else None
+        summary,
+        group,
+        iterations,
+        per_iteration,
+        answers,
+        crowd.pool if record else None,
+        np.flatnonzero(crowd.blocked),
     )
 
 

@@ -25,6 +25,20 @@ so their decisions do not depend on when answers happened to be fetched. Every d
 stored first and applied to the crowd afterwards, so a crash between the two is finished by the
 next pass. The driver runs the pass after each collection (:class:`Reviewer`, handed to
 :func:`crowdprefs.campaign.driver.collect`): the crowd adapter only offers the calls.
+
+**Flagging during the campaign** (``[review] flag_each_round``, any crowd): after each round of
+answers (a batch, or one more look of adaptive answers) has come in, workers are flagged with
+every rule of the audit (:func:`review_flags` with ``audit``, against the verdicts so far),
+blocked (a simulated worker is no longer drawn, a web judge gets no further question, an MTurk
+worker is blocked through the crowd, a Prolific participant is kept off the study by its block
+list) and their answers dropped from aggregation as a rejection drops them (kept in the state
+for the audit, ``status = 'rejected'``, the rule as reason), and replacement answers are asked.
+Dropping an answer is not rejecting it for payment: a careless-looking worker may be an honest
+one with an unusual ear, and a rejection hurts their standing on the platform. So the answers
+dropped by these extra rules are *approved* on a paying crowd (their reason starts with
+:data:`DROPPED`, which is how a later pass tells them from rejections after a crash); only the
+rules the review already rejects on (``bot``, ``failed-checks``, ``[review] block``, the
+caller's flags, every audit rule with ``audit``) reject for payment, as before.
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.budget import check_budget, hit_costs
-from crowdprefs.campaign.crowd import ReviewedCrowd, reachable_size
+from crowdprefs.campaign.crowd import Crowd, ReviewedCrowd, reachable_size
 from crowdprefs.campaign.driver import committed_cost
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
@@ -60,6 +74,8 @@ if TYPE_CHECKING:
 FLAG_COLUMNS = ["worker_id", "reason"]
 REVIEW_FLAGS = ("bot", "failed-checks")
 """The flag rules a review blocks on without ``audit``."""
+DROPPED = "dropped during the campaign, not rejected for payment: "
+"""How the reason of an answer dropped by ``[review] flag_each_round`` begins."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,8 @@ class ReviewRules:
     check_feedback: str = (
         "A control question (a clip against the original melody itself) was answered wrongly."
     )
+    flag_each_round: bool = False
+    """Flag, block and drop careless workers after each round of answers (see the module doc)."""
 
     def __post_init__(self) -> None:
         check_values("review", self)
@@ -141,6 +159,16 @@ def review_flags(
     return flags.drop_duplicates("worker_id", keep="first").reset_index(drop=True)
 
 
+def round_flags(
+    answers: pd.DataFrame, verdicts: pd.DataFrame | AggregationRule | None, rules: ReviewRules
+) -> pd.DataFrame:
+    """The workers ``[review] flag_each_round`` blocks after a round of answers: every audit
+    rule (:func:`review_flags` with ``audit``, ``[review] block`` included) over the answers so
+    far; ``worker_id, reason, rule``. The campaign's review pass and the planner's simulated
+    campaigns (:mod:`crowdprefs.quality.planning`) both flag with it."""
+    return review_flags(answers, verdicts, rules, audit=True)
+
+
 def read_flags(path: Path) -> pd.DataFrame:
     """Workers to block from a CSV with the columns ``worker_id, reason`` (e.g. the
     ``review_flags.csv`` an audit writes)."""
@@ -163,38 +191,55 @@ def read_flags(path: Path) -> pd.DataFrame:
 
 def review(
     project: Project,
-    crowd: ReviewedCrowd,
+    crowd: Crowd,
     iteration: int,
     *,
     flags: pd.DataFrame | None = None,
     audit: bool = False,
 ) -> dict[str, int]:
-    """One review pass over a batch's answers from ``crowd``; returns what was done.
+    """One review pass over a batch's answers from ``crowd``; returns what was done:
+    ``blocked, rejected, dropped, replaced, approved``.
 
     ``flags`` (``worker_id, reason``) names more workers to block and reject; ``audit`` blocks
-    every worker the audit's flag rules flag too.
+    every worker the audit's flag rules flag too. A crowd that is not a
+    :class:`~crowdprefs.campaign.crowd.ReviewedCrowd` (simulated, web) has no answers to approve
+    or reject: only ``[review] flag_each_round`` acts on it.
     """
     rules = ReviewRules.from_project(project)
     store, name = project.store, crowd.name
-    answers = store.answers(include_rejected=True)
-    answers = answers[answers["crowd"] == name]
-    open_answers = answers[answers["status"] == "submitted"]
-    done = {"blocked": 0, "rejected": 0, "replaced": 0, "approved": 0}
-
-    if rules.reject_failed_checks:
+    reviewed = isinstance(crowd, ReviewedCrowd)
+    done = dict.fromkeys(("blocked", "rejected", "dropped", "replaced", "approved"), 0)
+    if not (reviewed or rules.flag_each_round):
+        return done
+    if reviewed and rules.reject_failed_checks:
+        answers = store.answers(include_rejected=True)
+        open_answers = answers[(answers["crowd"] == name) & (answers["status"] == "submitted")]
         failing = open_answers[failed_checks(open_answers)]
         if len(failing):
             store.decide_rejections(name, failing.assign(reason=rules.check_feedback))
-    if store.missing_answers(iteration, name).empty:
+    complete = store.missing_answers(iteration, name).empty
+    if complete:
         frame = project_answers(project, name)
         verdicts = project_verdicts(project, frame) if len(frame) else None
-        if flags is not None and "worker_id" in flags:  # only workers of this crowd
-            flags = flags[flags["worker_id"].isin(answers["worker_id"])]
-        new = review_flags(frame, verdicts, rules, flags, audit=audit)
-        new = new[~new["worker_id"].isin(store.blocked_workers(name))]
-        if len(new):
-            store.decide_blocks(name, new)
-    done["blocked"], done["rejected"] = _apply_pending(project, crowd)
+        blocked = store.blocked_workers(name)
+        if reviewed:
+            if flags is not None and "worker_id" in flags:  # only workers of this crowd
+                flags = flags[flags["worker_id"].isin(frame["worker_id"])]
+            new = review_flags(frame, verdicts, rules, flags, audit=audit)
+            new = new[~new["worker_id"].isin(blocked)]
+            if len(new):
+                store.decide_blocks(name, new)
+            blocked |= set(new["worker_id"])
+        if rules.flag_each_round:
+            dropped = round_flags(frame, verdicts, rules)
+            dropped = dropped[~dropped["worker_id"].isin(blocked)]
+            if len(dropped):
+                store.decide_blocks(name, dropped.assign(reason=DROPPED + dropped["reason"]))
+    done["blocked"], done["rejected"], done["dropped"] = _apply_pending(project, crowd)
+    if not reviewed:  # the crowd hands the dropped answers' pairs out again by itself
+        if done["dropped"]:
+            done["replaced"] = len(store.missing_answers(iteration, name))
+        return done
     if rules.replace_rejected:
         done["replaced"] = _replace(project, crowd, iteration)
     if rules.approve and store.missing_answers(iteration, name).empty:
@@ -204,29 +249,40 @@ def review(
 
 @dataclass
 class Reviewer:
-    """The review pass the driver runs after each collection from a reviewed crowd (a
+    """The review pass the driver runs after each collection (a
     :class:`~crowdprefs.campaign.crowd.Review`): ``flags`` (``worker_id, reason``) of more
     workers to block, ``audit`` to block every worker the audit's rules flag too."""
 
     flags: pd.DataFrame | None = None
     audit: bool = False
 
-    def __call__(self, project: Project, crowd: ReviewedCrowd, iteration: int) -> dict[str, int]:
+    def __call__(self, project: Project, crowd: Crowd, iteration: int) -> dict[str, int]:
         return review(project, crowd, iteration, flags=self.flags, audit=self.audit)
 
 
-def _apply_pending(project: Project, crowd: ReviewedCrowd) -> tuple[int, int]:
-    """Apply stored decisions not yet applied: blocks first, then rejections."""
+def _apply_pending(project: Project, crowd: Crowd) -> tuple[int, int, int]:
+    """Apply stored decisions not yet applied: blocks first, then rejections, an answer dropped
+    during the campaign (:data:`DROPPED`) being approved for payment instead; returns how many
+    blocks, rejections and drops. A crowd without review calls holds nothing to apply: the
+    state is its block list (the simulated crowd and the web server read it)."""
     store, name = project.store, crowd.name
+    reviewed = isinstance(crowd, ReviewedCrowd)
     blocks = store.pending_blocks(name)
     for worker, reason in blocks.itertuples(index=False):
-        crowd.block_worker(worker, reason)
+        if reviewed:
+            crowd.block_worker(worker, reason)
         store.block_applied(name, worker)
-    rejects = store.pending_reviews(name, "reject")
-    for assignment, reason in rejects.itertuples(index=False):
-        crowd.reject_assignment(assignment, reason)
+    decisions = store.pending_reviews(name, "reject")
+    dropped = decisions["reason"].fillna("").str.startswith(DROPPED)
+    for assignment, reason, drop in zip(
+        decisions["assignment_id"], decisions["reason"], dropped, strict=True
+    ):
+        if reviewed and drop:
+            crowd.approve_assignment(assignment)
+        elif reviewed:
+            crowd.reject_assignment(assignment, reason)
         store.review_applied(name, assignment)
-    return len(blocks), len(rejects)
+    return len(blocks), int((~dropped).sum()), int(dropped.sum())
 
 
 def _replace(project: Project, crowd: ReviewedCrowd, iteration: int) -> int:

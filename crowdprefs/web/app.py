@@ -80,6 +80,7 @@ from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import CrowdprefsError, InputError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
+from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
 from crowdprefs.web.assign import (
     Forbidden,
@@ -382,7 +383,7 @@ def _advance(app: Starlette, project: Project) -> None:
         crowd: Crowd | None = None
         try:
             crowd = _crowd(app, project)
-            app.state.campaign = advance(project, crowd)
+            app.state.campaign = advance(project, crowd, Reviewer())
         except CrowdprefsError as error:
             app.state.campaign = f"stopped: {error}"
         finally:

@@ -284,9 +284,12 @@ def choose_pair(pair_id: np.ndarray, filled: np.ndarray, wanted: np.ndarray, key
 def next_assignment(
     project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
 ) -> WebAssignment | None:
-    """The judge's open assignment, or a new one; ``None`` when nothing is left for them.
+    """The judge's open assignment, or a new one; ``None`` when nothing is left for them (a
+    judge blocked on review gets no further question).
 
     Raises :class:`ScreenFirst` while the judge must still pass the headphone screen."""
+    if judge.judge_id in project.store.blocked_workers("web"):
+        return None
     if needs_screen(judge, settings):
         screen = project.store.web_screen(judge.judge_id)
         if screen is None or not screen.passed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -24,6 +25,7 @@ from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_model import CrowdModel
+from crowdprefs.quality.review import DROPPED, Reviewer
 
 
 @pytest.fixture
@@ -331,3 +333,85 @@ def test_adaptive_answers_with_the_bradley_terry_rule_are_refused_before_a_batch
         with pytest.raises(InputError, match="turn one of them off"):
             driver.next_batch(project)
         assert project.store.last_batch() is None
+
+
+def flag_each_round(project: Project) -> None:
+    sections = dict(project.settings.sections)
+    sections["review"] = {"flag_each_round": True}
+    project.save_settings(dataclasses.replace(project.settings, sections=sections))
+
+
+def test_flagged_workers_are_blocked_dropped_and_replaced_during_the_campaign(demo):
+    flag_each_round(demo)
+    crowd = get_crowd("simulated", demo)
+    driver.run(demo, crowd, review=Reviewer())
+    assert driver.next_batch(demo) is None
+    blocks = demo.store.worker_blocks("simulated")
+    kinds = dict(zip(crowd.pool.ids, crowd.pool.kind, strict=True))
+    assert "bot" in {kinds[w] for w in blocks["worker_id"]}  # the robots' constant time
+    assert blocks["applied_at"].notna().all()
+    answers = demo.store.answers(include_rejected=True)
+    theirs = answers["worker_id"].isin(blocks["worker_id"])
+    # Blocked workers are drawn no more: every answer of theirs came before the block and is
+    # dropped, kept in the state with the rule that flagged them as the reason.
+    assert theirs.any() and (answers.loc[theirs, "status"] == "rejected").all()
+    reasons = answers.loc[theirs, "assignment_id"].map(
+        demo.store.reviews("simulated").set_index("assignment_id")["reason"]
+    )
+    assert reasons.str.startswith(DROPPED).all()
+    assert reasons.str.contains("constant-time|low-agreement|too-fast|constant-answer").all()
+    # A pair was asked again for answers dropped while its batch was open, from other workers
+    # (answers of an aggregated batch are dropped too, but its pairs keep their verdicts).
+    pairs = demo.store.pairs().set_index("pair_id")
+    stored = answers.groupby("pair_id").size().reindex(pairs.index, fill_value=0)
+    assert (stored >= pairs["answers_wanted"]).all() and (stored > pairs["answers_wanted"]).any()
+    last = pairs[pairs["iteration"] == pairs["iteration"].max()]
+    counted = answers[answers["status"] != "rejected"].groupby("pair_id").size()
+    assert counted.reindex(last.index, fill_value=0).eq(last["answers_wanted"]).all()
+    assert not answers.duplicated(["pair_id", "worker_id"]).any()
+
+
+def test_without_the_setting_the_review_leaves_an_unpaid_crowd_alone(demo):
+    driver.run(demo, get_crowd("simulated", demo), review=Reviewer())
+    assert demo.store.worker_blocks().empty and demo.store.reviews().empty
+    assert len(demo.store.answers()) == 10 * len(demo.store.pairs())
+
+
+class PaidSimulatedCrowd(SimulatedCrowd):
+    """The simulated crowd offering a paying crowd's review calls, recording them."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.calls: list[tuple[str, str]] = []
+
+    def block_worker(self, worker_id: str, reason: str) -> None:
+        self.calls.append(("block", worker_id))
+
+    def reject_assignment(self, assignment_id: str, reason: str) -> None:
+        self.calls.append(("reject", assignment_id))
+
+    def approve_assignment(self, assignment_id: str) -> None:
+        self.calls.append(("approve", assignment_id))
+
+    def add_assignments(self, hit_id: str, before: int, after: int) -> None:
+        self.calls.append(("extend", hit_id))
+
+
+def test_a_paying_crowd_pays_dropped_answers_and_blocks_their_workers(demo):
+    """Answers dropped by the flags of the campaign are approved for payment, never rejected;
+    the review's own rules (bots, failed checks) still reject, as before."""
+    flag_each_round(demo)
+    crowd = PaidSimulatedCrowd.for_project(demo)
+    driver.run(demo, crowd, review=Reviewer())
+    calls = pd.DataFrame(crowd.calls, columns=["call", "id"])
+    reviews = demo.store.reviews("simulated")
+    rejected = reviews[reviews["decision"] == "reject"]
+    dropped = rejected["reason"].str.startswith(DROPPED)
+    assert dropped.any() and (~dropped).any()
+    sent = calls.groupby("call")["id"].agg(set)
+    assert set(rejected.loc[dropped, "assignment_id"]) <= sent["approve"]
+    assert not set(rejected.loc[dropped, "assignment_id"]) & sent["reject"]
+    assert sent["reject"] == set(rejected.loc[~dropped, "assignment_id"])
+    assert sent["block"] == set(demo.store.worker_blocks("simulated")["worker_id"])
+    assert reviews["applied_at"].notna().all()
+    assert driver.next_batch(demo) is None

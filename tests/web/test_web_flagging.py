@@ -1,0 +1,62 @@
+"""Flagging during a web campaign: a flagged judge gets no further question and their answers
+are handed out again to other judges."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+from test_web import ANSWER_A, ANSWER_B, invite, make_web_project
+
+from crowdprefs.campaign.driver import advance
+from crowdprefs.campaign.project import Project
+from crowdprefs.crowds.web import WebCrowd
+from crowdprefs.quality.review import DROPPED, Reviewer
+from crowdprefs.web import assign
+
+CLOCK = [datetime.now(UTC)]
+
+
+def answer_all(project: Project, judge, settings, form) -> int:
+    """The judge answers every question handed to them, each in its own time after hearing
+    the clips; returns how many."""
+    done = 0
+    while (a := assign.next_assignment(project, judge, settings, at=CLOCK[0])) is not None:
+        CLOCK[0] += timedelta(seconds=30 + 7 * done)
+        assert assign.submit(project, judge, a.assignment_id, a.csrf, form, settings, CLOCK[0])
+        done += 1
+    return done
+
+
+def test_a_flagged_judge_gets_no_further_question_and_is_replaced(tmp_path):
+    root = make_web_project(tmp_path)
+    tokens = invite(root, 4)
+    with Project(root) as project:
+        judges = [assign.judge_for_token(project, t) for t in tokens]
+        listed = judges[0].judge_id  # blocked by [review] block, a rule of the flag set
+        sections = dict(project.settings.sections)
+        sections["review"] = {"flag_each_round": True, "block": [listed]}
+        project.save_settings(dataclasses.replace(project.settings, sections=sections))
+        settings = assign.WebSettings.from_project(project)
+        assert advance(project, WebCrowd(), Reviewer()) == "waiting"
+        pairs = len(project.store.pairs(1))
+        assert answer_all(project, judges[0], settings, ANSWER_A) == pairs
+        for judge in judges[1:]:
+            answer_all(project, judge, settings, ANSWER_B)
+        # The batch is complete: the review flags the listed judge and drops their answers.
+        assert advance(project, WebCrowd(), Reviewer()) == "waiting"
+        assert project.store.blocked_workers("web") == {listed}
+        answers = project.store.answers(1, include_rejected=True)
+        theirs = answers[answers["worker_id"] == listed]
+        assert len(theirs) == pairs and (theirs["status"] == "rejected").all()
+        reasons = project.store.reviews("web").set_index("assignment_id")["reason"]
+        assert theirs["assignment_id"].map(reasons).str.startswith(DROPPED).all()
+        assert len(project.store.missing_answers(1)) == pairs
+        # The blocked judge is refused; the others answer the pairs again and the batch closes.
+        assert assign.next_assignment(project, judges[0], settings, at=CLOCK[0]) is None
+        replaced = sum(answer_all(project, j, settings, ANSWER_B) for j in judges[1:])
+        assert replaced == pairs
+        assert project.store.missing_answers(1).empty
+        advance(project, WebCrowd(), Reviewer())
+        assert project.store.last_batch()["iteration"] == 2
+        assert assign.next_assignment(project, judges[0], settings, at=CLOCK[0]) is None
