@@ -107,7 +107,7 @@ def plan(
             "--flag-each-round",
             help="Also show the last design with careless workers flagged after each round of "
             "answers (the audit's rules), blocked, and their answers replaced, as the "
-            "[review] flag_each_round setting does.",
+            "\\[review] flag_each_round setting does.",
         ),
     ] = False,
     crowd_model: CrowdModelFile = None,
