@@ -15,6 +15,7 @@ Run: ``python benchmarks/adaptive_vs_fixed.py [--campaigns 60] [--seed 7]``
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -59,6 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=60)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
     args = parser.parse_args()
     _, truth = make_collection(2010)
     designs = {
@@ -101,6 +103,12 @@ def main() -> None:
         f"fixed 10 answers (Mann-Whitney 0.05): measured {fixed_rate:.4f}; exact at "
         f"p_equal = 0.5: {side.more + side.less:.4f}"
     )
+    if args.json:
+        keys = dict(zip(designs, ("fixed", "curtail", "sequential"), strict=True))
+        columns = ("answers", "adr", "ties_kept", "rounds", "wall_hours")
+        figures = {f"{keys[n]}_{c}": s.loc[c, "mean"] for n, s in results.items() for c in columns}
+        figures |= {"worst": worst, "measured": measured, "fixed_measured": fixed_rate}
+        print(json.dumps({k: float(v) for k, v in figures.items()}))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ and ``equal_budget.md``.
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import time
 from pathlib import Path
 
@@ -374,11 +376,34 @@ def markdown(table: pd.DataFrame, ratios: pd.DataFrame, seconds: float, args) ->
     return "\n".join(lines) + "\n"
 
 
+def slug(name: str) -> str:
+    """A name as a JSON key: ``QS margin-2 k=4`` → ``margin_2_k_4``."""
+    name = name.lower().replace("qs ", "").replace(" + bt", "").replace("final fit", "fit")
+    return re.sub(r"[^a-z0-9]+", "_", name.replace("≤10", "")).strip("_")
+
+
+def figures(ratios: pd.DataFrame) -> dict[str, float]:
+    """The README's figures: each ratio as ``crowd_design_measure_method``, and the range of the
+    Bradley–Terry rule's designs (lists from the sort) against random pairs by ADR."""
+    out = {
+        f"{slug(r['crowd'])}_{slug(r['quicksort'])}_{r['measure']}_{slug(s)}": r[f"{s}: ratio"]
+        for r in ratios.to_dict("records")
+        for s in SWEPT
+    }
+    rule = ratios[
+        ratios["quicksort"].str.startswith("QS BT")
+        & ~ratios["quicksort"].str.endswith(FINAL_FIT)
+        & (ratios["measure"] == "adr")
+    ]["random + BT: ratio"]
+    return {**out, "bt_rule_adr_random_low": rule.min(), "bt_rule_adr_random_high": rule.max()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", type=int, default=30)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--quick", action="store_true", help="few collections and budgets")
+    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
     args = parser.parse_args()
     if args.quick:
         args.collections = min(args.collections, 6)
@@ -403,6 +428,8 @@ def main() -> None:
     text = markdown(table, ratios, seconds, args)
     (OUT / "equal_budget.md").write_text(text, encoding="utf-8")
     print(text)
+    if args.json:
+        print(json.dumps(figures(ratios)))
 
 
 if __name__ == "__main__":

@@ -112,6 +112,7 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=20)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
     parser.add_argument("--part", choices=["ours", "theirs"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
@@ -145,6 +146,16 @@ def main() -> None:
     ratio = results["ours"]["seconds"] / results["theirs"]["seconds"]
     print(f"time ratio ours/ir_measures: {ratio:.3f} (target <= 1.0)")
     print(f"largest difference on {len(joined)} sampled scores: {worst:.2e}")
+    if args.json:
+        figures = {
+            "ours_seconds": results["ours"]["seconds"],
+            "theirs_seconds": results["theirs"]["seconds"],
+            "ratio": ratio,
+            "largest_difference": worst,
+            "ours_peak_gb": results["ours"]["peak_mb"] / 1024,
+            "theirs_peak_gb": results["theirs"]["peak_mb"] / 1024,
+        }
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ one; ``--csv`` writes the per-split numbers).
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -115,7 +116,8 @@ def paired(frame: pd.DataFrame, column: str, name: str) -> tuple[float, float]:
     return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
 
 
-def report(frame: pd.DataFrame) -> None:
+def report(frame: pd.DataFrame) -> dict[str, float]:
+    """Print the table; its figures, as ``{estimator}_{column}``."""
     splits = frame["split"].nunique()
     print(
         f"\nTransfer: {splits} splits; every number on held-out systems AND held-out queries "
@@ -131,6 +133,7 @@ def report(frame: pd.DataFrame) -> None:
     print("-" * len(header))
     order = ["trained", "judge", "compat", "fitted", "output", "uniform"]
     base_judgments = frame[frame.estimator == BASELINE]["judgments"].mean()
+    figures = {}
     for name in [n for n in order if n in set(frame.estimator)]:
         part = frame[frame.estimator == name]
         early, judgments = part["early"].mean(), part["judgments"].mean()
@@ -144,6 +147,21 @@ def report(frame: pd.DataFrame) -> None:
             early_text = f"{early:.3f} ({d_early:+.3f}±{se_early:.3f})"
             judged_text = f"{judgments:.0f} ({d_judged:+.0f}±{se_judged:.0f})"
             gap_text = f"{part['gap'].mean():+.3f} ({d_gap:+.3f}±{se_gap:.3f})"
+            figures |= {
+                f"{name}_d_early": d_early,
+                f"{name}_se_early": se_early,
+                f"{name}_d_judgments": d_judged,
+                f"{name}_se_judgments": se_judged,
+            }
+        figures |= {
+            f"{name}_early": early,
+            f"{name}_judgments": judgments,
+            f"{name}_ratio": judgments / base_judgments,
+            f"{name}_accuracy": part["accuracy"].mean(),
+            f"{name}_worst": part["accuracy"].min(),
+            f"{name}_gap": part["gap"].mean(),
+            f"{name}_zero_stops": (part["judgments"] == 0).sum(),
+        }
         print(
             f"{name:9} | {early_text:>22} | {judged_text:>24} | "
             f"{judgments / base_judgments:5.2f} | "
@@ -168,6 +186,7 @@ def report(frame: pd.DataFrame) -> None:
         f"{model['scale'].mean():.2f}; "
         f"training {model['training'].mean():.1f} s"
     )
+    return figures | {"trained_eta": model["eta"].mean()}
 
 
 def main() -> None:
@@ -176,6 +195,7 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="seed of the first split")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--csv", type=Path, help="also write the per-split numbers here")
+    parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
     args = parser.parse_args()
     if not (DATA / "runs.txt").exists():
         print(f"{DATA} not found: nothing to measure")
@@ -185,8 +205,10 @@ def main() -> None:
     frame = frame.assign(gap=frame["stated"] - frame["accuracy"])
     if args.csv:
         frame.to_csv(args.csv, index=False)
-    report(frame)
+    figures = report(frame)
     print(f"\nwall {time.perf_counter() - start:.0f} s")
+    if args.json:
+        print(json.dumps({k: float(v) for k, v in figures.items()}))
 
 
 if __name__ == "__main__":

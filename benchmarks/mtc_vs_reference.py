@@ -26,6 +26,7 @@ model, the slowest part, and draws 5 bootstrap collections).
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -99,8 +100,10 @@ def stop_of(sim: mtc.Simulation, target: float = 0.95) -> tuple[float, float, fl
     return row.judgments, row.accuracy, row.confidence
 
 
-def resampling_study(label: str, draws: int, models: tuple[str, ...]) -> None:
-    """Section 4: the reference and ours over ``draws`` bootstrap collections."""
+def resampling_study(label: str, draws: int, models: tuple[str, ...]) -> dict[str, float]:
+    """Section 4: the reference and ours over ``draws`` bootstrap collections; the figures of
+    their stops."""
+    figures = {}
     print(f"\n{label}")
     names = ("reference", *models)
     curves: dict[str, list[np.ndarray]] = {name: [] for name in names}
@@ -142,6 +145,12 @@ def resampling_study(label: str, draws: int, models: tuple[str, ...]) -> None:
     for name in names:
         if stops[name]:
             done, accuracy, confidence = np.array(stops[name]).T
+            figures |= {
+                f"bootstrap_{name}_judgments": done.mean(),
+                f"bootstrap_{name}_reached": len(done),
+                f"bootstrap_{name}_accuracy": accuracy.mean(),
+                f"bootstrap_{name}_worst_gap": np.abs(accuracy - confidence).max(),
+            }
             print(
                 f"  {name}: confidence 0.95 reached in {len(done)}/{draws}: judgments "
                 f"{done.mean():.0f} (range {done.min():.0f}-{done.max():.0f}), accuracy "
@@ -157,6 +166,7 @@ def resampling_study(label: str, draws: int, models: tuple[str, ...]) -> None:
                 table, f"{model}, every iteration to the stop, all collections"
             )
             print(f"  largest |accuracy - stated| in bins with >= 10 pairs: {gap:.3f}")
+    return figures
 
 
 def curve(sim: mtc.Simulation, end: int = CURVE_END) -> np.ndarray:
@@ -176,8 +186,9 @@ def calibration_report(table: pd.DataFrame, label: str) -> float:
 
 def report_method(
     col: mtc.Collection, sim: mtc.Simulation, ref_curve: np.ndarray, seconds: float
-) -> None:
-    """Section 3's lines for one run: the curve against the reference, the stop, calibration."""
+) -> dict[str, float]:
+    """Section 3's lines for one run: the curve against the reference, the stop, calibration;
+    its figures (the stop's only when it stops)."""
     ours = curve(sim, min(CURVE_END, int(sim.log["judgments"].iloc[-1])))
     ref_part = ref_curve[: ours.size]
     below = np.flatnonzero(ours < ref_part - 1e-12)
@@ -191,11 +202,24 @@ def report_method(
         f"{ours.mean():.4f} vs {ref_part.mean():.4f}; worst shortfall "
         f"{(ref_part - ours).max():.4f}"
     )
+    figures = {
+        "after_120": ours[120],
+        "at_or_above": ours.size - below.size,
+        "counts": ours.size,
+        "mean": ours.mean(),
+        "reference_mean": ref_part.mean(),
+    }
     stop = sim.first_reaching(0.95)
     if stop is None:
         print("  confidence 0.95 never reached")
-        return
+        return figures
     row = sim.log.iloc[stop]
+    figures |= {
+        "judgments": row.judgments,
+        "percent": 100 * row.judgments / col.n_pairs,
+        "accuracy": row.accuracy,
+        "confidence": row.confidence,
+    }
     print(
         f"  honest stop: confidence {row.confidence:.4f} reached after {int(row.judgments)} "
         f"judgments ({row.judgments / col.n_pairs:.1%}); accuracy {row.accuracy:.4f}, "
@@ -209,9 +233,10 @@ def report_method(
         f"  largest |accuracy - stated| in bins with >= 10 pairs: at the stop {gap_stop:.3f}, "
         f"pooled {gap_pool:.3f}"
     )
+    return figures
 
 
-def main(quick: bool) -> None:
+def main(quick: bool, as_json: bool = False) -> None:
     if not (DATA / "runs.txt").exists():
         print(f"{DATA} not found: nothing to measure")
         return
@@ -240,6 +265,13 @@ def main(quick: bool) -> None:
     ref_curve = curve(
         reference_run(col, truth, meta, max_judgments=CURVE_END, stop_at_target=False)
     )
+    figures = {
+        "compat_judgments": last.judgments,
+        "compat_percent": 100 * last.judgments / col.n_pairs,
+        "compat_accuracy": last.accuracy,
+        "compat_confidence": last.confidence,
+        "reference_after_120": ref_curve[120],
+    }
 
     # 3. ours
     methods = [("judge", "L_judge + per-system errors, adaptive (the default without a model)")]
@@ -249,9 +281,14 @@ def main(quick: bool) -> None:
         print(f"\n[3] {label} (b = 20 pairs per iteration)")
         start = time.perf_counter()
         sim = our_run(col, truth, meta, name, stop_at_target=False, max_judgments=3000)
-        report_method(col, sim, ref_curve, time.perf_counter() - start)
+        ran = report_method(col, sim, ref_curve, time.perf_counter() - start)
+        figures |= {f"{name}_{key}": value for key, value in ran.items()}
     draws = 5 if quick else 20
-    resampling_study(f"[4] over {draws} query-bootstrap collections (seeded)", draws, ("judge",))
+    figures |= resampling_study(
+        f"[4] over {draws} query-bootstrap collections (seeded)", draws, ("judge",)
+    )
+    if as_json:
+        print(json.dumps({k: float(v) for k, v in figures.items()}))
 
 
 if __name__ == "__main__":
@@ -261,4 +298,6 @@ if __name__ == "__main__":
         action="store_true",
         help="Skip the refitted model (the slowest part); draw 5 bootstrap collections.",
     )
-    main(quick=parser.parse_args().quick)
+    parser.add_argument("--json", action="store_true", help="End with the figures as JSON.")
+    args = parser.parse_args()
+    main(quick=args.quick, as_json=args.json)

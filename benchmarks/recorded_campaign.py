@@ -21,12 +21,16 @@ first (from ``--seed``) whose campaign asks between 250 and 300 pairs in 6 to 8 
 real one: 281 pairs, 8 iterations; this crowd's campaigns average about 255 pairs and 5.5
 iterations).
 
-Run: ``python benchmarks/recorded_campaign.py [--out benchmarks/out/recorded] [--seed 1]``
+Run: ``python benchmarks/recorded_campaign.py [--out benchmarks/out/recorded] [--seed 1]``;
+with ``--json`` it also fits the crowd model to the recording as ``crowdprefs crowd-model fit
+results.csv --lists lists.qrel --rule margin`` does, and ends with the figures as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -225,10 +229,33 @@ def write(recording: Recording, folder: Path) -> None:
     recording.truth[["query", "document"]].to_csv(folder / "candidates.csv", index=False)
 
 
+def fit_figures(folder: Path) -> dict[str, float]:
+    """The figures of ``crowd-model fit`` (its defaults) on the recording written to ``folder``:
+    fitted values with 95% intervals, the predictive check (means, 5%–95%) and the seconds."""
+    from crowdprefs.io import read_lists
+    from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check
+    from crowdprefs.results_file import read_results
+
+    started = time.perf_counter()
+    answers, lists = read_results(folder / "results.csv"), read_lists(folder / "lists.qrel")
+    fitted = fit_crowd_model(answers, lists, bootstrap=50, seed=0)
+    check = predictive_check(fitted.replicates, answers, lists, DESIGN.aggregation, 200, 0)
+    figures = {"fit_seconds": time.perf_counter() - started}
+    for name in ("position_bias", "careless_share", "activity"):
+        low, high = fitted.intervals[name]
+        figures |= {name: getattr(fitted.model, name), f"{name}_low": low, f"{name}_high": high}
+    for statistic in ("pairs", "iterations", "agreement", "share equal"):
+        row, key = check.loc[statistic], statistic.replace(" ", "_")
+        figures |= {f"check_{key}": row["simulated"], f"check_{key}_recorded": row["recorded"]}
+        figures |= {f"check_{key}_p5": row["p5"], f"check_{key}_p95": row["p95"]}
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/recorded"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="also fit it; end with JSON figures")
     args = parser.parse_args()
     recording = find_recording(args.seed)
     write(recording, args.out)
@@ -237,6 +264,28 @@ def main() -> None:
         print(f"  {name}: {value:.3f}" if isinstance(value, float) else f"  {name}: {value}")
     per = recording.answers.groupby("iteration")["pair_id"].nunique()
     print("  pairs per iteration: " + ", ".join(str(n) for n in per))
+    if args.json:
+        described = describe(recording)
+        figures = {
+            "pairs": described["pairs"],
+            "iterations": described["iterations"],
+            "workers": described["workers"],
+            "top_worker_share": described["top worker share"],
+            "pivot_b": described["pivot shown as B"],
+            "agreement": described["agreement"],
+            "share_equal": described["share equal"],
+            "wrong_median": described["wrong-side rate, median (workers with >= 10 answers)"],
+            "wrong_p90": described["wrong-side rate, 90th percentile"],
+            "equal_lowest_percent": 100 * described["equal rate, lowest"],
+            "equal_highest_percent": 100 * described["equal rate, highest"],
+            **fit_figures(args.out),
+        }
+        print(
+            json.dumps(
+                {"per_iteration": ", ".join(str(n) for n in per)}
+                | {k: float(v) for k, v in figures.items()}
+            )
+        )
 
 
 if __name__ == "__main__":
