@@ -10,7 +10,9 @@ workers and the two bots). The budget is the number of answers. Methods:
   simulate_campaign`): Mann-Whitney, margin-2 or Bradley–Terry verdicts after k answers per
   pair (the ``bradley-terry`` rule: each batch decided by one fit on every answer so far, with
   worker reliability), and the adaptive rules (curtailed Mann-Whitney up to 10, the sequential
-  default). Each design spends what it spends: one point per design. ``QS BT … + final fit``
+  default, and margin 2 with predictive curtailment: 2 answers, then one at a time up to 6,
+  until the margin-2 verdict after 6 answers is predictable with probability 0.7). Each design
+  spends what it spends: one point per design. ``QS BT … + final fit``
   is the same campaign's answers with the lists read from one more fit on all of them (its
   groups at α = 0.05) instead of from the sort.
 * ``random + BT``: answers spread uniformly over every pair of every query (each pair once per
@@ -83,6 +85,12 @@ QUICKSORT = {
     **{f"QS BT k={k}": Design(answers_per_pair=k, aggregation=BT) for k in (2, 3, 4, 6)},
     "QS MW curtailed ≤10": Design(adaptive=StoppingRule(method="curtail", step=1)),
     "QS sequential ≤10": Design(adaptive=StoppingRule()),
+    "QS margin-2 predictive ≤6": Design(
+        aggregation=MARGIN,
+        adaptive=StoppingRule(
+            method="curtail", initial=2, step=1, maximum=6, epsilon=0.3, aggregation=MARGIN
+        ),
+    ),
 }
 QUICK_QUICKSORT = ("QS MW k=10", "QS margin-2 k=10", "QS MW curtailed ≤10", "QS BT k=3")
 FINAL_FIT = " + final fit"
