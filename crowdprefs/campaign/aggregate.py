@@ -48,11 +48,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 Rule = Literal["mann-whitney", "margin", "bradley-terry"]
 Alternative = Literal["two-sided", "greater", "less"]

@@ -13,10 +13,11 @@ between iterations must not make the past look cheaper.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+from numpy.typing import ArrayLike
 
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError
@@ -60,16 +61,18 @@ def batch_cost(reward: float, assignments_per_hit, fees: FeeModel = FeeModel()) 
 
 
 def hit_costs(
-    prices: pd.DataFrame, assignments_per_hit, reward: float, fees: FeeModel
+    prices: Mapping[str, ArrayLike], assignments_per_hit, reward: float, fees: FeeModel
 ) -> np.ndarray:
     """What HITs of the given sizes cost at the prices they were published at.
 
-    ``prices`` has the :data:`PRICE_COLUMNS`, one row per HIT; a missing price (a HIT published
-    before prices were stored) is taken as today's ``reward`` and ``fees``.
+    ``prices`` has the :data:`PRICE_COLUMNS` (a DataFrame or a mapping of columns), one value
+    per HIT; a missing price (a HIT published before prices were stored) is taken as today's
+    ``reward`` and ``fees``.
     """
     values = (reward, fees.rate, fees.rate_10_or_more, fees.minimum)
     today = dict(zip(PRICE_COLUMNS, values, strict=True))
-    price = {c: pd.to_numeric(prices[c]).fillna(today[c]).to_numpy(float) for c in PRICE_COLUMNS}
+    columns = {c: np.asarray(prices[c], dtype=float) for c in PRICE_COLUMNS}
+    price = {c: np.where(np.isnan(v), today[c], v) for c, v in columns.items()}
     sizes = np.asarray(assignments_per_hit, dtype=float)
     return sizes * assignment_price(
         price["reward"],

@@ -20,10 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.settings import check_values
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project

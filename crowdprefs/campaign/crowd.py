@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import lazy_loader
 import numpy as np
-import pandas as pd
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project

@@ -17,11 +17,12 @@ the calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
@@ -29,9 +30,19 @@ from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.sorting import SortState, contradictions, initial_orders, replay
+from crowdprefs.campaign.sorting import (
+    SortState,
+    StateCounts,
+    contradictions,
+    initial_orders,
+    replay,
+)
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.progress import note
+
+pd = lazy_loader.load("pandas")  # imported on first use
+
+State = TypeVar("State")
 
 
 def sort_states(project: Project) -> dict[str, SortState]:
@@ -41,16 +52,34 @@ def sort_states(project: Project) -> dict[str, SortState]:
     used while the fingerprint of its query's verdicts is unchanged, and the other queries are
     replayed (loading only their verdicts) and cached again.
     """
+    fingerprints = project.store.verdict_fingerprints()
+    return _cached_sort(project, fingerprints, SortState.from_json, lambda state: state)
+
+
+def sort_counts(project: Project) -> dict[str, StateCounts]:
+    """Every query's sort in counts (candidates, open segments, needed pairs): what
+    :func:`sort_states` gives, without rebuilding the cached states' segments."""
+    fingerprints = project.store.verdict_fingerprints()
+    return _cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
+
+
+def _cached_sort(
+    project: Project,
+    fingerprints: Mapping[str, str],
+    read: Callable[[str], State],
+    convert: Callable[[SortState], State],
+) -> dict[str, State]:
+    """Per query, its cached state ``read`` from JSON, or replayed, cached and ``convert``-ed
+    when its verdicts' fingerprint changed since (:func:`sort_states`)."""
     store = project.store
-    fingerprints = store.verdict_fingerprints()
     cached = store.cached_states()
-    states: dict[str, SortState | None] = {}
+    states: dict[str, State | None] = {}
     stale: dict[str, str] = {}
     for query in store.query_names():
         fingerprint = fingerprints.get(query, "0:0")
         hit = cached.get(query)
         if hit is not None and hit[0] == fingerprint:
-            states[query] = SortState.from_json(hit[1])
+            states[query] = read(hit[1])
         else:
             states[query] = None
             stale[query] = fingerprint
@@ -61,7 +90,7 @@ def sort_states(project: Project) -> dict[str, SortState]:
         verdicts = store.verdict_maps(list(stale) if few else None)
         fresh = {q: replay(orders[q], verdicts.get(q, {})) for q in stale}
         store.cache_states([(q, stale[q], state.to_json()) for q, state in fresh.items()])
-        states.update(fresh)
+        states.update({q: convert(state) for q, state in fresh.items()})
     return states
 
 
@@ -100,7 +129,7 @@ def committed_cost(project: Project) -> float:
     prices = project.store.hit_prices()
     settings = project.settings
     costs = hit_costs(prices, prices["size"], settings.reward, settings.fees)
-    return round(float(np.sum(costs * prices["hits"].to_numpy())), 2)
+    return round(float(np.sum(costs * prices["hits"])), 2)
 
 
 @dataclass(frozen=True)
@@ -133,9 +162,7 @@ def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
 def partly_published(project: Project, iteration: int) -> str | None:
     """The crowd holding part of a batch still ``built`` (a partial publish waiting for
     budget), ``None`` when no pair of it is published."""
-    hits = project.store.hits()
-    crowds = hits.loc[hits["iteration"] == iteration, "crowd"].unique()
-    return str(crowds[0]) if len(crowds) else None
+    return project.store.batch_crowd(iteration)
 
 
 def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:
@@ -356,22 +383,23 @@ def query_contradictions(project: Project) -> pd.DataFrame:
 def status(project: Project) -> dict:
     """Per query: iterations, open segments, pairs judged, closed; and campaign totals."""
     store = project.store
-    states = sort_states(project)
-    per_query = store.query_progress()
-    iterations = per_query["iterations"].to_dict()
-    judged = per_query["pairs_judged"].to_dict()
-    queries = [
-        {
-            "query": query,
-            "candidates": state.size,
-            "iterations": int(iterations.get(query, 0)),
-            "open_segments": state.open_segments,
-            "pairs_judged": int(judged.get(query, 0)),
-            "pairs_needed": len(state.needed),
-            "closed": state.closed,
-        }
-        for query, state in states.items()
-    ]
+    progress = store.query_progress()
+    fingerprints = {query: fingerprint for query, (_, _, fingerprint) in progress.items()}
+    states = _cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
+    queries = []
+    for query, state in states.items():
+        iterations, judged, _ = progress.get(query, (0, 0, "0:0"))
+        queries.append(
+            {
+                "query": query,
+                "candidates": state.size,
+                "iterations": iterations,
+                "open_segments": state.open_segments,
+                "pairs_judged": judged,
+                "pairs_needed": state.needed,
+                "closed": state.closed,
+            }
+        )
     answers = store.answer_total()
     last = store.last_batch()
     return {
@@ -427,7 +455,7 @@ def run_iteration(
     result = aggregate(project)
     seconds = store.answer_seconds(iteration)
     timed = seconds[~np.isnan(seconds)]
-    open_queries = sum(not s.closed for s in sort_states(project).values())
+    open_queries = sum(not s.closed for s in sort_counts(project).values())
     hits, settings = store.batch_hits(crowd.name, iteration), project.settings
     return IterationSummary(
         iteration=iteration,

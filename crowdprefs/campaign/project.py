@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import lazy_loader
 import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
@@ -30,6 +30,8 @@ from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings, ch
 from crowdprefs.campaign.store import Store
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import read_text, write_atomic
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 STATE_NAME = "state.sqlite"
 DEFAULT_SEED = 2010

@@ -123,6 +123,36 @@ class SortState:
         return cls(tuple(segments), tuple(needed), data["rounds"])
 
 
+@dataclass(frozen=True)
+class StateCounts:
+    """How far one query's sort is, in counts: what a progress report needs of a
+    :class:`SortState`, read from its JSON without rebuilding segments or pairs."""
+
+    size: int
+    """How many candidates the query has."""
+    open_segments: int
+    needed: int
+    """How many pairs the sort needs next."""
+
+    @property
+    def closed(self) -> bool:
+        return not self.needed
+
+    @classmethod
+    def of(cls, state: SortState) -> StateCounts:
+        return cls(state.size, state.open_segments, len(state.needed))
+
+    @classmethod
+    def from_json(cls, text: str) -> StateCounts:
+        """The counts of the state :meth:`SortState.to_json` wrote."""
+        segments = json.loads(text)["segments"]
+        return cls(
+            size=sum(len(done) + len(todo) for done, todo, _ in segments),
+            open_segments=sum(len(todo) >= 2 for _, todo, _ in segments),
+            needed=sum(len(unknown) for _, _, unknown in segments),
+        )
+
+
 def lookup(verdicts: Verdicts, x: Hashable, y: Hashable) -> int | None:
     """The verdict of *x* against *y*, using the reverse orientation when needed."""
     verdict = verdicts.get((x, y))

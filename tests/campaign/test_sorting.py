@@ -7,7 +7,14 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crowdprefs.campaign.sorting import Segment, contradictions, initial_order, replay
+from crowdprefs.campaign.sorting import (
+    Segment,
+    SortState,
+    StateCounts,
+    contradictions,
+    initial_order,
+    replay,
+)
 
 TABLE1_ORDER = list("CDEAGBF")
 TABLE1_TRUTH = {"A": 1, "B": 1, "C": 1, "D": 2, "E": 2, "F": 3, "G": 3}
@@ -103,6 +110,30 @@ def test_arbitrary_answers_terminate_with_every_candidate_placed_once(n, answers
     placed = [d for g in state.groups() for d in g]
     assert sorted(placed) == sorted(documents)
     assert len(batches) <= n - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    answers=st.lists(st.sampled_from([-1, 0, 1]), min_size=60, max_size=60),
+    rounds=st.integers(0, 4),
+)
+def test_counts_read_from_a_states_json_match_the_state(n, answers, rounds):
+    order = initial_order([f"d{i}" for i in range(n)], 7, "q")
+    stream = itertools.cycle(answers)
+    verdicts: dict[tuple[str, str], int] = {}
+    state = replay(order, verdicts)
+    for _ in range(rounds):  # part-way through the sort: open and closed segments mixed
+        verdicts |= {pair: next(stream) for pair in state.needed}
+        state = replay(order, verdicts)
+    counts = StateCounts.from_json(state.to_json())
+    assert counts == StateCounts.of(SortState.from_json(state.to_json()))
+    assert (counts.size, counts.open_segments, counts.needed) == (
+        n,
+        state.open_segments,
+        len(state.needed),
+    )
+    assert counts.closed == state.closed
 
 
 def test_contradictions_are_found_once_per_triple():

@@ -65,3 +65,48 @@ def test_every_commands_help_loads_no_heavy_library():
         "crowdprefs.errors",
         "crowdprefs.progress",
     }
+
+
+RUN_COMMANDS = """
+import json, sys
+from crowdprefs.cli import main
+
+codes = []
+for command in {commands!r}:
+    sys.argv = ["crowdprefs", *command]
+    try:
+        main()
+    except SystemExit as stop:
+        codes.append(stop.code)
+    else:
+        codes.append(0)
+# pandas is loaded lazily: a proxy may sit in sys.modules, its submodules only once it runs
+print(json.dumps({{"codes": codes, "modules": sorted(sys.modules)}}))
+"""
+
+
+def test_status_and_next_on_a_project_load_no_pandas(tmp_path):
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds import get_crowd
+    from crowdprefs.demo import create_demo_project
+
+    with create_demo_project(tmp_path) as project:
+        driver.run(project, get_crowd("simulated", project), max_iterations=1)
+        where = project.root
+    aggregated = loaded_after(RUN_COMMANDS.format(commands=[["status", str(where)]]))
+    with Project(where) as project:
+        assert driver.next_batch(project) == 2
+    batch_open = loaded_after(
+        RUN_COMMANDS.format(
+            commands=[
+                ["status", str(where)],
+                ["next", str(where)],
+                ["status", "--json", str(where)],
+            ]
+        )
+    )
+    for report in (aggregated, batch_open):
+        assert set(report["codes"]) == {0}
+        assert not [m for m in report["modules"] if m.startswith(("pandas.", "scipy"))]
+        assert "crowdprefs.campaign.driver" in report["modules"]  # the commands did run

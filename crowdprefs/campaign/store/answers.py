@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.store.base import SQLiteBase
 from crowdprefs.campaign.store.collection import CLIP_JOINS, LISTEN_SECONDS
 from crowdprefs.campaign.store.reviews import record_rejections
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 ANSWER_COLUMNS = (
     "pair_id",

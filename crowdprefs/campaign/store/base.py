@@ -24,11 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-import pandas as pd
+import lazy_loader
 
 from crowdprefs.campaign.store.lock import ProjectLock
 from crowdprefs.campaign.store.schema import MIGRATIONS, SCHEMA_VERSION
 from crowdprefs.errors import StateError
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 BUSY_SECONDS = 60.0
 """How long a statement waits for another connection's write lock before giving up."""

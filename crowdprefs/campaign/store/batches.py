@@ -6,11 +6,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-import pandas as pd
+import lazy_loader
 
 from crowdprefs.campaign.batches import check_transition
 from crowdprefs.campaign.store.base import SQLiteBase, now
 from crowdprefs.errors import StateError
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 PAIR_COLUMNS = (
     "query",
@@ -204,16 +206,18 @@ class Batches(SQLiteBase):
             return self.frame(_SHORT_ANY, (iteration,))
         return self.frame(_SHORT, (crowd, iteration))
 
-    def query_progress(self) -> pd.DataFrame:
-        """Per query with sorting pairs: ``iterations`` (batches asking it), ``pairs_judged``
-        (with a verdict) and ``pairs_asked``, indexed by ``query``."""
-        return self.frame(
-            """
-            SELECT query, COUNT(DISTINCT iteration) AS iterations,
-                   SUM(verdict IS NOT NULL) AS pairs_judged, COUNT(*) AS pairs_asked
-            FROM pairs WHERE kind = 'sort' GROUP BY query
-            """
-        ).set_index("query")
+    def query_progress(self) -> dict[str, tuple[int, int, str]]:
+        """Per query with sorting pairs, in one pass: ``(iterations, pairs_judged,
+        fingerprint)``, how many batches asked it, how many of its pairs have a verdict, and
+        the fingerprint of those verdicts (:meth:`verdict_fingerprints`)."""
+        return {
+            query: (iterations, judged, f"{judged}:{checksum}")
+            for query, iterations, judged, checksum in self.conn.execute(
+                "SELECT query, COUNT(DISTINCT iteration), COUNT(verdict),"
+                " COALESCE(SUM(pair_id * (verdict + 2)), 0) FROM pairs"
+                " WHERE kind = 'sort' GROUP BY query"
+            )
+        }
 
     def verdict_maps(self, queries: Sequence[str] | None = None) -> dict[str, dict]:
         """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins);
@@ -235,13 +239,14 @@ class Batches(SQLiteBase):
         return maps
 
     def verdict_fingerprints(self) -> dict[str, str]:
-        """Per query with verdicts, a fingerprint of its aggregated sorting verdicts (how many,
-        and a checksum of which pairs got which verdict), computed inside SQLite."""
+        """Per query with sorting pairs, a fingerprint of its aggregated sorting verdicts (how
+        many, and a checksum of which pairs got which verdict; ``0:0`` without verdicts),
+        computed inside SQLite."""
         return {
             query: f"{count}:{checksum}"
             for query, count, checksum in self.conn.execute(
-                "SELECT query, COUNT(*), SUM(pair_id * (verdict + 2)) FROM pairs"
-                " WHERE kind = 'sort' AND verdict IS NOT NULL GROUP BY query"
+                "SELECT query, COUNT(verdict), COALESCE(SUM(pair_id * (verdict + 2)), 0)"
+                " FROM pairs WHERE kind = 'sort' GROUP BY query"
             )
         }
 

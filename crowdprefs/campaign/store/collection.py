@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-import pandas as pd
+import lazy_loader
 
 from crowdprefs.campaign.store.base import SQLiteBase, now
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 CLIP_JOINS = """
     LEFT JOIN queries q ON q.query = p.query

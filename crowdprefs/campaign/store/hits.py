@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import pandas as pd
+import lazy_loader
+import numpy as np
 
 from crowdprefs.campaign.budget import PRICE_COLUMNS, FeeModel
 from crowdprefs.campaign.store.base import SQLiteBase, now
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 
 class Hits(SQLiteBase):
@@ -97,11 +100,26 @@ class Hits(SQLiteBase):
                 (status, crowd, hit_id),
             )
 
-    def hit_prices(self) -> pd.DataFrame:
-        """Every HIT's size and price, grouped: ``size``, the ``PRICE_COLUMNS`` (NaN for HITs
-        published before prices were stored) and ``hits`` (how many HITs share them)."""
+    def hit_prices(self) -> dict[str, np.ndarray]:
+        """Every HIT's size and price, grouped, as columns: ``size``, the ``PRICE_COLUMNS``
+        (NaN for HITs published before prices were stored) and ``hits`` (how many HITs share
+        them)."""
+        names = ("size", *PRICE_COLUMNS, "hits")
         columns = ", ".join(PRICE_COLUMNS)
-        return self.frame(
-            f"SELECT max_assignments AS size, {columns}, COUNT(*) AS hits FROM hits"
+        rows = self.conn.execute(
+            f"SELECT max_assignments, {columns}, COUNT(*) FROM hits"
             f" GROUP BY max_assignments, {columns}"
-        )
+        ).fetchall()
+        values = np.array(rows, dtype=float).reshape(len(rows), len(names))
+        return dict(zip(names, values.T, strict=True))
+
+    def batch_crowd(self, iteration: int) -> str | None:
+        """The crowd holding HITs for pairs of batch ``iteration`` (the first by name should
+        several; ``None``: none)."""
+        row = self.conn.execute(
+            "SELECT c.crowd FROM (SELECT DISTINCT crowd FROM hits) c WHERE EXISTS ("
+            " SELECT 1 FROM pairs p JOIN hits h ON h.crowd = c.crowd AND h.pair_id = p.pair_id"
+            " WHERE p.iteration = ?) ORDER BY c.crowd LIMIT 1",
+            (iteration,),
+        ).fetchone()
+        return None if row is None else row[0]

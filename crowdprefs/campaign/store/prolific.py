@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pandas as pd
+import lazy_loader
 
 from crowdprefs.campaign.store.base import SQLiteBase
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 
 @dataclass(frozen=True)

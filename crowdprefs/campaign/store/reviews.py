@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pandas as pd
+import lazy_loader
 
 from crowdprefs.campaign.store.base import SQLiteBase, now
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 
 def record_rejections(conn: sqlite3.Connection, crowd: str, rows: pd.DataFrame) -> None:

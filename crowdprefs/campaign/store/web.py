@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple, dataclass
 from typing import Any, Literal
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.store.base import SQLiteBase
+
+pd = lazy_loader.load("pandas")  # imported on first use
 
 STUDY_KEY = "web_study_key_sha256"
 """The ``meta`` key holding the SHA-256 of the study-platform link's secret."""
