@@ -285,7 +285,7 @@ def one_collection(crowd: str, index: int, seed: int, budgets, designs) -> list[
             )
     for name, method in METHODS.items():
         asker = Asker(collection, model, campaign_seed)
-        rng = np.random.default_rng([campaign_seed, len(rows)])
+        rng = np.random.default_rng([campaign_seed, list(METHODS).index(name) + 1])
         for budget, group in method(collection, asker, budgets, rng).items():
             rows.append(
                 {"method": name, "answers": budget, **accuracy(collection, group, campaign_seed)}
