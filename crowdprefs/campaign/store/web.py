@@ -490,35 +490,13 @@ class WebStore(SQLiteBase):
         the remaining submitted web answers of the ``approved`` workers. A decision made earlier
         is kept."""
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
-                " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
-                " worker_id, 'reject', ?, ?, ? FROM answers"
-                " WHERE crowd = 'web' AND assignment_id = ? AND status = 'submitted'",
-                [(r, decided_at, decided_at, a) for a, r in rejected_answers],
-            )
-            conn.executemany(
-                "UPDATE answers SET status = 'rejected'"
-                " WHERE crowd = 'web' AND assignment_id = ? AND status = 'submitted'",
-                [(a,) for a, _ in rejected_answers],
-            )
+            _reject_web_answers(conn, "assignment_id", rejected_answers, decided_at)
             conn.executemany(
                 "INSERT OR IGNORE INTO worker_blocks (crowd, worker_id, reason, decided_at,"
                 " applied_at) VALUES ('web', ?, ?, ?, ?)",
                 [(w, r, decided_at, decided_at) for w, r in rejected],
             )
-            conn.executemany(
-                "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
-                " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
-                " worker_id, 'reject', ?, ?, ? FROM answers"
-                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
-                [(r, decided_at, decided_at, w) for w, r in rejected],
-            )
-            conn.executemany(
-                "UPDATE answers SET status = 'rejected'"
-                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
-                [(w,) for w, _ in rejected],
-            )
+            _reject_web_answers(conn, "worker_id", rejected, decided_at)
             conn.executemany(
                 "UPDATE answers SET status = 'approved'"
                 " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
@@ -534,3 +512,25 @@ class WebStore(SQLiteBase):
             " ORDER BY answer_id DESC LIMIT ?",
             (limit,),
         )
+
+
+def _reject_web_answers(
+    conn: sqlite3.Connection,
+    column: Literal["assignment_id", "worker_id"],
+    decisions: Sequence[tuple[str, str]],
+    decided_at: str,
+) -> None:
+    """Reject (decided and applied at once) the submitted web answers whose ``column``
+    (``assignment_id`` or ``worker_id``) is each decision's key, with its reason."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
+        " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
+        " worker_id, 'reject', ?, ?, ? FROM answers"
+        f" WHERE crowd = 'web' AND {column} = ? AND status = 'submitted'",
+        [(reason, decided_at, decided_at, key) for key, reason in decisions],
+    )
+    conn.executemany(
+        "UPDATE answers SET status = 'rejected'"
+        f" WHERE crowd = 'web' AND {column} = ? AND status = 'submitted'",
+        [(key,) for key, _ in decisions],
+    )
