@@ -35,8 +35,8 @@ list) and their answers dropped from aggregation as a rejection drops them (kept
 for the audit, ``status = 'rejected'``, the rule as reason), and replacement answers are asked.
 Dropping an answer is not rejecting it for payment: a careless-looking worker may be an honest
 one with an unusual ear, and a rejection hurts their standing on the platform. So the answers
-dropped by these extra rules are *approved* on a paying crowd (their reason starts with
-:data:`DROPPED`, which is how a later pass tells them from rejections after a crash); only the
+dropped by these extra rules are *approved* on a paying crowd (their stored decision is
+``drop``, not ``reject``, so a later pass tells them apart after a crash); only the
 rules the review already rejects on (``bot``, ``failed-checks``, ``[review] block``, the
 caller's flags, every audit rule with ``audit``) reject for payment, as before.
 """
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
 FLAG_COLUMNS = ["worker_id", "reason"]
 REVIEW_FLAGS = ("bot", "failed-checks")
 """The flag rules a review blocks on without ``audit``."""
-DROPPED = "dropped during the campaign, not rejected for payment: "
-"""How the reason of an answer dropped by ``[review] flag_each_round`` begins."""
 
 
 @dataclass(frozen=True)
@@ -234,7 +232,7 @@ def review(
             dropped = round_flags(frame, verdicts, rules)
             dropped = dropped[~dropped["worker_id"].isin(blocked)]
             if len(dropped):
-                store.decide_blocks(name, dropped.assign(reason=DROPPED + dropped["reason"]))
+                store.decide_blocks(name, dropped, decision="drop")
     done["blocked"], done["rejected"], done["dropped"] = _apply_pending(project, crowd)
     if not reviewed:  # the crowd hands the dropped answers' pairs out again by itself
         if done["dropped"]:
@@ -261,10 +259,10 @@ class Reviewer:
 
 
 def _apply_pending(project: Project, crowd: Crowd) -> tuple[int, int, int]:
-    """Apply stored decisions not yet applied: blocks first, then rejections, an answer dropped
-    during the campaign (:data:`DROPPED`) being approved for payment instead; returns how many
-    blocks, rejections and drops. A crowd without review calls holds nothing to apply: the
-    state is its block list (the simulated crowd and the web server read it)."""
+    """Apply stored decisions not yet applied: blocks first, then rejections, then drops (an
+    answer dropped during the campaign is approved for payment); returns how many blocks,
+    rejections and drops. A crowd without review calls holds nothing to apply: the state is its
+    block list (the simulated crowd and the web server read it)."""
     store, name = project.store, crowd.name
     reviewed = isinstance(crowd, ReviewedCrowd)
     blocks = store.pending_blocks(name)
@@ -272,17 +270,17 @@ def _apply_pending(project: Project, crowd: Crowd) -> tuple[int, int, int]:
         if reviewed:
             crowd.block_worker(worker, reason)
         store.block_applied(name, worker)
-    decisions = store.pending_reviews(name, "reject")
-    dropped = decisions["reason"].fillna("").str.startswith(DROPPED)
-    for assignment, reason, drop in zip(
-        decisions["assignment_id"], decisions["reason"], dropped, strict=True
-    ):
-        if reviewed and drop:
-            crowd.approve_assignment(assignment)
-        elif reviewed:
+    rejected = store.pending_reviews(name, "reject")
+    for assignment, reason in rejected.itertuples(index=False):
+        if reviewed:
             crowd.reject_assignment(assignment, reason)
         store.review_applied(name, assignment)
-    return len(blocks), int((~dropped).sum()), int(dropped.sum())
+    dropped = store.pending_reviews(name, "drop")
+    for assignment in dropped["assignment_id"]:
+        if reviewed:
+            crowd.approve_assignment(assignment)
+        store.review_applied(name, assignment)
+    return len(blocks), len(rejected), len(dropped)
 
 
 def _replace(project: Project, crowd: ReviewedCrowd, iteration: int) -> int:

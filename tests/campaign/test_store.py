@@ -21,7 +21,7 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import count_answers
 from crowdprefs.campaign.batches import check_transition
 from crowdprefs.campaign.project import STATE_NAME, Project
-from crowdprefs.campaign.store import SCHEMA_VERSION, base
+from crowdprefs.campaign.store import MIGRATIONS, SCHEMA_VERSION, base
 from crowdprefs.crowds import get_crowd
 from crowdprefs.errors import StateError
 
@@ -191,6 +191,7 @@ def test_a_full_disk_is_one_line(tmp_path):
     project = make_project(tmp_path / "p")
     conn = project.store.conn  # the file may not grow (a full disk), and writes go straight to it
     conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("VACUUM")  # no free pages left by the migrations: the next write must grow it
     conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
     with pytest.raises(StateError) as error:
         driver.run(project, get_crowd("simulated", project))
@@ -310,7 +311,7 @@ def test_a_project_of_the_previous_schema_is_migrated_and_aggregates_the_same_ve
         conn.execute(f"DROP TRIGGER {name}")
     conn.execute("DROP TABLE pair_counts")
     conn.execute("CREATE INDEX pairs_by_query ON pairs(query, x, y)")
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.execute(f"PRAGMA user_version = {applied_before('0010_pair_counts')}")
     conn.commit()
     conn.close()
 
@@ -322,3 +323,43 @@ def test_a_project_of_the_previous_schema_is_migrated_and_aggregates_the_same_ve
         expected = count_answers(kept.store.answers(1)).reindex(result["pair_id"], fill_value=0)
     pd.testing.assert_frame_equal(again, result)
     np.testing.assert_array_equal(result[["more", "equal", "less"]], expected)
+
+
+def applied_before(migration: str) -> int:
+    """The schema version of a project made just before ``migration``."""
+    return [name for name, _ in MIGRATIONS].index(migration)
+
+
+def test_reviews_of_the_previous_schema_are_kept_and_a_drop_can_be_decided(tmp_path):
+    project = make_project(tmp_path / "p")
+    crowd = get_crowd("simulated", project)
+    driver.next_batch(project)
+    driver.publish(project, crowd)
+    driver.collect(project, crowd)
+    workers = project.store.answers(1)["worker_id"].unique()
+    project.store.decide_blocks(crowd.name, pd.DataFrame({"worker_id": workers[:2], "reason": "x"}))
+    before = project.store.reviews()
+    root = project.root
+    project.close()
+    conn = sqlite3.connect(root / STATE_NAME)  # answer_reviews as it was: no 'drop' decision
+    conn.executescript(
+        """
+        CREATE TABLE old (crowd TEXT NOT NULL, assignment_id TEXT NOT NULL,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id), worker_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')), reason TEXT,
+            decided_at TEXT NOT NULL, applied_at TEXT, PRIMARY KEY (crowd, assignment_id));
+        INSERT INTO old SELECT * FROM answer_reviews ORDER BY rowid;
+        DROP TABLE answer_reviews;
+        ALTER TABLE old RENAME TO answer_reviews;
+        """
+    )
+    conn.execute(f"PRAGMA user_version = {applied_before('0011_drop_decision')}")
+    conn.commit()
+    conn.close()
+    with Project(root) as migrated:
+        assert migrated.store.version == SCHEMA_VERSION
+        pd.testing.assert_frame_equal(migrated.store.reviews(), before)
+        flagged = pd.DataFrame({"worker_id": workers[2:3], "reason": "low-agreement"})
+        migrated.store.decide_blocks(crowd.name, flagged, decision="drop")
+        pending = migrated.store.pending_reviews(crowd.name, "drop")
+        assert len(pending) and (pending["reason"] == "low-agreement").all()

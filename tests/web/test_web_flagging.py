@@ -11,7 +11,7 @@ from test_web import ANSWER_A, ANSWER_B, invite, make_web_project
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.crowds.web import WebCrowd
-from crowdprefs.quality.review import DROPPED, Reviewer
+from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
 
 CLOCK = [datetime.now(UTC)]
@@ -49,8 +49,8 @@ def test_a_flagged_judge_gets_no_further_question_and_is_replaced(tmp_path):
         answers = project.store.answers(1, include_rejected=True)
         theirs = answers[answers["worker_id"] == listed]
         assert len(theirs) == pairs and (theirs["status"] == "rejected").all()
-        reasons = project.store.reviews("web").set_index("assignment_id")["reason"]
-        assert theirs["assignment_id"].map(reasons).str.startswith(DROPPED).all()
+        decisions = project.store.reviews("web").set_index("assignment_id")["decision"]
+        assert (theirs["assignment_id"].map(decisions) == "drop").all()
         assert len(project.store.missing_answers(1)) == pairs
         # The blocked judge is refused; the others answer the pairs again and the batch closes.
         assert assign.next_assignment(project, judges[0], settings, at=CLOCK[0]) is None

@@ -60,12 +60,13 @@ class Hits(SQLiteBase):
     def batch_hits(self, crowd: str, iteration: int) -> pd.DataFrame:
         """The HITs ``crowd`` holds for the batch, indexed by ``pair_id``: ``hit_id, size``
         (assignments), ``wanted`` (the pair's accepted answers wanted), ``rejected`` (answers
-        rejected on review) and the HIT's price (``PRICE_COLUMNS``)."""
+        rejected or dropped on review) and the HIT's price (``PRICE_COLUMNS``)."""
         return self.frame(
             f"""
             SELECT h.pair_id, h.hit_id, h.max_assignments AS size, p.answers_wanted AS wanted, (
                 SELECT COUNT(*) FROM answer_reviews r
-                WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd AND r.decision = 'reject'
+                WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd
+                    AND r.decision IN ('reject', 'drop')
             ) AS rejected, {", ".join(f"h.{c}" for c in PRICE_COLUMNS)}
             FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?
             WHERE p.iteration = ?

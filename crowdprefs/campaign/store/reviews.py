@@ -16,16 +16,19 @@ from crowdprefs.campaign.store.base import SQLiteBase, now
 pd = lazy_loader.load("pandas")  # imported on first use
 
 
-def record_rejections(conn: sqlite3.Connection, crowd: str, rows: pd.DataFrame) -> None:
-    """Inside a transaction: decide to reject the answers ``rows`` (``assignment_id, pair_id,
-    worker_id, reason``) and mark those stored and not yet decided as rejected."""
+def record_rejections(
+    conn: sqlite3.Connection, crowd: str, rows: pd.DataFrame, decision: str = "reject"
+) -> None:
+    """Inside a transaction: decide to reject (or ``drop``: left out of aggregation, yet paid)
+    the answers ``rows`` (``assignment_id, pair_id, worker_id, reason``) and mark those stored
+    and not yet decided as rejected, so they stop counting."""
     decided = now()
     conn.executemany(
         "INSERT OR IGNORE INTO answer_reviews"
         " (crowd, assignment_id, pair_id, worker_id, decision, reason, decided_at)"
-        " VALUES (?, ?, ?, ?, 'reject', ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (crowd, str(a), int(p), str(w), str(r), decided)
+            (crowd, str(a), int(p), str(w), decision, str(r), decided)
             for a, p, w, r in zip(
                 rows["assignment_id"],
                 rows["pair_id"],
@@ -51,9 +54,9 @@ class Reviews(SQLiteBase):
         with self.transaction() as conn:
             record_rejections(conn, crowd, rows)
 
-    def decide_blocks(self, crowd: str, flags: pd.DataFrame) -> None:
-        """Block the flagged workers (``worker_id, reason``) and reject their answers not
-        decided yet, each with the worker's reason, in one transaction."""
+    def decide_blocks(self, crowd: str, flags: pd.DataFrame, decision: str = "reject") -> None:
+        """Block the flagged workers (``worker_id, reason``) and reject (or ``drop``) their
+        answers not decided yet, each with the worker's reason, in one transaction."""
         decided = now()
         rows = [(str(w), str(r)) for w, r in zip(flags["worker_id"], flags["reason"], strict=True)]
         with self.transaction() as conn:
@@ -72,7 +75,7 @@ class Reviews(SQLiteBase):
                 columns=["assignment_id", "pair_id", "worker_id"],
             )
             reasons = theirs["worker_id"].map(dict(rows))
-            record_rejections(conn, crowd, theirs.assign(reason=reasons))
+            record_rejections(conn, crowd, theirs.assign(reason=reasons), decision)
 
     def decide_approvals(self, crowd: str, iteration: int) -> int:
         """Approve ``crowd``'s answers of the batch not decided yet, in one transaction;
@@ -110,7 +113,7 @@ class Reviews(SQLiteBase):
         )
 
     def pending_reviews(self, crowd: str, decision: str) -> pd.DataFrame:
-        """Decisions (``approve`` or ``reject``) not applied to ``crowd`` yet:
+        """Decisions (``approve``, ``reject`` or ``drop``) not applied to ``crowd`` yet:
         ``assignment_id, reason``."""
         return self.frame(
             "SELECT assignment_id, reason FROM answer_reviews"

@@ -30,6 +30,10 @@ Tables (migration ``0001_core``):
                 answers has no row. The same migration drops ``pairs_by_query`` (no statement
                 looked pairs up by ``query, x, y``; building a batch paid for it) and empties
                 the sort cache, whose states it now writes more compactly.
+``answer_reviews`` each answer's review decision: ``approve``, ``reject`` (refused, not paid) or
+                ``drop`` (``0011``: left out of aggregation like a rejection, yet approved for
+                payment — an answer of a worker flagged during the campaign), with its reason
+                and when it was decided and applied to the crowd.
 
 Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
 sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
@@ -299,6 +303,25 @@ MIGRATIONS: list[tuple[str, str]] = [
                 ON CONFLICT (pair_id) DO UPDATE SET more = more + excluded.more,
                     equal = equal + excluded.equal, less = less + excluded.less;
         END;
+        """,
+    ),
+    (
+        "0011_drop_decision",
+        """
+        CREATE TABLE answer_reviews_new (
+            crowd TEXT NOT NULL,
+            assignment_id TEXT NOT NULL,
+            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
+            worker_id TEXT NOT NULL,
+            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject', 'drop')),
+            reason TEXT,
+            decided_at TEXT NOT NULL,
+            applied_at TEXT,
+            PRIMARY KEY (crowd, assignment_id)
+        );
+        INSERT INTO answer_reviews_new SELECT * FROM answer_reviews ORDER BY rowid;
+        DROP TABLE answer_reviews;
+        ALTER TABLE answer_reviews_new RENAME TO answer_reviews;
         """,
     ),
 ]
