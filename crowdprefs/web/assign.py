@@ -492,9 +492,10 @@ def submit(
 
     Raises :class:`Forbidden` (not the judge's assignment, wrong CSRF token), :class:`WebError`
     (invalid answer), :class:`NotListened` (the clips were not heard: :func:`check_listening`
-    with the project's ``[hit] min_coverage``) or :class:`Gone` (released and the pair has all
-    its answers meanwhile). The choice is stored on the pair's sides (:func:`on_pair_sides`),
-    with the order the page showed in the raw record.
+    with the project's ``[hit] min_coverage``) or :class:`Gone` (the judge was blocked on review
+    since the hand-out, or released and the pair has all its answers meanwhile). The choice is
+    stored on the pair's sides (:func:`on_pair_sides`), with the order the page showed in the
+    raw record.
     """
     at = _now(at)
     answer = validate_answer(form, settings)
@@ -524,6 +525,8 @@ def submit(
         comment=answer.comment,
         raw=answer.raw(order),
     )
+    if outcome == "blocked":
+        raise Gone("your answers are no longer taken in this study")
     if outcome == "gone":
         raise Gone("this question expired and was answered by others meanwhile")
     return outcome == "stored"

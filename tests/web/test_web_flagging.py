@@ -60,3 +60,27 @@ def test_a_flagged_judge_gets_no_further_question_and_is_replaced(tmp_path):
         advance(project, WebCrowd(), Reviewer())
         assert project.store.last_batch()["iteration"] == 2
         assert assign.next_assignment(project, judges[0], settings, at=CLOCK[0]) is None
+
+
+def test_a_judge_blocked_while_holding_a_question_cannot_answer_it(tmp_path):
+    root = make_web_project(tmp_path)
+    first, second = invite(root, 2)
+    with Project(root) as project:
+        settings = assign.WebSettings.from_project(project)
+        assert advance(project, WebCrowd(), Reviewer()) == "waiting"
+        judge, other = (assign.judge_for_token(project, t) for t in (first, second))
+        held = assign.next_assignment(project, judge, settings, at=CLOCK[0])
+        project.store.decide_web_workers([(judge.judge_id, "careless")], [], CLOCK[0].isoformat())
+        # The pair's slot goes back to the pool at the next hand-out, not when it expires.
+        assert assign.next_assignment(project, other, settings, at=CLOCK[0]) is not None
+        assert project.store.web_assignment(held.assignment_id).status == "released"
+        CLOCK[0] += timedelta(seconds=40)
+        try:
+            assign.submit(
+                project, judge, held.assignment_id, held.csrf, ANSWER_A, settings, CLOCK[0]
+            )
+        except assign.Gone as refused:
+            assert "no longer taken" in str(refused)
+        else:
+            raise AssertionError("a blocked judge's answer was taken")
+        assert project.store.answers(1, include_rejected=True).empty

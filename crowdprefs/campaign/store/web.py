@@ -34,10 +34,12 @@ _HAVE = "(SELECT COUNT(*) FROM answers a WHERE a.pair_id = p.pair_id AND a.statu
 """SQL over ``pairs p``: the pair's answers that count (not rejected)."""
 _OPEN = "(SELECT COUNT(*) FROM web_assignments w WHERE w.pair_id = p.pair_id AND w.status = 'open')"
 """SQL over ``pairs p``: the pair's open assignments."""
+_BLOCKED = "EXISTS (SELECT 1 FROM worker_blocks b WHERE b.crowd = 'web' AND b.worker_id = {judge})"
+"""SQL: whether the judge (a column or ``?``) is blocked on the web crowd."""
 _WEB = (None, "web")
 """A batch the web crowd answers: one not yet given to a crowd, or given to the web crowd."""
 
-Outcome = Literal["stored", "duplicate", "gone"]
+Outcome = Literal["stored", "duplicate", "gone", "blocked"]
 Chooser = Callable[[np.ndarray, np.ndarray, np.ndarray], int]
 """``(pair_id, filled, wanted) → index`` of the pair to hand out, ``-1`` for none."""
 
@@ -209,15 +211,15 @@ class WebStore(SQLiteBase):
     def _release(conn: sqlite3.Connection, now: str) -> int:
         before = conn.total_changes
         conn.execute(
-            "UPDATE web_assignments SET status = 'released'"
-            " WHERE status = 'open' AND expires_at < ?",
+            "UPDATE web_assignments SET status = 'released' WHERE status = 'open'"
+            f" AND (expires_at < ? OR {_BLOCKED.format(judge='judge_id')})",
             (now,),
         )
         return conn.total_changes - before
 
     def release_expired_assignments(self, now: str) -> int:
-        """Release every open assignment whose deadline is before ``now`` (ISO 8601 UTC), so
-        its pair's slot goes back to the pool; returns how many."""
+        """Release every open assignment whose deadline is before ``now`` (ISO 8601 UTC) or
+        whose judge was blocked, so its pair's slot goes back to the pool; returns how many."""
         with self.transaction() as conn:
             return self._release(conn, now)
 
@@ -313,7 +315,8 @@ class WebStore(SQLiteBase):
     ) -> Outcome:
         """Store the answer to an assignment and mark it submitted, in one transaction.
 
-        ``"duplicate"`` (nothing changes) when the assignment was already answered; ``"gone"``
+        ``"duplicate"`` (nothing changes) when the assignment was already answered;
+        ``"blocked"`` (nothing changes) when its judge was blocked meanwhile; ``"gone"``
         (nothing changes) when it was released and its pair has all its answers and open
         assignments meanwhile; else ``"stored"``, with the assignment's judge as worker and its
         hand-out time as ``accepted_at``.
@@ -327,6 +330,9 @@ class WebStore(SQLiteBase):
             assignment = WebAssignment(*row)
             if assignment.status == "submitted":
                 return "duplicate"
+            blocked = f"SELECT {_BLOCKED.format(judge='?')}"
+            if conn.execute(blocked, (assignment.judge_id,)).fetchone()[0]:
+                return "blocked"
             if assignment.status == "released":
                 full = conn.execute(
                     f"SELECT {_HAVE} + {_OPEN} >= p.answers_wanted FROM pairs p"
