@@ -63,7 +63,7 @@ def _crowd(project: Project, fake: bool) -> tuple[ProlificCrowd, object | None]:
         return ProlificCrowd.for_project(project, study_terms(project)), None
     from crowdprefs.crowds.prolific.fake import start_for_project
 
-    server = start_for_project(project, FAKE_TOKEN)
+    server = start_for_project(project.root, FAKE_TOKEN)
     client = ProlificClient(FAKE_TOKEN, server.url)
     return ProlificCrowd(project, client, study_terms(project)), server
 

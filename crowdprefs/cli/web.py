@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,7 +13,7 @@ from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
 
 if TYPE_CHECKING:
-    pass
+    from crowdprefs.crowds.prolific.client import ProlificClient
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -36,13 +38,23 @@ def serve(
             "random token."
         ),
     ] = None,
+    fake: Annotated[
+        bool,
+        typer.Option(
+            "--fake",
+            help="Reach the project's local fake of Prolific (the study of 'crowdprefs prolific "
+            "publish --fake') instead of Prolific: no network, no money, no token.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HITs to invited judges; answers are stored the moment they are posted.
 
     The researcher page's link (it holds its token) is printed when the site starts. A token of
     your own must be at least 32 random characters; it is never given on the command line,
-    where other users of the machine could read it.
+    where other users of the machine could read it. While the project has a Prolific study, the
+    server gives it the places of each new batch (token from PROLIFIC_TOKEN).
     """
+    from crowdprefs.web.app import connect_prolific
     from crowdprefs.web.app import serve as serve_site
     from crowdprefs.web.security import is_loopback, researcher_token
 
@@ -60,7 +72,22 @@ def serve(
         announce=lambda url: err_console.print(
             f"researcher page: {escape(url)}", highlight=False, soft_wrap=True
         ),
+        prolific=_local_prolific(directory) if fake else connect_prolific,
     )
+
+
+def _local_prolific(directory: Path) -> Callable[[], ProlificClient]:
+    """Clients of the project's local fake of Prolific, started when first reached (in a daemon
+    thread of this process), so a bad project is refused before the fake makes its file."""
+    from crowdprefs.cli.prolific import FAKE_TOKEN
+    from crowdprefs.crowds.prolific.client import ProlificClient
+    from crowdprefs.crowds.prolific.fake import start_for_project
+
+    @functools.cache
+    def url() -> str:
+        return start_for_project(directory, FAKE_TOKEN).url
+
+    return lambda: ProlificClient(FAKE_TOKEN, url())
 
 
 @app.command()

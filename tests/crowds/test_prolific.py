@@ -4,12 +4,18 @@ here reaches the network."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import socket
+import subprocess
+import time
 import warnings
 import wave
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -111,13 +117,17 @@ def publish_batch(project: Project, crowd: ProlificCrowd) -> int:
     return iteration
 
 
-def take_part(server, fake: FakeProlific, study_id: str, participant: str, choice="A") -> str:
+def take_part(site, fake: FakeProlific, study_id: str, participant: str, choice="A") -> str:
     """A participant takes a place, passes the headphone check, answers until the done page and
-    follows its link back to Prolific; returns the submission id."""
+    follows its link back to Prolific; returns the submission id. ``site``: the server in this
+    process (a test client) or the address of one in another process."""
     submission, url = fake.take_place(study_id, participant)
     split = urlsplit(url)
     assert (split.scheme, split.netloc) == ("https", "judges.example")
-    client = TestClient(server.app)
+    if isinstance(site, str):
+        client = httpx.Client(base_url=site, follow_redirects=True, timeout=30)
+    else:
+        client = TestClient(site.app)
     assert client.get(f"{split.path}?{split.query}").url.path == "/welcome"
     page = client.post("/next")
     if page.url.path == "/headphones":
@@ -676,3 +686,45 @@ def test_the_commands_publish_follow_review_and_pay_through_the_fake(tmp_path, c
     assert code == 0 and "paid 0.12 GBP to 2 participants" in out
     code, _, err = cli("prolific", "bonus", root, "--fake", "--per-answer", "0.001")
     assert code == 2 and "whole pence" in err
+
+
+def test_the_served_site_adds_places_on_the_local_fake_when_asked_to(tmp_path, cli, monkeypatch):
+    """``crowdprefs serve --fake``, through the installed console script: the server reaches the
+    project's local fake of Prolific, so a study rehearsed with ``prolific publish --fake``
+    gets the places of batch 2 once batch 1 is answered."""
+    from crowdprefs.cli.prolific import FAKE_TOKEN
+
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        driver.next_batch(project)
+        driver.publish(project, get_crowd("web", project))
+    assert cli("prolific", "publish", root, "--fake")[0] == 0
+    with Project(root) as project:
+        study = project.store.prolific_study()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "CROWDPREFS_RESEARCHER_TOKEN": RESEARCHER}
+    command = [shutil.which("crowdprefs"), "serve", str(root), "--port", str(port), "--fake"]
+    server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    fake = FakeProlific(root / "prolific-fake.sqlite", token=FAKE_TOKEN)
+    site = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{site}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        for n in range(study.places):
+            take_part(site, fake, study.study_id, pid(n))
+        remote = fake.study(study.study_id)
+    finally:
+        server.terminate()
+        log = server.communicate(timeout=30)[1]
+        fake.close()
+    with Project(root) as project:
+        assert project.store.batches()["status"].tolist() == ["aggregated", "published"]
+        grown = project.store.prolific_study().places
+    assert "stopped" not in log and remote["total_available_places"] == grown > study.places

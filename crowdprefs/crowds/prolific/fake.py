@@ -726,9 +726,10 @@ class FakeProlific:
             self._settle(submission["study_id"])
 
 
-def start_for_project(project, token: str) -> FakeProlific:
-    """The fake of ``crowdprefs prolific … --fake``: its state in ``prolific-fake.sqlite`` beside
-    the project's state, so one command's study is there for the next."""
-    fake = FakeProlific(project.root / "prolific-fake.sqlite", token=token)
+def start_for_project(root: Path, token: str) -> FakeProlific:
+    """The fake of ``crowdprefs prolific … --fake`` and ``crowdprefs serve --fake`` for the
+    project at ``root``: its state in ``prolific-fake.sqlite`` beside the project's state, so
+    one command's study is there for the next."""
+    fake = FakeProlific(root / "prolific-fake.sqlite", token=token)
     fake.start()
     return fake
