@@ -86,19 +86,20 @@ class CrowdModel:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrowdModel:
-        """The model from a ``[simulated]`` TOML table; values are checked against each field's
-        type (every field is a number), one clear error for the first that is not."""
+        """The model from a ``[simulated]`` TOML table, checked as the project's ``[simulated]``
+        section is (:func:`~crowdprefs.campaign.settings.check_values`: a whole number where
+        one is expected, ``workers = 40.0`` included); one clear error for the first value
+        that does not fit. A whole number given for a fractional setting is taken as a float."""
         kinds = {f.name: type(f.default) for f in fields(cls)}
         unknown = set(data) - set(kinds)
         if unknown:
             raise InputError(f"unknown simulated-crowd setting(s): {', '.join(sorted(unknown))}")
-        values = {}
-        for name, value in data.items():
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InputError(f"simulated-crowd setting {name} must be a number, got {value!r}")
-            if kinds[name] is int and value != int(value):
-                raise InputError(f"simulated-crowd setting {name} must be a whole number")
-            values[name] = kinds[name](value)
+        values = {
+            name: float(value)
+            if kinds[name] is float and type(value) is int  # not bool: the check refuses it
+            else value
+            for name, value in data.items()
+        }
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

@@ -189,15 +189,18 @@ def test_honest_answers_take_at_least_the_clips_listening_time(demo):
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"noise": "x"}, "noise must be a number"),
+        ({"noise": "x"}, r"\[simulated\] noise must be a number > 0, got 'x'"),
         ({"workers": 2.5}, "workers must be a whole number"),
+        ({"workers": 40.0}, r"workers must be a whole number in \[1, 100000\], got 40.0"),
+        ({"noise": True}, "noise must be a number"),
         ({"nosie": 1.0}, "unknown simulated-crowd setting"),
     ],
 )
 def test_bad_crowd_settings_are_one_clear_error(setting, message):
     with pytest.raises(InputError, match=message):
         CrowdModel.from_dict(setting)
-    assert CrowdModel.from_dict({"noise": 1, "workers": 40.0}).workers == 40
+    model = CrowdModel.from_dict({"noise": 1, "workers": 40})
+    assert (model.workers, model.noise) == (40, 1.0) and isinstance(model.noise, float)
 
 
 def test_bots_and_careless_workers_are_planted():
