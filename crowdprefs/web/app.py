@@ -35,8 +35,11 @@ each answer more the open batch wants, raises the study's places by itself (toke
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
 participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
 its Content-Length, or while it streams in when it has none. Failed token attempts are limited
-per client address (429). All state access runs on the event loop's thread through one SQLite
+per client address (429). Requests reach the state on the event loop's thread through one SQLite
 connection, each change in one short transaction, so concurrent posts are serialised by SQLite.
+Moving the campaign on after a batch's last answer (aggregating, building and publishing the
+next batch, reaching Prolific) runs on a worker thread with a connection of its own: the judge
+whose answer completed the batch waits for it, the others are served meanwhile.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import jinja2
 import pandas as pd
 import uvicorn
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -361,7 +365,7 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     if stored and _settings(request).advance:
         pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
         if project.store.web_batch_complete(pair_id):
-            _advance(request.app, project)
+            await run_in_threadpool(_advance_apart, request.app)
     return _hand_out(request, judge)
 
 
@@ -376,9 +380,10 @@ def _crowd(app: Starlette, project: Project) -> Crowd:
 
 
 def _advance(app: Starlette, project: Project) -> None:
-    """Move the campaign on; one thread at a time (uvicorn runs every request on one thread,
-    other ASGI servers may not). A refusal (budget, Prolific, settings) stops the campaign
-    with its line on the researcher page and in the log; answers are still taken."""
+    """Move the campaign on; one thread at a time (after a batch's last answer it runs on a
+    worker thread, :func:`_advance_apart`, while requests go on being served). A refusal
+    (budget, Prolific, settings) stops the campaign with its line on the researcher page and in
+    the log; answers are still taken."""
     with app.state.advancing:
         crowd: Crowd | None = None
         try:
@@ -390,6 +395,12 @@ def _advance(app: Starlette, project: Project) -> None:
             if isinstance(crowd, ProlificCrowd):
                 crowd.client.close()
     log.info("campaign: %s", app.state.campaign)
+
+
+def _advance_apart(app: Starlette) -> None:
+    """:func:`_advance` on this (worker) thread, through a connection of its own."""
+    with Project(app.state.root) as project:
+        _advance(app, project)
 
 
 async def clip(request: Request) -> FileResponse | HTMLResponse:

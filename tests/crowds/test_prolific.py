@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import warnings
 import wave
@@ -19,6 +20,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+import uvicorn
 from starlette.exceptions import StarletteDeprecationWarning
 
 from crowdprefs.campaign import driver
@@ -728,3 +730,48 @@ def test_the_served_site_adds_places_on_the_local_fake_when_asked_to(tmp_path, c
         assert project.store.batches()["status"].tolist() == ["aggregated", "published"]
         grown = project.store.prolific_study().places
     assert "stopped" not in log and remote["total_available_places"] == grown > study.places
+
+
+def test_judges_are_served_while_the_server_waits_on_prolific_after_a_batch(tmp_path, fake):
+    """The batch's last answer moves the campaign on (aggregate, batch 2, Prolific's places) on a
+    worker thread: while Prolific is slow to answer, the site answers other requests."""
+    root = make_project(tmp_path)
+    with Project(root) as project:
+        publish_batch(project, crowd_for(project, fake))
+        study = project.store.prolific_study()
+    answering, reached = threading.Event(), threading.Event()
+    answering.set()
+
+    def slow_prolific() -> ProlificClient:
+        reached.set()
+        assert answering.wait(timeout=60)
+        return reach(fake)()
+
+    app = create_app(root, RESEARCHER, prolific=slow_prolific)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    serving = threading.Thread(target=server.run)
+    serving.start()
+    site = f"http://127.0.0.1:{port}"
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        for n in range(study.places - 1):
+            take_part(site, fake, study.study_id, pid(n))
+        answering.clear()
+        reached.clear()
+        last = threading.Thread(target=take_part, args=(site, fake, study.study_id, pid(99)))
+        last.start()
+        assert reached.wait(timeout=60), "the last answer moves the campaign on"
+        assert httpx.get(f"{site}/healthz", timeout=5).text == "ok"  # not held up meanwhile
+        answering.set()
+        last.join(timeout=60)
+    finally:
+        answering.set()
+        server.should_exit = True
+        serving.join(timeout=30)
+    with Project(root) as project:
+        assert project.store.batches()["status"].tolist() == ["aggregated", "published"]
+        assert project.store.prolific_study().places > study.places
