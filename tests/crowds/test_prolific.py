@@ -119,10 +119,12 @@ def publish_batch(project: Project, crowd: ProlificCrowd) -> int:
     return iteration
 
 
-def take_part(site, fake: FakeProlific, study_id: str, participant: str, choice="A") -> str:
+def take_part(
+    site, fake: FakeProlific, study_id: str, participant: str, choice="A", complete=True
+) -> str:
     """A participant takes a place, passes the headphone check, answers until the done page and
-    follows its link back to Prolific; returns the submission id. ``site``: the server in this
-    process (a test client) or the address of one in another process."""
+    (with ``complete``) follows its link back to Prolific; returns the submission id. ``site``:
+    the server in this process (a test client) or the address of one in another process."""
     submission, url = fake.take_place(study_id, participant)
     split = urlsplit(url)
     assert (split.scheme, split.netloc) == ("https", "judges.example")
@@ -142,8 +144,9 @@ def take_part(site, fake: FakeProlific, study_id: str, participant: str, choice=
         csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
         page = client.post(page.url.path, data={"csrf": csrf, "choice": choice, **PLAYED})
     assert page.url.path == "/done"
-    link = re.search(r'id="complete" href="([^"]+)"', page.text)
-    fake.complete(submission, link.group(1).replace("&amp;", "&"))
+    if complete:
+        link = re.search(r'id="complete" href="([^"]+)"', page.text)
+        fake.complete(submission, link.group(1).replace("&amp;", "&"))
     return submission
 
 
@@ -775,3 +778,23 @@ def test_judges_are_served_while_the_server_waits_on_prolific_after_a_batch(tmp_
     with Project(root) as project:
         assert project.store.batches()["status"].tolist() == ["aggregated", "published"]
         assert project.store.prolific_study().places > study.places
+
+
+def test_a_participant_at_the_per_batch_cap_does_not_stand_in_for_a_new_place(tmp_path, fake):
+    """With ``[web] questions_per_batch``, a participant still taking part who answered their
+    share of the batch brings no more answers to it: answers wanted again need new places."""
+    root = make_project(tmp_path, web={"questions_per_batch": 2, "advance": False})
+    with Project(root) as project:
+        publish_batch(project, crowd_for(project, fake))
+        study = project.store.prolific_study()
+    assert study.questions == 2
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        for n in range(study.places):  # the last one stays on the done page
+            take_part(server, fake, study.study_id, pid(n), complete=n < study.places - 1)
+    with Project(root) as project:
+        assert project.store.missing_answers(1).empty
+        judges = project.store.web_participants().set_index("participant")["judge_id"]
+        rejected = [(judges[pid(0)], "careless")]
+        project.store.decide_web_workers(rejected, [], "2026-01-01T00:00:00+00:00")
+        plan = crowd_for(project, fake).plan(project)
+    assert plan.before == study.places and plan.places == study.places + 1

@@ -380,9 +380,11 @@ class WebStore(SQLiteBase):
             (judge_id, iteration),
         ).fetchone()[0]
 
-    def web_answered(self, judge_id: str) -> int:
-        """How many questions the judge has answered."""
-        return self._answered(self.conn, judge_id)
+    def web_answered(self, judge_id: str, iteration: int | None = None) -> int:
+        """How many questions the judge has answered (of batch ``iteration`` when given)."""
+        if iteration is None:
+            return self._answered(self.conn, judge_id)
+        return self._answered_in(self.conn, judge_id, iteration)
 
     # --- pairs ----------------------------------------------------------------------------------
 

@@ -455,7 +455,8 @@ class ProlificCrowd:
         batch = self._open_batch(project)
         if batch is not None:
             iteration, missing, _ = batch
-            active = self._answering(project, self.client.submissions(study.study_id))
+            submissions = self.client.submissions(study.study_id)
+            active = self._answering(project, submissions, iteration)
             taken = int(remote.get("places_taken", 0))
             wanted = places_wanted(before, taken, active, missing, study.questions)
             minutes, _ = self.quote(project)
@@ -467,14 +468,20 @@ class ProlificCrowd:
         cost = (wanted - before) * study.reward * (1 + study.fee_rate)
         return TopUp(study, remote["status"], before, wanted, cost)
 
-    def _answering(self, project: Project, submissions: Iterable[dict]) -> int:
-        """Participants taking part now who may still answer: those whose judge has answered
-        fewer than the questions one participant answers (one who has answered them all is
-        only on the way back to Prolific)."""
+    def _answering(self, project: Project, submissions: Iterable[dict], iteration: int) -> int:
+        """Participants taking part now who may still answer in batch ``iteration``: those
+        whose judge has answered fewer than the questions one participant answers, and fewer
+        than ``per_batch`` of this batch (one who reached either is only on the way back to
+        Prolific, or waits for the next batch)."""
         taking = {s["participant_id"] for s in submissions if s["status"] in TAKING_PART}
         judges = project.store.web_participants()
         judges = judges.loc[judges["participant"].isin(taking), "judge_id"]
-        done = sum(project.store.web_answered(j) >= self.terms.questions for j in judges)
+        per_batch = self.terms.per_batch
+        done = sum(
+            project.store.web_answered(j) >= self.terms.questions
+            or bool(per_batch and project.store.web_answered(j, iteration) >= per_batch)
+            for j in judges
+        )
         return len(taking) - done
 
     def apply(self, project: Project, plan: TopUp) -> TopUp:
