@@ -326,8 +326,9 @@ class _Flagger:
         return frame.reindex(columns=FRAME_COLUMNS)
 
     def flag(self) -> tuple[np.ndarray, np.ndarray]:
-        """Flag after a round: block the workers newly flagged and drop their answers; returns
-        the batch-relative indices and choices of the current batch's answers dropped."""
+        """Flag after a round: block the workers newly flagged and drop their answers of the
+        current batch (those of decided batches stay, as the store keeps them); returns the
+        batch-relative indices and choices of the answers dropped."""
         frame = self.frame()
         pairs = pair_verdicts(frame, self.design.aggregation)
         known = pairs.index.map(self.decided)
@@ -339,6 +340,7 @@ class _Flagger:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         self.crowd.blocked[new] = True
         drop = np.isin(frame["worker_id"].to_numpy(), new) & ~self.dropped
+        drop[: self.batch_start] = False
         self.dropped |= drop
         index = np.flatnonzero(drop[self.batch_start :])
         return index, self.parts["choice"][0][self.batch_start :][index]

@@ -31,8 +31,10 @@ answers (a batch, or one more look of adaptive answers) has come in, workers are
 every rule of the audit (:func:`review_flags` with ``audit``, against the verdicts so far),
 blocked (a simulated worker is no longer drawn, a web judge gets no further question, an MTurk
 worker is blocked through the crowd, a Prolific participant is kept off the study by its block
-list) and their answers dropped from aggregation as a rejection drops them (kept in the state
-for the audit, ``status = 'rejected'``, the rule as reason), and replacement answers are asked.
+list) and their answers of the open batch dropped from aggregation as a rejection drops them
+(kept in the state for the audit, ``status = 'rejected'``, the rule as reason), and replacement
+answers are asked; their answers of batches aggregated before stay, as the verdicts made from
+them do.
 Dropping an answer is not rejecting it for payment: a careless-looking worker may be an honest
 one with an unusual ear, and a rejection hurts their standing on the platform. So the answers
 dropped by these extra rules are *approved* on a paying crowd (their stored decision is

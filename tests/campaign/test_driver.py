@@ -354,17 +354,24 @@ def test_flagged_workers_are_blocked_dropped_and_replaced_during_the_campaign(de
     assert "bot" in {kinds[w] for w in blocks["worker_id"]}  # the robots' constant time
     assert blocks["applied_at"].notna().all()
     answers = demo.store.answers(include_rejected=True)
-    theirs = answers["worker_id"].isin(blocks["worker_id"])
-    # Blocked workers are drawn no more: every answer of theirs came before the block and is
-    # dropped, kept in the state with the rule that flagged them as the reason.
-    assert theirs.any() and (answers.loc[theirs, "status"] == "rejected").all()
-    reviews = demo.store.reviews("simulated").set_index("assignment_id")
-    assert (answers.loc[theirs, "assignment_id"].map(reviews["decision"]) == "drop").all()
-    reasons = answers.loc[theirs, "assignment_id"].map(reviews["reason"])
-    assert reasons.str.contains("constant-time|low-agreement|too-fast|constant-answer").all()
-    # A pair was asked again for answers dropped while its batch was open, from other workers
-    # (answers of an aggregated batch are dropped too, but its pairs keep their verdicts).
     pairs = demo.store.pairs().set_index("pair_id")
+    answers["iteration"] = answers["pair_id"].map(pairs["iteration"])
+    theirs = answers["worker_id"].isin(blocks["worker_id"])
+    # Blocked workers are drawn no more: their answers of the batch in which they were flagged
+    # are dropped, kept in the state with the rule that flagged them as the reason; their
+    # answers of batches aggregated before stay, as the verdicts made from them do.
+    flagged_in = answers[theirs].groupby("worker_id")["iteration"].transform("max")
+    last = answers[theirs]["iteration"] == flagged_in
+    dropped, before = answers[theirs][last], answers[theirs][~last]
+    assert len(dropped) and (dropped["status"] == "rejected").all()
+    assert len(before) and (before["status"] == "submitted").all()
+    reviews = demo.store.reviews("simulated").set_index("assignment_id")
+    assert set(reviews["decision"]) == {"drop"} and set(reviews.index) == set(
+        dropped["assignment_id"]
+    )
+    reasons = dropped["assignment_id"].map(reviews["reason"])
+    assert reasons.str.contains("constant-time|low-agreement|too-fast|constant-answer").all()
+    # A pair was asked again for answers dropped while its batch was open, from other workers.
     stored = answers.groupby("pair_id").size().reindex(pairs.index, fill_value=0)
     assert (stored >= pairs["answers_wanted"]).all() and (stored > pairs["answers_wanted"]).any()
     last = pairs[pairs["iteration"] == pairs["iteration"].max()]

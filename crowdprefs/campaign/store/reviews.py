@@ -56,7 +56,8 @@ class Reviews(SQLiteBase):
 
     def decide_blocks(self, crowd: str, flags: pd.DataFrame, decision: str = "reject") -> None:
         """Block the flagged workers (``worker_id, reason``) and reject (or ``drop``) their
-        answers not decided yet, each with the worker's reason, in one transaction."""
+        answers not decided yet, each with the worker's reason, in one transaction. A drop
+        leaves the answers of aggregated batches alone: they made verdicts that stand."""
         decided = now()
         rows = [(str(w), str(r)) for w, r in zip(flags["worker_id"], flags["reason"], strict=True)]
         with self.transaction() as conn:
@@ -69,8 +70,10 @@ class Reviews(SQLiteBase):
                 conn.execute(
                     "SELECT assignment_id, pair_id, worker_id FROM answers"
                     " WHERE crowd = ? AND status = 'submitted' AND worker_id IN"
-                    " (SELECT value FROM json_each(?))",
-                    (crowd, json.dumps([w for w, _ in rows])),
+                    " (SELECT value FROM json_each(?)) AND (? != 'drop' OR pair_id IN"
+                    " (SELECT p.pair_id FROM pairs p JOIN batches b USING (iteration)"
+                    " WHERE b.status != 'aggregated'))",
+                    (crowd, json.dumps([w for w, _ in rows]), decision),
                 ).fetchall(),
                 columns=["assignment_id", "pair_id", "worker_id"],
             )
