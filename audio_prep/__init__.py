@@ -2,7 +2,7 @@
 normalisation and encoding for browsers, with a manifest that doubles as a content-hash cache.
 
 ffmpeg is the binary of the ``imageio-ffmpeg`` wheel, handed to pydub: no system package.
-Seed ``002_b9503f18ee81843c.txt`` §4.1 motivates every step.
+The preference-judgments paper §4.1 motivates every step.
 """
 
 from audio_prep.codec import FORMATS, Audio, decode, encode

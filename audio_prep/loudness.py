@@ -1,6 +1,6 @@
 """Integrated loudness after ITU-R BS.1770-4 (K-weighting and two-stage gating), in LUFS.
 
-Seed ``002_b9503f18ee81843c.txt`` §4.1: workers compare three clips per HIT, so the clips must
+The preference-judgments paper §4.1: workers compare three clips per HIT, so the clips must
 play at comparable volume; they are normalised to one integrated loudness (EBU R128: -23 LUFS).
 
 Measurement, for channels *i* with weights *G_i* (1 for L, R, C; 1.41 for the surround pair of

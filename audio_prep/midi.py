@@ -1,4 +1,4 @@
-"""MIDI rendering with pretty_midi (seed ``002_b9503f18ee81843c.txt`` §4.1: the MIDI incipits
+"""MIDI rendering with pretty_midi (the preference-judgments paper §4.1: the MIDI incipits
 were turned into MP3 because browsers play MP3).
 
 With a SoundFont and the optional ``pyfluidsynth`` module the file is rendered by FluidSynth;

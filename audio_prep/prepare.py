@@ -1,7 +1,7 @@
 """Prepare a set of clips for the HITs: decode or render, trim, excerpt, normalise, encode.
 
-Seed ``002_b9503f18ee81843c.txt`` §4.1 (MIDI incipits rendered to MP3, leading and trailing
-silence trimmed so workers do not wait through rests) and seed ``000_83a62199e0fa5fac.txt``
+The preference-judgments paper §4.1 (MIDI incipits rendered to MP3, leading and trailing
+silence trimmed so workers do not wait through rests) and the MTC paper
 (audio similarity judged on 30 s excerpts). One source gives one output with the same base name
 in the same sub-folder (``songs/tone.wav`` -> ``DST/songs/tone.mp3``).
 

@@ -1,6 +1,6 @@
 """Leading and trailing silence, relative to the clip's own peak.
 
-Seed ``002_b9503f18ee81843c.txt`` §4.1: many incipits started with rests, which made workers
+The preference-judgments paper §4.1: many incipits started with rests, which made workers
 lose time, so leading and trailing silence was trimmed (durations fell from 1–57 s to 1–26 s,
 6 s to 4 s on average); a melody with rests counts as equally similar as the one without.
 

@@ -1,4 +1,5 @@
-"""Adaptive answers per pair against the fixed 10 answers of seed 002, on simulated campaigns.
+"""Adaptive answers per pair against the fixed 10 answers of the preference-judgments paper, on
+simulated campaigns.
 
 On an Eval05-sized synthetic collection (11 queries, 118 candidates, groups of 1–5 like the 2010
 lists; :func:`crowdprefs.demo.make_collection`) with the default simulated crowd, simulates

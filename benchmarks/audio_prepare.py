@@ -1,8 +1,9 @@
 """Clips per second of ``audio_prep.prepare_clips`` at 1 and 2 jobs, and for a cached rerun.
 
-The corpus is made here: the demo's MIDI melodies (seed 002's incipits: rendered, trimmed,
-normalised, encoded to MP3) and 30-second stereo WAV excerpts with leading and trailing
-silence (seed 000's audio clips). The baseline is the same corpus at one job, in the same run.
+The corpus is made here: the demo's MIDI melodies (the preference-judgments paper's incipits:
+rendered, trimmed, normalised, encoded to MP3) and 30-second stereo WAV excerpts with leading and
+trailing silence (the MTC paper's audio clips). The baseline is the same corpus at one job, in the
+same run.
 
     python benchmarks/audio_prepare.py [--melodies 3] [--wavs 6] [--jobs 2]
 """

@@ -1,4 +1,5 @@
-"""Benchmark: the full power study of seed 001 on MIREX 2011 AMS, vectorised vs a scipy loop.
+"""Benchmark: the full power study of the power-and-stability paper on MIREX 2011 AMS, vectorised vs
+a scipy loop.
 
 Workload (issue 6): 20 subset sizes (5…100) × 500 stratified samples (one at 100), 4 measures
 (AG@5, nDCG@5, ANDCG@5, ADR@5 on the Fine judgments) × 2 procedures (FT = Friedman + Tukey HSD
@@ -44,7 +45,8 @@ K = 5
 
 
 def mirex_measures(folder: Path) -> dict[str, pd.DataFrame]:
-    """AG@5, nDCG@5 (log base 2), ANDCG@5 and ADR@5 (seed 001 §3) per system × query."""
+    """AG@5, nDCG@5 (log base 2), ANDCG@5 and ADR@5 (the power-and-stability paper §3) per system ×
+    query."""
     ids = {"system": str, "query": str, "document": str}  # ids like 0001e0 are not numbers
     runs = pd.read_csv(folder / "runs.txt", sep="\t", names=list(ids), dtype=ids)
     names = ["query", "document", "gain"]

@@ -1,4 +1,5 @@
-"""A recorded campaign made with the simulator, shaped like the 2010 campaign of seed 002.
+"""A recorded campaign made with the simulator, shaped like the 2010 campaign of the
+preference-judgments paper.
 
 The repository has no real answers file of that campaign. This script simulates one campaign of
 its design (11 queries, 118 candidates, 10 answers per pair, a vote margin of 2, the pivot shown

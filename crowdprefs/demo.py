@@ -1,8 +1,9 @@
-"""The demo: collections shaped like seed 002's, synthetic systems to evaluate against them, and
-:func:`run_demo`, every stage of the pipeline on them in one call (``crowdprefs demo``).
+"""The demo: collections shaped like the preference-judgments paper's, synthetic systems to evaluate
+against them, and :func:`run_demo`, every stage of the pipeline on them in one call
+(``crowdprefs demo``).
 
 Both collections have 11 queries with 4 to 23 candidates each, 118 in all (the Eval05 lists of
-seed 002 §5), and a hidden truth of ordered groups:
+the preference-judgments paper §5), and a hidden truth of ordered groups:
 
 * :func:`make_collection` draws the truth directly (no files): groups of one to five equally
   similar candidates. Tests and benchmarks use it.
@@ -41,7 +42,7 @@ def make_collection(
     """Candidates ``query, document`` and their hidden truth ``query, document, group``.
 
     Each query's candidates are cut into consecutive groups of 1 to 5 members (mostly 2–3), so
-    group sizes resemble the crowdsourced lists of seed 002.
+    group sizes resemble the crowdsourced lists of the preference-judgments paper.
     """
     rng = np.random.default_rng([seed, 0xDE30])
     rows = []

@@ -12,7 +12,7 @@ Formats (see ``DESIGN.md``, "File formats"):
 * level judgments: ``query document gain`` or TREC qrels ``query 0 document rel``;
   :func:`read_levels` gives ``[query, document, gain]``.
 * ordered lists (group qrels): ``tag query document group``, group 1 = most similar (the format
-  of the lists published with seed ``002_b9503f18ee81843c.txt``); :func:`read_lists` gives
+  of the lists published with the preference-judgments paper); :func:`read_lists` gives
   ``[query, document, group]``.
 * preference qrels: the same lists as graded TREC qrels ``query 0 document grade`` that
   ``ir_measures``' ``Compat`` scores as a partial order (:func:`write_preference_qrels`,

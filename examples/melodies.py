@@ -13,7 +13,7 @@ trimmed and encoded by :mod:`audio_prep`) and the simulated crowd has a hidden t
   the crowd should recover.
 
 Notes are dropped from the inside of a melody only: a melody cut at either end is "part of" the
-other, which seed 002 §4.1 counts as equally similar.
+other, which the preference-judgments paper (§4.1) counts as equally similar.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pretty_midi
 
-#: Candidates per query: 118 in all, from 4 to 23, like the Eval05 lists of seed 002 §5.
+#: Candidates per query: 118 in all, from 4 to 23, like the preference-judgments paper's Eval05.
 QUERY_SIZES = (4, 6, 7, 8, 9, 10, 11, 12, 14, 14, 23)
 MAJOR_SCALE = np.array([0, 2, 4, 5, 7, 9, 11])
 NOTE_SECONDS = (0.25, 0.25, 0.5, 0.5, 0.75)
@@ -161,7 +161,7 @@ def make_example(
     Returns the candidates with their hidden truth: ``query, document, audio, query_audio``
     (paths relative to ``root``), ``distance`` (edits to the query) and ``group`` (dense rank
     of the distance within the query, 1 = most similar). Queries start with a rest, as many
-    incipits of seed 002 §4.1 did.
+    incipits of the preference-judgments paper (§4.1) did.
     """
     root = Path(root)
     rng = np.random.default_rng([seed, 0x3E10])

@@ -1,13 +1,12 @@
 """Adaptive answers per pair: stop buying answers once a pair's verdict is settled.
 
-The 2010 campaign of seed ``002_b9503f18ee81843c.txt`` (§4.2, §5.1) bought a fixed 10 answers
-for each of its 281 pairs, although many pairs were settled long before the tenth answer (10 of
-10 "equal", or 8 to 0) and others were still ambiguous after it. Here a pair first gets
-``initial`` answers; after each round of answers (a *look*) it is *decided* or gets ``step``
-more, up to ``maximum``. Everything works on a pair's three answer counts (``more``: x preferred,
-``equal``, ``less``: y preferred; seed 002 §3.2) and is vectorised over pairs through a decision
-table built once per rule over every state ``(more, equal, less)`` with at most ``maximum``
-answers.
+The 2010 campaign of the preference-judgments paper (§4.2, §5.1) bought a fixed 10 answers for each
+of its 281 pairs, although many pairs were settled long before the tenth answer (10 of 10 "equal",
+or 8 to 0) and others were still ambiguous after it. Here a pair first gets ``initial`` answers;
+after each round of answers (a *look*) it is *decided* or gets ``step`` more, up to ``maximum``.
+Everything works on a pair's three answer counts (``more``: x preferred, ``equal``, ``less``: y
+preferred; the preference-judgments paper §3.2) and is vectorised over pairs through a decision
+table built once per rule over every state ``(more, equal, less)`` with at most ``maximum`` answers.
 
 Two stopping rules:
 
@@ -26,24 +25,24 @@ Two stopping rules:
     probability ``1 − epsilon``, for any aggregation rule; the verdict is the predicted one.
 
 ``sequential`` (a group-sequential Mann-Whitney test with a stated error rate ``alpha``)
-    At every look the pair's Mann-Whitney p-value (seed 002 §3.2; the project's sidedness,
-    method and continuity correction) is compared with one nominal level α′ (a Pocock design):
-    ``p <= α′`` declares the pair different (the side with more votes). α′ is the largest level
-    for which the probability of a false "different" verdict on a truly equal pair stays at most
-    ``alpha`` over the whole schedule of looks (``initial``, ``initial + step``, …, ``maximum``),
-    computed exactly by propagating the answer counts (:func:`nominal_level`). A truly equal
-    pair is one where a worker prefers x as often as y (p_more = p_less); how often workers
-    answer "equal" on such pairs matters to a test on ternary answers, so the bound is taken
-    over every p_equal from ``equal_share`` to 1 (default 0.5: half the answers of the 2010
-    campaign were "equal" overall, seed 002 §5.3, and truly equal pairs draw more of them;
-    ``equal_share = 0`` makes the bound hold whatever p_equal is, at a cost in power). A pair
-    not declared different is declared equal at ``maximum`` answers, or earlier when the
-    predictive probability of still crossing the boundary by ``maximum`` is at most ``futility``
-    (stochastic curtailment; predictive law: the Dirichlet-multinomial of a Dirichlet(``prior``,
-    ``prior``, ``prior``) posterior on the answer shares, i.e. a Pólya urn). Stopping for
-    futility only removes chances to cross, so the error bound still holds; its price is power
-    (truly different pairs called equal), given exactly by :func:`operating` and measured on whole
-    campaigns by ``benchmarks/adaptive_vs_fixed.py``.
+    At every look the pair's Mann-Whitney p-value (the preference-judgments paper §3.2; the
+    project's sidedness, method and continuity correction) is compared with one nominal level α′ (a
+    Pocock design): ``p <= α′`` declares the pair different (the side with more votes). α′ is the
+    largest level for which the probability of a false "different" verdict on a truly equal pair
+    stays at most ``alpha`` over the whole schedule of looks (``initial``, ``initial + step``, …,
+    ``maximum``), computed exactly by propagating the answer counts (:func:`nominal_level`). A truly
+    equal pair is one where a worker prefers x as often as y (p_more = p_less); how often workers
+    answer "equal" on such pairs matters to a test on ternary answers, so the bound is taken over
+    every p_equal from ``equal_share`` to 1 (default 0.5: half the answers of the 2010 campaign were
+    "equal" overall, the preference-judgments paper §5.3, and truly equal pairs draw more of them;
+    ``equal_share = 0`` makes the bound hold whatever p_equal is, at a cost in power). A pair not
+    declared different is declared equal at ``maximum`` answers, or earlier when the predictive
+    probability of still crossing the boundary by ``maximum`` is at most ``futility`` (stochastic
+    curtailment; predictive law: the Dirichlet-multinomial of a Dirichlet(``prior``, ``prior``,
+    ``prior``) posterior on the answer shares, i.e. a Pólya urn). Stopping for futility only removes
+    chances to cross, so the error bound still holds; its price is power (truly different pairs
+    called equal), given exactly by :func:`operating` and measured on whole campaigns by
+    ``benchmarks/adaptive_vs_fixed.py``.
 """
 
 from __future__ import annotations
@@ -75,11 +74,12 @@ class StoppingRule:
 
     The defaults (4 + 2 + 2 + 2 answers up to 10, ``alpha = 0.3``, ``futility = 0.2``) are those
     with which ``benchmarks/adaptive_vs_fixed.py`` finds lists as good as the fixed 10 answers'
-    (by ADR and order relations recovered) for 35% fewer answers (1,642 against 2,544), at the
-    price of splitting more truly equal pairs. ``alpha = 0.3`` bounds the worst case (p_equal =
-    0.5); the fixed design's own Mann-Whitney at nominal 0.05 falsely separates 13.5% of truly
-    equal pairs at p_equal = 0.5 (exact, :func:`operating`), because its tie correction makes a
-    lead of three votes significant among many "equal" answers.
+    (by ADR and order relations recovered) for about a third fewer answers (the README quotes
+    its current figures), at the price of splitting more truly equal pairs. ``alpha = 0.3``
+    bounds the worst case (p_equal = 0.5); the fixed design's own Mann-Whitney at nominal 0.05
+    falsely separates 13.5% of truly equal pairs at p_equal = 0.5 (exact, :func:`operating`),
+    because its tie correction makes a lead of three votes significant among many "equal"
+    answers.
     """
 
     method: Method = "sequential"

@@ -1,4 +1,4 @@
-"""From worker answers to one verdict per pair (seed 002 §3.2).
+"""From worker answers to one verdict per pair (the preference-judgments paper §3.2).
 
 For a pair (x, y) every answer gives *x* the rank score +1 when x was preferred, −1 when y was
 preferred and 0 for "equally similar"; *y* gets the opposite score. A pair's answers are thus
@@ -7,7 +7,7 @@ summarised by three counts: ``more`` (x preferred), ``equal`` and ``less`` (y pr
 Three rules give a verdict (+1 x more similar, 0 equal, −1 x less similar), the first two from
 the pair's counts alone:
 
-``mann-whitney`` (default; seed 002 §3.2)
+``mann-whitney`` (default; the preference-judgments paper §3.2)
     The two rank samples are compared with a Mann-Whitney U test; a significant difference
     (p < α) gives the side with the larger mean rank, otherwise "equal". With n answers per pair
     the samples are x = (+1)·more, 0·equal, (−1)·less and y its negation, so
@@ -23,9 +23,9 @@ the pair's counts alone:
     votes is needed, so the lists have fewer, larger groups than the margin-2 rule gives.
 
 ``margin``
-    x wins when at least *m* more workers preferred it than preferred y (and vice versa);
-    otherwise "equal". A margin of 2 reproduces the lists published with seed 002, which no
-    conventional Mann-Whitney level does. Smaller margins give more, smaller groups.
+    x wins when at least *m* more workers preferred it than preferred y (and vice versa); otherwise
+    "equal". A margin of 2 reproduces the lists published with the preference-judgments paper, which
+    no conventional Mann-Whitney level does. Smaller margins give more, smaller groups.
 
 ``bradley-terry``
     Not from the pair's counts: one fit of the tie-aware Bradley–Terry model with per-worker
@@ -199,7 +199,8 @@ def verdicts(
 
 
 def inter_agreement(more, equal, less) -> np.ndarray:
-    """Seed 002 §5.3's inter-agreement score of each pair's answers, in [0, 1].
+    """The preference-judgments paper §5.3's inter-agreement score of each pair's answers, in [0,
+    1].
 
     Over the n(n−1)/2 pairs of answers: 2 points when two answers agree, 1 when one says
     "equal" and the other picks a side, 0 when they pick opposite sides; divided by n(n−1)
@@ -251,12 +252,13 @@ def usable(answers: pd.DataFrame) -> pd.DataFrame:
 
 
 def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -> pd.DataFrame:
-    """Per pair: ``iteration, query, x, y, kind, pivot_known, more, equal, less, verdict,
-    p_value, agreement`` from the usable answers of an answers frame (one row per answer with
+    """Per pair:
+    ``iteration, query, x, y, kind, pivot_known, more, equal, less, verdict, p_value, agreement``
+    from the usable answers of an answers frame (one row per answer with
     ``pair_id, iteration, query, x, y, kind, pivot_known, status, choice, score``, as
-    :data:`crowdprefs.results_file.FRAME_COLUMNS`), decided with ``rule`` (seed 002 §3.2)
-    and scored with the §5.3 inter-agreement. Indexed by ``pair_id``; pairs without usable
-    answers are left out.
+    :data:`crowdprefs.results_file.FRAME_COLUMNS`), decided with ``rule`` (the preference-judgments
+    paper §3.2) and scored with the §5.3 inter-agreement. Indexed by ``pair_id``; pairs without
+    usable answers are left out.
     """
     good = usable(answers)
     info = good.groupby("pair_id")[["iteration", "query", "x", "y", "kind", "pivot_known"]].first()

@@ -1,10 +1,11 @@
 """The cost model: what a batch of answers costs, checked before anything is spent.
 
-MTurk charges the requester the worker's reward plus a commission on it: ``rate`` (20%) for
-HITs with fewer than 10 assignments, ``rate_10_or_more`` (40%) for HITs with 10 or more, and at
-least ``minimum`` ($0.01) per assignment. Seed 002 (§4.1) paid $0.02 per answer plus half a cent
-of fee (the 2010 terms); set the fee fields to reproduce other terms. The simulated and web crowds
-report what the same answers would cost on MTurk, so a campaign can be planned before paying.
+MTurk charges the requester the worker's reward plus a commission on it: ``rate`` (20%) for HITs
+with fewer than 10 assignments, ``rate_10_or_more`` (40%) for HITs with 10 or more, and at least
+``minimum`` ($0.01) per assignment. The preference-judgments paper (§4.1) paid $0.02 per answer plus
+half a cent of fee (the 2010 terms); set the fee fields to reproduce other terms. The simulated and
+web crowds report what the same answers would cost on MTurk, so a campaign can be planned before
+paying.
 
 Money already committed is priced at what each HIT was published at (its reward and fee terms
 are stored with it, :data:`PRICE_COLUMNS`), never at today's settings: lowering the reward

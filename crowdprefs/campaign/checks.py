@@ -1,11 +1,11 @@
 """Attention checks: pairs whose answer is known, mixed into a batch.
 
-Seed 002 §4.2 found careless workers judging candidates "more similar to the query than the
-query itself, in cases where it was clearly different". A check asks exactly that: the query's
-own clip (``x = query``) against a candidate from the query's least similar group known so far
-(any candidate before the first verdicts), so the expected verdict is ``+1`` (x more similar).
-Checks look like any other pair to a worker (same number of answers, random A/B side) and are
-shuffled among the batch's pairs; their verdicts never enter the sort (``kind = 'check'``), and
+The preference-judgments paper §4.2 found careless workers judging candidates "more similar to the
+query than the query itself, in cases where it was clearly different". A check asks exactly that:
+the query's own clip (``x = query``) against a candidate from the query's least similar group known
+so far (any candidate before the first verdicts), so the expected verdict is ``+1`` (x more
+similar). Checks look like any other pair to a worker (same number of answers, random A/B side) and
+are shuffled among the batch's pairs; their verdicts never enter the sort (``kind = 'check'``), and
 :mod:`crowdprefs.quality.review` rejects answers that prefer the candidate to the query itself.
 
 Configured by the ``[checks]`` section: ``share`` (checks per sorting pair, rounded up; default

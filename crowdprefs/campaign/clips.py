@@ -1,6 +1,6 @@
 """A project's clips: prepare every query and candidate clip and record each clip's duration.
 
-Seed ``002_b9503f18ee81843c.txt`` §4.1: the trimmed MP3s are what the HITs play, and a HIT's
+The preference-judgments paper §4.1: the trimmed MP3s are what the HITs play, and a HIT's
 listening time (the query and two variations, each heard once) bounds how fast an honest worker
 can answer (13 s on average there, from 4 to 24 s).
 
@@ -215,10 +215,10 @@ def prepare_project(
 
 
 def listening_seconds(queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
-    """Per query, the minimum listening time of its HITs: the query clip and two of its
-    candidates heard once each (seed 002 §4.1). ``pairs`` HITs, the ``shortest``, the ``mean``
-    over all pairs (the query plus twice the candidates' mean: each candidate is in ``n - 1``
-    of the ``n(n - 1)/2`` pairs) and the ``longest``; NaN while a duration is unknown."""
+    """Per query, the minimum listening time of its HITs: the query clip and two of its candidates
+    heard once each (the preference-judgments paper §4.1). ``pairs`` HITs, the ``shortest``, the
+    ``mean`` over all pairs (the query plus twice the candidates' mean: each candidate is in
+    ``n - 1`` of the ``n(n - 1)/2`` pairs) and the ``longest``; NaN while a duration is unknown."""
     clips = candidates[["query", "seconds"]].sort_values(["query", "seconds"])
     seconds = clips.groupby("query", sort=True)["seconds"]
     rank, rank_from_end = seconds.cumcount(), seconds.cumcount(ascending=False)

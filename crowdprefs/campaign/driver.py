@@ -97,10 +97,10 @@ def _cached_sort(
 def next_batch(project: Project) -> int | None:
     """The iteration whose batch is open, building it when the last one is aggregated.
 
-    Returns ``None`` when every query's list is closed. The pairs of a new batch come in a
-    random order and with a random side shown as variation A (seed 002 §4.2), both fixed by the
-    project seed and the iteration number; attention checks are mixed in when ``[checks]`` asks
-    for them (:mod:`crowdprefs.campaign.checks`).
+    Returns ``None`` when every query's list is closed. The pairs of a new batch come in a random
+    order and with a random side shown as variation A (the preference-judgments paper §4.2), both
+    fixed by the project seed and the iteration number; attention checks are mixed in when
+    ``[checks]`` asks for them (:mod:`crowdprefs.campaign.checks`).
     """
     store = project.store
     last = store.last_batch()

@@ -1,4 +1,5 @@
-"""Replay a recorded QuickSort campaign without its project (seed 002 §3.2, §4.2, Table 1).
+"""Replay a recorded QuickSort campaign without its project (the preference-judgments paper §3.2,
+§4.2, Table 1).
 
 A recorded campaign is an answers frame (:func:`crowdprefs.results_file.read_results`) whose
 iterations were inferred from the HITs' creation times

@@ -1,4 +1,5 @@
-"""The modified QuickSort of seed 002 (§3.2, Table 1) as a pure function of the verdicts so far.
+"""The modified QuickSort of the preference-judgments paper (§3.2, Table 1) as a pure function of
+the verdicts so far.
 
 A query's candidates start in one segment, in a random order fixed by the project seed. A
 segment holds ``todo`` members (still to place) and ``done`` members (former pivots). The pivot
@@ -48,12 +49,13 @@ class Segment:
 
     @property
     def closed(self) -> bool:
-        """Closed when fewer than two members are still to be placed (seed 002 §4.1)."""
+        """Closed when fewer than two members are still to be placed (the preference-judgments paper
+        §4.1)."""
         return len(self.todo) < 2
 
     @property
     def pivot(self) -> Hashable:
-        """The last ``todo`` member (seed 002 §4.2)."""
+        """The last ``todo`` member (the preference-judgments paper §4.2)."""
         return self.todo[-1]
 
     @property
@@ -217,7 +219,8 @@ def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
 
 
 def initial_orders(documents: Mapping[str, Sequence[Hashable]], seed: int) -> dict[str, list]:
-    """The random initial order of every query's candidates (seed 002 §4.2), fixed by the seed.
+    """The random initial order of every query's candidates (the preference-judgments paper §4.2),
+    fixed by the seed.
 
     Candidates are sorted by counter-based random keys of (seed, CRC of the query name, position
     in the query), so adding or removing another query never changes this one's order; all

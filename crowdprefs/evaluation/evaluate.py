@@ -94,8 +94,9 @@ def pairwise(
     """Pairwise tests between systems for each measure
     (:func:`crowdprefs.evaluation.stats.pairwise_tests`).
 
-    Seed 002 §5.6 compares systems with 1-tailed paired tests; seed 001 §6 with 1-tailed
-    Wilcoxon tests per pair. Needs at least two systems and two queries per measure.
+    The preference-judgments paper §5.6 compares systems with 1-tailed paired tests; the
+    power-and-stability paper §6 with 1-tailed Wilcoxon tests per pair. Needs at least two systems
+    and two queries per measure.
     """
     parts = []
     for measure in pd.unique(scores["measure"]):
@@ -142,8 +143,8 @@ def evaluate(
 def pr_curves(runs: pd.DataFrame, truth: pd.DataFrame, rel: float = 1) -> pd.DataFrame:
     """Interpolated precision at the 11 recall levels 0, 0.1, ..., 1, averaged over queries.
 
-    ``[system, recall, precision]``; per query, IPrec(x) = max{P(r) : R(r) >= x} (seed 003's PR
-    curve made monotone, as trec_eval's iprec_at_recall).
+    ``[system, recall, precision]``; per query, IPrec(x) = max{P(r) : R(r) >= x} (the FMP evaluation
+    notebook's PR curve made monotone, as trec_eval's iprec_at_recall).
     """
     data = M.judge(runs, truth)
     curve = M.interpolated_precision(data, RECALL_LEVELS, rel=rel).mean(axis=1)
@@ -208,7 +209,8 @@ def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = 
 
 def shuffled_runs(lists: pd.DataFrame, permutations: int, seed: int | None = 0) -> pd.DataFrame:
     """Read ordered lists as runs: ``permutations`` systems ``"0", "1", ...``, each ranking every
-    query's documents group by group, in a random order within each group (seed 002 §5.4)."""
+    query's documents group by group, in a random order within each group (the preference-judgments
+    paper §5.4)."""
     base = lists.sort_values(["query", "group"], kind="stable").reset_index(drop=True)
     n = len(base)
     q_code, _ = pd.factorize(base["query"])
@@ -244,12 +246,14 @@ def compare_lists(
     seed: int | None = 0,
     names: tuple[str, str] = ("A", "B"),
 ) -> pd.DataFrame:
-    """ADR of one set of ordered lists against the other, in both directions (seed 002 §5.4).
+    """ADR of one set of ordered lists against the other, in both directions (the
+    preference-judgments paper §5.4).
 
     The lists acting as results are read as full rankings, each group in a random order; this is
     repeated ``permutations`` times and the mean ADR over the ground truth's queries (whole-list
-    ADR, a query missing from the results scoring 0) is summarised by its minimum, mean and
-    maximum, as in seed 002 Table 7. Returns ``[truth, results, min, mean, max, queries]``.
+    ADR, a query missing from the results scoring 0) is summarised by its minimum, mean and maximum,
+    as in the preference-judgments paper Table 7. Returns
+    ``[truth, results, min, mean, max, queries]``.
     """
     if permutations < 1:
         raise InputError(f"permutations must be at least 1, got {permutations}")

@@ -1,6 +1,6 @@
 """Generalised adaptive-weight means (GAWM) and HITS over a system×topic score matrix.
 
-Seed ``004_ab09bb743ac9c876.txt`` (Kazai et al.). For m systems and n topics (queries) with
+The calibration-model paper (Kazai et al.). For m systems and n topics (queries) with
 scores ``P[i, j]`` in [0, 1] (higher = better):
 
 * system performance ``E_s[i] = M_s(P[i, *], W_t)`` (eq. 1) and topic ease
@@ -10,7 +10,8 @@ scores ``P[i, j]`` in [0, 1] (higher = better):
   ``W_t[j] = ‖P[*, j] − E_t[j]‖`` (eq. 7) and system conformity
   ``W_s[i] = 1 − ‖P[i, *] − E_t‖`` (eq. 8); axioms **B1/B2** – the same ``W_t`` and system
   discernment ``W_s[i] = ‖P[i, *] − E_s[i]‖`` (eq. 9); or ``"uniform"`` weights (MAP/AAP);
-* the fixed point is found by the seed's iteration (§3.2: W_s, W_t, then E_s, E_t) from the
+* the fixed point is found by the calibration-model paper's iteration (§3.2: W_s, W_t, then E_s,
+  E_t) from the
   uniform means, until no quantity moves by more than ``tol`` or ``max_iter`` is reached.
 
 ``‖·‖`` is the root-mean-square distance (Euclidean distance / √count): eqs. 7 and 9 are
@@ -39,7 +40,8 @@ AXIOMS = ("A", "B", "uniform")
 
 
 def weighted_mean(x: np.ndarray, w: np.ndarray, kind: str, axis: int = -1) -> np.ndarray:
-    """The generalised weighted means of seed 004 §4.3, along ``axis``, weights summing to 1.
+    """The generalised weighted means of the calibration-model paper §4.3, along ``axis``, weights
+    summing to 1.
 
     min: ``min x_i``; harmonic: ``1 / Σ w_i/x_i``; geometric: ``Π x_i^{w_i}``; arithmetic:
     ``Σ w_i x_i``; max: ``max x_i``. A zero score with a positive weight makes the harmonic
@@ -163,7 +165,8 @@ def gawm(
     tol: float = 1e-9,
     max_iter: int = 1000,
 ) -> GAWMResult:
-    """GAWM system performance and topic ease of a system×topic matrix (seed 004, §3–4).
+    """GAWM system performance and topic ease of a system×topic matrix (the calibration-model paper,
+    §3–4).
 
     ``systems`` (index = system) has ``score`` (E_s), ``weight`` (W_s) and ``mean`` (the plain
     mean, MAP-like); ``topics`` has ``ease`` (E_t), ``weight`` (W_t) and ``mean`` (AAP-like).
@@ -188,7 +191,8 @@ def _leading_pair(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def hits(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Hubs and authorities of the system–topic graph (Mizzaro & Robertson; seed 004 §2.2, §4.2).
+    """Hubs and authorities of the system–topic graph (Mizzaro & Robertson; the calibration-model
+    paper §2.2, §4.2).
 
     Nodes are the systems and the topics, with the mean-centring the seed applies: an edge
     system→topic weighs ``P[i, j] − MAP[i]`` (how much easier than the system's average the
@@ -216,7 +220,8 @@ def hits(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def p_better(scores: pd.DataFrame, topic_weight: pd.Series | None = None) -> pd.DataFrame:
-    """``p(S_i > S_j) = Φ((s̃_i − s̃_j) / √(ṽ_i + ṽ_j))`` for all system pairs (seed 004 §4.4).
+    """``p(S_i > S_j) = Φ((s̃_i − s̃_j) / √(ṽ_i + ṽ_j))`` for all system pairs (the
+    calibration-model paper §4.4).
 
     Each system is a Gaussian with mean s̃ and variance ṽ of its per-topic scores, weighted by
     ``topic_weight`` (e.g. GAWM's W_t; uniform when omitted). Returns a system×system frame.
@@ -236,7 +241,8 @@ def p_better(scores: pd.DataFrame, topic_weight: pd.Series | None = None) -> pd.
 
 
 def correlations(scores: pd.DataFrame, result: GAWMResult) -> pd.Series:
-    """Pearson correlations of GAWM and HITS with MAP and AAP (seed 004, Tables 2–3)."""
+    """Pearson correlations of GAWM and HITS with MAP and AAP (the calibration-model paper, Tables
+    2–3)."""
     systems, topics = hits(scores)
     pearson = {
         "MAP~E_s": (result.systems["mean"], result.systems.score),
@@ -274,9 +280,9 @@ def leave_one_topic_out(
     tol: float = 1e-9,
     max_iter: int = 1000,
 ) -> pd.DataFrame:
-    """Predictive check of seed 004 §4.5.1: hold each topic out, rank the systems by MAP and by
-    GAWM's E_s over the other n − 1 topics (all n matrices solved at once), and correlate each
-    ranking (Kendall τ-b) with the ranking by the held-out topic alone.
+    """Predictive check of the calibration-model paper §4.5.1: hold each topic out, rank the systems
+    by MAP and by GAWM's E_s over the other n − 1 topics (all n matrices solved at once), and
+    correlate each ranking (Kendall τ-b) with the ranking by the held-out topic alone.
 
     Returns one row per held-out topic: ``topic, tau_mean, tau_gawm`` (NaN when the held-out
     topic ties all systems).

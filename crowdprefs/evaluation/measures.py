@@ -289,7 +289,8 @@ def _f(p: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def _discounts(depth: int, b: float | None) -> np.ndarray:
-    """``1 / discount`` per rank: seed 001 eq. (2) for base ``b``, trec_eval's when ``None``."""
+    """``1 / discount`` per rank: the power-and-stability paper eq. (2) for base ``b``, trec_eval's
+    when ``None``."""
     i = np.arange(1, depth + 1, dtype=float)
     if b is None:
         return 1.0 / np.log2(i + 1)
@@ -308,7 +309,7 @@ def _ndcg_curve(data: Judged, k: int, b: float | None) -> np.ndarray:
 
 
 def average_gain(data: Judged, k: int) -> np.ndarray:
-    """AG@k = CG@k / k = (1/k) Σ_{i=1..k} G@i (seed 001 §3.1, eq. 1).
+    """AG@k = CG@k / k = (1/k) Σ_{i=1..k} G@i (the power-and-stability paper §3.1, eq. 1).
 
     The official MIREX AMS measure ("Sum"; PSum with Broad judgments, FINE with Fine ones).
     """
@@ -316,7 +317,7 @@ def average_gain(data: Judged, k: int) -> np.ndarray:
 
 
 def ndcg(data: Judged, k: int, b: float = 2) -> np.ndarray:
-    """nDCG@k = DCG@k / IDCG@k with seed 001's DCG (§3.2, eqs. 2-3).
+    """nDCG@k = DCG@k / IDCG@k with the power-and-stability paper's DCG (§3.2, eqs. 2-3).
 
     DCG@k = Σ_{i<b} G@i + Σ_{b<=i<=k} G@i / log_b(i): gains at ranks below ``b`` are not
     discounted. IDCG@k is the DCG@k of the judged documents in descending gain order. 0 when
@@ -334,19 +335,22 @@ def ndcg_trec(data: Judged, k: int) -> np.ndarray:
 
 
 def andcg(data: Judged, k: int, b: float = 2) -> np.ndarray:
-    """ANDCG@k = (1/k) Σ_{i=1..k} nDCG@i, with seed 001's nDCG (§3.3, eq. 4)."""
+    """ANDCG@k = (1/k) Σ_{i=1..k} nDCG@i, with the power-and-stability paper's nDCG (§3.3, eq.
+    4)."""
     return _ndcg_curve(data, k, b).mean(axis=2)
 
 
 def average_dynamic_recall(data: Judged, k: int | None = None) -> np.ndarray:
-    """ADR@k = (1/k') Σ_{i=1..k'} |A_i ∩ {R_1..R_i}| / i (seed 001 §3.4, eqs. 5-6).
+    """ADR@k = (1/k') Σ_{i=1..k'} |A_i ∩ {R_1..R_i}| / i (the power-and-stability paper §3.4, eqs.
+    5-6).
 
-    ``I = <I_1..I_n>`` are the ``n`` judged documents in descending gain order and ``A_i = {I_1..
-    I_i} ∪ {I_j : j > i, G(I_j) = G(I_i)}`` the documents allowed at rank ``i``: those whose gain
-    is at least ``G(I_i)``, so ties in the ground truth (a group of a partially ordered list) may
-    come in any order. ``k' = min(k, n)``; without ``k`` (plain ``ADR``), ``k' = n``: the whole
-    ground-truth list, as seed 002 §5.4 and MIREX SMS use it. Seed 002's example: truth
-    ⟨(A,B,C),(D,E)⟩, results ⟨A,B,D,E,C⟩ give 0.933.
+    ``I = <I_1..I_n>`` are the ``n`` judged documents in descending gain order and
+    ``A_i = {I_1.. I_i} ∪ {I_j : j > i, G(I_j) = G(I_i)}`` the documents allowed at rank ``i``:
+    those whose gain is at least ``G(I_i)``, so ties in the ground truth (a group of a partially
+    ordered list) may come in any order. ``k' = min(k, n)``; without ``k`` (plain ``ADR``),
+    ``k' = n``: the whole ground-truth list, as the preference-judgments paper §5.4 and MIREX SMS
+    use it. The preference-judgments paper's example: truth ⟨(A,B,C),(D,E)⟩, results ⟨A,B,D,E,C⟩
+    give 0.933.
 
     Vectorised: the document at rank ``j`` with ``m`` judged documents strictly better than it is
     allowed from rank ``max(j, m + 1)`` on, so the counts are a cumulative sum.
@@ -367,23 +371,26 @@ def average_dynamic_recall(data: Judged, k: int | None = None) -> np.ndarray:
 
 
 def precision(data: Judged, k: int, rel: float = 1) -> np.ndarray:
-    """P@k = (1/k) Σ_{r=1..k} χ(r) (seed 003, precision at rank r; trec_eval P_k)."""
+    """P@k = (1/k) Σ_{r=1..k} χ(r) (the FMP evaluation notebook, precision at rank r; trec_eval
+    P_k)."""
     return _precision_recall(data, rel, k)[1][:, :, -1]
 
 
 def recall(data: Judged, k: int, rel: float = 1) -> np.ndarray:
-    """R@k = (1/|I_Q|) Σ_{r=1..k} χ(r), I_Q the relevant judged documents (seed 003); 0 if none."""
+    """R@k = (1/|I_Q|) Σ_{r=1..k} χ(r), I_Q the relevant judged documents (the FMP evaluation
+    notebook); 0 if none."""
     return _precision_recall(data, rel, k)[2][:, :, -1]
 
 
 def f_measure(data: Judged, k: int, rel: float = 1) -> np.ndarray:
-    """F@k = 2 P@k R@k / (P@k + R@k), 0 when P@k = R@k = 0 (seed 003)."""
+    """F@k = 2 P@k R@k / (P@k + R@k), 0 when P@k = R@k = 0 (the FMP evaluation notebook)."""
     _, p, r, _ = _precision_recall(data, rel, k)
     return _f(p[:, :, -1], r[:, :, -1])
 
 
 def break_even_point(data: Judged, rel: float = 1) -> np.ndarray:
-    """BEP = P(|I_Q|) = R(|I_Q|), the precision at rank |I_Q| (seed 003; R-precision, Rprec).
+    """BEP = P(|I_Q|) = R(|I_Q|), the precision at rank |I_Q| (the FMP evaluation notebook;
+    R-precision, Rprec).
 
     Ranks past the end of the run retrieve nothing; 0 when the query has no relevant document.
     """
@@ -395,13 +402,15 @@ def break_even_point(data: Judged, rel: float = 1) -> np.ndarray:
 
 
 def f_max(data: Judged, rel: float = 1) -> np.ndarray:
-    """F_max = max_{r=1..K} F(r) over the ranks K of the run (seed 003, maximal F-measure)."""
+    """F_max = max_{r=1..K} F(r) over the ranks K of the run (the FMP evaluation notebook, maximal
+    F-measure)."""
     _, p, r, _ = _precision_recall(data, rel, None)
     return _f(p, r).max(axis=2)
 
 
 def average_precision(data: Judged, k: int | None = None, rel: float = 1) -> np.ndarray:
-    """AP = (1/|I_Q|) Σ_r P(r) χ(r) (seed 003, average precision; trec_eval map, map_cut_k).
+    """AP = (1/|I_Q|) Σ_r P(r) χ(r) (the FMP evaluation notebook, average precision; trec_eval map,
+    map_cut_k).
 
     With ``k`` only ranks up to ``k`` contribute (still divided by |I_Q|). 0 when |I_Q| = 0. The
     mean over queries is MAP.
@@ -411,7 +420,8 @@ def average_precision(data: Judged, k: int | None = None, rel: float = 1) -> np.
 
 
 def pr_curve(data: Judged, rel: float = 1) -> pd.DataFrame:
-    """Precision and recall per rank: ``[system, query, rank, precision, recall]`` (seed 003)."""
+    """Precision and recall per rank: ``[system, query, rank, precision, recall]`` (the FMP
+    evaluation notebook)."""
     _, p, r, _ = _precision_recall(data, rel, None)
     s, q, i = np.nonzero(np.arange(p.shape[2]) < data.length[:, :, None])
     return pd.DataFrame(

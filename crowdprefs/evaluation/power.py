@@ -1,4 +1,4 @@
-"""Power and stability of an evaluation over query subsets (seed ``001_fc06e1f368add5b9.txt``).
+"""Power and stability of an evaluation over query subsets (the power-and-stability paper).
 
 *Power* (§4): for query-subset sizes 5, 10, …, N and R random subsets of each size
 (stratified with equal priors, e.g. by genre as in MIREX), the share of system pairs that a
@@ -9,11 +9,11 @@ evaluated as if it were an independent experiment; a *conflict* is a pair of sys
 significant with one subset and not with the other, a *swap* a pair whose difference changes
 sign, a *significant swap* one significant with both subsets but in opposite directions.
 
-Procedures (§4, §6): ``FT`` = Friedman + Tukey's HSD on the mean ranks at α = 0.05 (MIREX),
-``W1`` = 1-tailed Wilcoxon signed-rank per pair at α = 0.01 (the seed's proposal), and a few
-more (:data:`PROCEDURES`). Every subset of one size is evaluated at once: the subset score
-matrices are stacked into a ``(subsets, systems, queries)`` array, processed in chunks that
-bound memory, with the vectorised tests of :mod:`crowdprefs.evaluation.stats`.
+Procedures (§4, §6): ``FT`` = Friedman + Tukey's HSD on the mean ranks at α = 0.05 (MIREX), ``W1`` =
+1-tailed Wilcoxon signed-rank per pair at α = 0.01 (the power-and-stability paper's proposal), and a
+few more (:data:`PROCEDURES`). Every subset of one size is evaluated at once: the subset score
+matrices are stacked into a ``(subsets, systems, queries)`` array, processed in chunks that bound
+memory, with the vectorised tests of :mod:`crowdprefs.evaluation.stats`.
 """
 
 from __future__ import annotations
@@ -155,11 +155,11 @@ def stratified_subsets(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Draw ``samples`` stratified query subsets of ``size`` queries (indices, sorted per row).
 
-    Equal priors (seed 001, §4): each of the G strata gets ⌊size/G⌋ queries and the remaining
-    ``size mod G`` go one each to strata drawn uniformly (among those with room); within a
-    stratum, queries are drawn uniformly without replacement. With ``disjoint``, a second
-    subset of the same size with no common query is drawn per sample (seed 001, §5), its extra
-    queries from the strata with room left. Returns index arrays ``(a, b)``, each
+    Equal priors (the power-and-stability paper, §4): each of the G strata gets ⌊size/G⌋ queries and
+    the remaining ``size mod G`` go one each to strata drawn uniformly (among those with room);
+    within a stratum, queries are drawn uniformly without replacement. With ``disjoint``, a second
+    subset of the same size with no common query is drawn per sample (the power-and-stability paper,
+    §5), its extra queries from the strata with room left. Returns index arrays ``(a, b)``, each
     ``(samples, size)`` (``b`` is None without ``disjoint``).
     """
     codes = np.asarray(codes)
@@ -260,7 +260,8 @@ def power_study(
     seed: int = 0,
     budget: int = 2**21,
 ) -> pd.DataFrame:
-    """Evaluation power per measure, procedure and query-subset size (seed 001, §4 and §6.1).
+    """Evaluation power per measure, procedure and query-subset size (the power-and-stability paper,
+    §4 and §6.1).
 
     For every size, ``samples`` stratified subsets (one when the size is the whole query set)
     are drawn once and shared by all measures and procedures. ``budget`` bounds the number of
@@ -294,7 +295,8 @@ def stability_study(
     seed: int = 0,
     budget: int = 2**21,
 ) -> pd.DataFrame:
-    """Evaluation stability per measure, procedure and subset size (seed 001, §5 and §6.2).
+    """Evaluation stability per measure, procedure and subset size (the power-and-stability paper,
+    §5 and §6.2).
 
     For every size ≤ N/2, ``samples`` pairs of disjoint stratified subsets. Returns a tidy
     DataFrame ``measure, procedure, size, samples, power, conflicts, swaps,
@@ -302,7 +304,7 @@ def stability_study(
     samples): ``conflicts`` – significant with one subset only; ``swaps`` – the direction
     changes; ``significant_swaps`` – significant with both, opposite directions;
     ``conflict_swaps`` – conflicts that are also swaps; ``stable = power − conflicts``
-    (the seed's Table 1).
+    (the power-and-stability paper's Table 1).
     """
     values, codes, _, queries = validate_study(matrices, strata)
     sizes = list(sizes or default_sizes(len(queries), stability=True))
@@ -327,8 +329,9 @@ def _check_sizes(sizes: Sequence[int], top: int, samples: int) -> None:
 
 
 def plot_curves(table: pd.DataFrame, value: str, path: str | Path, title: str = "") -> Path:
-    """Plot ``value`` (a share) against subset size, one panel per procedure, one line per
-    measure, like the seed's Figures 1–4; written atomically as PNG/PDF/SVG to ``path``."""
+    """Plot ``value`` (a share) against subset size, one panel per procedure, one line per measure,
+    like the power-and-stability paper's Figures 1–4; written atomically as PNG/PDF/SVG to
+    ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

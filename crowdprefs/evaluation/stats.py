@@ -5,9 +5,9 @@ one column per query and one measure's score in each cell (e.g. AG@5 of system *
 
 * :func:`pairwise_tests` – a paired test (Wilcoxon signed-rank, paired t, sign) or the unpaired
   Mann-Whitney U test for every pair of systems, optionally with a multiple-comparison
-  correction: the per-pair procedure of seed ``001_fc06e1f368add5b9.txt`` (§6).
+  correction: the per-pair procedure of the power-and-stability paper (§6).
 * :func:`friedman` and :func:`friedman_tukey` – Friedman's test and Tukey's HSD on the Friedman
-  mean ranks, the all-pairs procedure MIREX uses (seed 001, §4, §6).
+  mean ranks, the all-pairs procedure MIREX uses (the power-and-stability paper, §4, §6).
 * :func:`read_scores` – reads the scores interchange file (long CSV/JSON written by
   ``crowdprefs evaluate``, or a wide CSV) into one scores matrix per measure.
 
@@ -240,7 +240,7 @@ def pairwise_tests(
     * ``"sign"`` – sign test (:func:`sign_test`); statistic = number of queries with a > b.
     * ``"mann-whitney"`` – unpaired Mann-Whitney U test (:func:`mann_whitney_test`); U of a.
 
-    Seed ``001_fc06e1f368add5b9.txt`` (§6) recommends the 1-tailed Wilcoxon test per pair at
+    The power-and-stability paper (§6) recommends the 1-tailed Wilcoxon test per pair at
     α = 0.01 over Friedman + Tukey HSD. **One-sided convention**: the alternative is that the
     system with the higher mean is better, i.e. ``a > b`` when ``difference ≥ 0`` and
     ``a < b`` otherwise, so ``p`` is the one-tailed p-value in the direction of the observed
@@ -313,7 +313,8 @@ def friedman_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def friedman(scores: pd.DataFrame) -> Friedman:
-    """Friedman's rank test over queries, as MIREX runs it (seed 001, §4 and §6).
+    """Friedman's rank test over queries, as MIREX runs it (the power-and-stability paper, §4 and
+    §6).
 
     ``Q = n Σ_j (R̄_j − (k+1)/2)² / σ²`` is χ²-distributed with k − 1 degrees of freedom;
     equal to :func:`scipy.stats.friedmanchisquare` with every system as one sample.
@@ -359,7 +360,7 @@ def friedman_tukey_decisions(
 def friedman_tukey(scores: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Friedman test + Tukey's HSD on the Friedman mean ranks, all system pairs (MIREX's FT).
 
-    Seed ``001_fc06e1f368add5b9.txt`` §4, §6: MIREX compares all k(k−1)/2 pairs at once, with
+    The power-and-stability paper §4, §6: MIREX compares all k(k−1)/2 pairs at once, with
     an experiment-wide level α. The difference of mean ranks ``R̄_a − R̄_b`` has standard error
     ``√(2σ²/n)``; the pair is significant when the studentized range
     ``q = |R̄_a − R̄_b| / √(σ²/n)`` exceeds ``q_{α; k, ∞}``; ``p = P(Q_{k,∞} ≥ q)``

@@ -1,12 +1,12 @@
 """The preference HIT: wording, rendering, and MTurk's ``HTMLQuestion`` wrapper.
 
-One template (``hit_templates/preference.html``) serves every crowd: the question of seed 002
-(Figure 4, §4.1) with HTML5 players for the original melody and variations A and B, the three
-options, the note that a melody contained in another counts as equally similar, the warning that
-the original changes between HITs (§4.2), and optional background and comment fields. The answer
-cannot be submitted before each clip was played to the end; play counts and listening seconds go
-back as hidden fields. Only the surrounding submit mechanics differ between crowds, chosen by
-``mode``:
+One template (``hit_templates/preference.html``) serves every crowd: the question of the
+preference-judgments paper (Figure 4, §4.1) with HTML5 players for the original melody and
+variations A and B, the three options, the note that a melody contained in another counts as equally
+similar, the warning that the original changes between HITs (§4.2), and optional background and
+comment fields. The answer cannot be submitted before each clip was played to the end; play counts
+and listening seconds go back as hidden fields. Only the surrounding submit mechanics differ between
+crowds, chosen by ``mode``:
 
 ``mturk``    posts to MTurk's ``externalSubmit`` (read from ``turkSubmitTo``) with the
              ``assignmentId`` of the URL; with ``assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`` (MTurk's
@@ -204,7 +204,7 @@ def render_level_hit(
     extra_hidden: Mapping[str, Any] | None = None,
 ) -> str:
     """The level-judgment HIT (``level_judgment.html``) for one query–candidate pair: the Broad
-    and/or Fine similarity question of MIREX AMS (seed 000, §2), behind the same listening gate
+    and/or Fine similarity question of MIREX AMS (the MTC paper, §2), behind the same listening gate
     as the preference HIT (both clips played to the end; the Fine score starts empty).
 
     ``clips`` maps ``query`` and ``document`` to the URLs the browser loads; ``mode`` and

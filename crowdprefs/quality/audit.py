@@ -1,4 +1,4 @@
-"""Auditing a campaign's workers (seed ``002_b9503f18ee81843c.txt`` §4.2 and §5).
+"""Auditing a campaign's workers (the preference-judgments paper §4.2 and §5).
 
 Everything here is a pure function of an *answers frame* (one row per answer, the columns of
 :data:`crowdprefs.results_file.FRAME_COLUMNS`), built from a project by :func:`project_answers`
@@ -6,16 +6,17 @@ or read from an MTurk results CSV by :func:`crowdprefs.results_file.read_results
 answers and empty answers are kept in the frame (and counted in the worker profiles) but left out
 of every agreement and aggregation.
 
-* :func:`iteration_table`: seed 002 Table 2 per iteration and in total, generalised to any number
-  of answers per pair, with chance-corrected agreement (:func:`krippendorff_alpha`,
-  :func:`fleiss_kappa`) beside the seed's inter-agreement score (§5.3,
-  :func:`crowdprefs.campaign.aggregate.inter_agreement`).
+* :func:`iteration_table`: the preference-judgments paper Table 2 per iteration and in total,
+  generalised to any number of answers per pair, with chance-corrected agreement
+  (:func:`krippendorff_alpha`, :func:`fleiss_kappa`) beside the paper's inter-agreement score
+  (§5.3, :func:`crowdprefs.campaign.aggregate.inter_agreement`).
 * :func:`worker_profiles` and :func:`flag_workers`: who answered what, how fast, how well, and
   which workers look careless or automatic (the rules are in :class:`FlagRules`). These are the
   one set of worker-flag rules: the review of MTurk answers (:mod:`crowdprefs.quality.review`)
   flags with them too, against the verdicts of the project's aggregation rule.
-* :func:`reference_agreement`: seed 002 Tables 3–6, the less/equal/more confusion of aggregated
-  verdicts and of single answers against reference lists (e.g. an expert ground truth).
+* :func:`reference_agreement`: the preference-judgments paper Tables 3–6, the less/equal/more
+  confusion of aggregated verdicts and of single answers against reference lists (e.g. an expert
+  ground truth).
 * :func:`contradictions`: non-transitive verdict triples per query, and
   :func:`transitivity`: how often complete triples violate transitivity, per query (verdicts)
   and per worker (their own answers).
@@ -46,8 +47,8 @@ CHOICES = ("A", "equal", "B")
 """The options as shown, in their natural order (A more similar … B more similar)."""
 
 OUTCOMES = {1: "less", 0: "equal", -1: "greater"}
-"""Seed 002's labels of a preference in Tables 3–6, as ranks: x ranks ``less`` than (before) y
-when it is more similar (score +1), ``greater`` (after) when it is less similar."""
+"""The preference-judgments paper's labels of a preference in Tables 3–6, as ranks: x ranks ``less``
+than (before) y when it is more similar (score +1), ``greater`` (after) when it is less similar."""
 
 
 # --------------------------------------------------------------------------- answers frames
@@ -116,8 +117,8 @@ def infer_iterations(answers: pd.DataFrame, batch_gap: float = 600.0) -> pd.Data
 
     HITs are sorted by creation time and a new batch (iteration) starts wherever the gap to the
     previous HIT is longer than ``batch_gap`` seconds: MTurk creates a batch's HITs seconds apart
-    while seed 002's batches were hours apart (Table 2). The simulated crowd creates a batch's
-    HITs at one instant, so ``batch_gap = 0`` separates its batches.
+    while the preference-judgments paper's batches were hours apart (Table 2). The simulated crowd
+    creates a batch's HITs at one instant, so ``batch_gap = 0`` separates its batches.
     """
     if answers["created_at"].isna().any():
         hit = answers.loc[answers["created_at"].isna(), "hit_id"].iloc[0]
@@ -134,8 +135,8 @@ def infer_iterations(answers: pd.DataFrame, batch_gap: float = 600.0) -> pd.Data
 
 
 def answer_agreement(score, verdict) -> np.ndarray:
-    """Seed 002 §5.3's points between two judgments, divided by 2: 1 when they agree, ½ when
-    one is "equal" and the other picks a side, 0 when they pick opposite sides."""
+    """The preference-judgments paper §5.3's points between two judgments, divided by 2: 1 when they
+    agree, ½ when one is "equal" and the other picks a side, 0 when they pick opposite sides."""
     score, verdict = np.asarray(score, dtype=float), np.asarray(verdict, dtype=float)
     return 1.0 - np.abs(score - verdict) / 2.0
 
@@ -233,7 +234,8 @@ def iteration_table(
     rule: AggregationRule = AggregationRule(),
     reward: float | None = None,
 ) -> pd.DataFrame:
-    """Seed 002 Table 2 per iteration, plus a ``total`` row (:func:`summarise_iterations`).
+    """The preference-judgments paper Table 2 per iteration, plus a ``total`` row
+    (:func:`summarise_iterations`).
 
     Per iteration: ``pairs`` (sorting pairs with usable answers), ``answers``, ``workers``
     (unique), ``previous_workers`` (of those, how many worked in an earlier iteration) and
@@ -298,7 +300,8 @@ def _seconds(start, end) -> float:
 
 
 def summarise_iterations(table: pd.DataFrame, workers: int) -> dict:
-    """The ``total`` row of Table 2 as seed 002 computes it from the per-iteration rows.
+    """The ``total`` row of Table 2 as the preference-judgments paper computes it from the
+    per-iteration rows.
 
     Sums: ``pairs``, ``answers``, ``crowd_seconds``, ``completion_seconds``, ``cost`` (NaN
     when any iteration's is unknown); ``workers`` is the number of
@@ -368,8 +371,9 @@ ITERATION_CELLS = (
 
 
 def table_2_cells(row: dict) -> list[str]:
-    """One row of the iteration table as seed 002's Table 2 prints it (previous workers with
-    their share, h m times), plus the crowd's time and the chance-corrected agreements."""
+    """One row of the iteration table as the preference-judgments paper's Table 2 prints it
+    (previous workers with their share, h m times), plus the crowd's time and the chance-corrected
+    agreements."""
     share, count = row["previous_share"], row["previous_workers"]
     if pd.isna(share):
         previous = "–"
@@ -397,8 +401,9 @@ def table_2_cells(row: dict) -> list[str]:
 
 
 def background_class(text: pd.Series) -> pd.Series:
-    """Seed 002 §5.3's split of the background answers: ``some`` (the answer is ``yes``),
-    ``none`` (``no``), ``unknown`` (no answer) or ``unclassified`` (free text: never guessed).
+    """The preference-judgments paper §5.3's split of the background answers: ``some`` (the answer
+    is ``yes``), ``none`` (``no``), ``unknown`` (no answer) or ``unclassified`` (free text: never
+    guessed).
 
     The results reader maps a file's own yes/no values to ``yes``/``no``
     (:class:`crowdprefs.results_file.Columns`); the comparison ignores case.
@@ -413,11 +418,11 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
 
     ``answers`` (usable), ``empty``, ``rejected``; ``share_A``, ``share_equal``, ``share_B``;
     ``position_bias`` = share_A − share_B (−1 … 1: a lean to the variation shown first or second,
-    seed 002 §4.2); ``median_seconds``, ``min_seconds`` and ``listen_ratio`` (median of work time
-    over the HIT's listening time); ``verdict_agreement`` (mean of :func:`answer_agreement`
-    against the aggregated verdicts of the sorting pairs) over ``verdict_answers``;
-    ``checks`` and ``check_failures`` (attention checks whose answer differs from the known
-    one; rejected answers count here, since a failed check is a reason to reject);
+    the preference-judgments paper §4.2); ``median_seconds``, ``min_seconds`` and ``listen_ratio``
+    (median of work time over the HIT's listening time); ``verdict_agreement`` (mean of
+    :func:`answer_agreement` against the aggregated verdicts of the sorting pairs) over
+    ``verdict_answers``; ``checks`` and ``check_failures`` (attention checks whose answer differs
+    from the known one; rejected answers count here, since a failed check is a reason to reject);
     ``iterations`` worked and the ``first_iteration``; the last ``background`` answer and its
     :func:`background_class`; ``comments``.
     """
@@ -465,20 +470,21 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
 
 @dataclass(frozen=True)
 class FlagRules:
-    """The rules of :func:`flag_workers` (seed 002 §4.2: careless workers and robots).
+    """The rules of :func:`flag_workers` (the preference-judgments paper §4.2: careless workers and
+    robots).
 
     ``constant-answer``  at least ``min_answers`` answers, all the same option, and that this
                          happens by chance with probability below ``constant_p`` for a worker
                          answering like the crowd (p_cⁿ, p_c the crowd's share of that option;
-                         seed 002's two robots always answered "equal").
+                         the preference-judgments paper's two robots always answered "equal").
     ``constant-time``    at least ``min_answers`` answers, all with the same work time (the
                          robots took exactly 8 s each time).
     ``bot``              at least ``bot_answers`` answers, all the same option in the same work
                          time, whatever the crowd's shares (both robots at once; the rule the
                          MTurk review blocks on).
     ``too-fast``         at least ``min_answers`` answers and a median work time shorter than the
-                         clips' listening time (when the durations are known:
-                         ``listen_ratio < 1``), else shorter than ``fast_seconds`` (seed 002 §4.1:
+                         clips' listening time (when the durations are known: ``listen_ratio < 1``),
+                         else shorter than ``fast_seconds`` (the preference-judgments paper §4.1:
                          hearing a HIT's three clips once took 13 s on average and never less
                          than 4 s). One fast answer is no evidence: clips can be heard in MTurk's
                          preview, before the work time starts.
@@ -668,8 +674,9 @@ def reference_verdicts(pairs: pd.DataFrame, lists: pd.DataFrame) -> pd.Series:
 
 
 def confusion_table(reference, observed) -> pd.DataFrame:
-    """Seed 002 Tables 3–6: reference (rows) against workers (columns), ``less, equal,
-    greater`` as ranks (:data:`OUTCOMES`: ``less`` = x more similar, ranked before y)."""
+    """The preference-judgments paper Tables 3–6: reference (rows) against workers (columns),
+    ``less, equal, greater`` as ranks (:data:`OUTCOMES`: ``less`` = x more similar, ranked before
+    y)."""
     frame = pd.DataFrame({"reference": reference, "observed": observed}).dropna()
     labels = list(OUTCOMES.values())
     table = tally(
@@ -682,8 +689,9 @@ def confusion_table(reference, observed) -> pd.DataFrame:
 
 
 def agreement_summary(table: pd.DataFrame) -> dict:
-    """Complete, partial and no agreement in a confusion table and seed 002 §5.3's score
-    (2 points per complete, 1 per partial agreement, over 2 per judgment: 0.735 for Table 3)."""
+    """Complete, partial and no agreement in a confusion table and the preference-judgments paper
+    §5.3's score (2 points per complete, 1 per partial agreement, over 2 per judgment: 0.735 for
+    Table 3)."""
     values = table.to_numpy(dtype=float)
     total = values.sum()
     complete = float(np.trace(values))

@@ -7,7 +7,7 @@ created_at, accepted_at, submitted_at``) and estimates every field of
 :class:`~crowdprefs.quality.crowd_model.CrowdModel`:
 
 * **bots**: workers with at least 5 answers, all "equal", whose times vary by at most 1 s (the
-  two robots of seed ``002_b9503f18ee81843c.txt`` §4.2 answered "equal" in exactly 8 s).
+  two robots of the preference-judgments paper §4.2 answered "equal" in exactly 8 s).
 * **the workers' continuum** (noise, "equal" band and lean to B of each worker, the careless
   share): a hierarchical ordered-probit model. Worker *w* has ``(log noise, log band, bias)``
   drawn from independent normals (the model's medians and spreads), or is careless (answers at
@@ -718,8 +718,8 @@ def recorded_design(answers: pd.DataFrame, aggregation: AggregationRule) -> Desi
 
 
 def campaign_statistics(answers: pd.DataFrame) -> dict[str, float]:
-    """Iterations, pairs (in all and per iteration), mean inter-agreement per pair (seed 002
-    §5.3) and the answers' A/equal/B shares of a recorded campaign."""
+    """Iterations, pairs (in all and per iteration), mean inter-agreement per pair (the
+    preference-judgments paper §5.3) and the answers' A/equal/B shares of a recorded campaign."""
     iteration = _iteration_of(answers)
     if iteration is None:
         raise InputError("the answers have no iterations and no HIT creation times to infer them")

@@ -1,32 +1,33 @@
 """The crowd model: workers with persistent identities answering preference questions.
 
-The truth gives every candidate a latent similarity to its query; candidates in the same true
-group are equally similar (groups are one unit apart, group 1 most similar). A worker asked
-"is A or B more similar?" perceives ``d = s_A − s_B + noise·z − bias`` and answers "equal" when
-``|d| < band``, A when ``d > 0``, B otherwise (an ordered-probit answer: Thurstone's law of
-comparative judgment with an indifference band). Workers are a continuum: each one's noise and
-band are log-normal around the model's medians (``noise``, ``equal_band``; log standard
-deviations ``noise_spread``, ``equal_spread``) and their bias, a lean towards the variation shown
-as B, is normal (``position_bias``, ``bias_spread``). A ``careless_share`` of workers answers at
-random; ``bots`` answer "equal" in exactly ``bot_seconds`` (the two robots of seed
-``002_b9503f18ee81843c.txt`` §4.2). Answer times are log-normal around each worker's median;
-when the clips' durations are known, at least the time to hear the three clips plus an
-exponential decision time, since the HIT only takes an answer once every clip played through.
+The truth gives every candidate a latent similarity to its query; candidates in the same true group
+are equally similar (groups are one unit apart, group 1 most similar). A worker asked "is A or B
+more similar?" perceives ``d = s_A − s_B + noise·z − bias`` and answers "equal" when ``|d| < band``,
+A when ``d > 0``, B otherwise (an ordered-probit answer: Thurstone's law of comparative judgment
+with an indifference band). Workers are a continuum: each one's noise and band are log-normal around
+the model's medians (``noise``, ``equal_band``; log standard deviations ``noise_spread``,
+``equal_spread``) and their bias, a lean towards the variation shown as B, is normal
+(``position_bias``, ``bias_spread``). A ``careless_share`` of workers answers at random; ``bots``
+answer "equal" in exactly ``bot_seconds`` (the two robots of the preference-judgments paper §4.2).
+Answer times are log-normal around each worker's median; when the clips' durations are known, at
+least the time to hear the three clips plus an exponential decision time, since the HIT only takes
+an answer once every clip played through.
 
 Workers take HITs with Zipf-like activity (weight ``rank^−activity``), each pair going to
 distinct workers: a pair's answers are a weighted sample of the pool without replacement
 (successive sampling), so one worker gives at most one answer per pair, as on MTurk.
 
 Time: a HIT's answers are accepted within ``completion_hours`` of its publication
-(:func:`simulate_answers`' timestamps). A *round* of ``N`` answers published together (one batch,
-or one more look of adaptive answers) is complete after ``(round_hours + N / answers_per_hour) ·
-exp(round_spread · z)`` hours: a latency for workers to find the HITs plus the crowd's throughput
-(small batches of seed 002 Table 2 finished in under an hour, the first one in 13.5 h).
+(:func:`simulate_answers`' timestamps). A *round* of ``N`` answers published together (one batch, or
+one more look of adaptive answers) is complete after
+``(round_hours + N / answers_per_hour) · exp(round_spread · z)`` hours: a latency for workers to
+find the HITs plus the crowd's throughput (small batches of the preference-judgments paper Table 2
+finished in under an hour, the first one in 13.5 h).
 
-The defaults give about 50% "equal", 21% A and 29% B answers on the demo collection with a
-median of about 21 s per answer, as in the 2010 campaign of seed 002 (Table 2). Randomness in
-:func:`simulate_answers` is counter-based: answer *k* of pair *p* depends only on the crowd seed,
-*p* and *k*, so collecting in any order, after any crash, gives the same answers.
+The defaults give about 50% "equal", 21% A and 29% B answers on the demo collection with a median of
+about 21 s per answer, as in the 2010 campaign of the preference-judgments paper (Table 2).
+Randomness in :func:`simulate_answers` is counter-based: answer *k* of pair *p* depends only on the
+crowd seed, *p* and *k*, so collecting in any order, after any crash, gives the same answers.
 :mod:`crowdprefs.quality.crowd_fit` fits the model to a recorded campaign.
 """
 

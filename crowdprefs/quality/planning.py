@@ -1,6 +1,6 @@
 """Plan a campaign before paying: simulate it whole, many times, in memory.
 
-A campaign is the modified QuickSort of seed ``002_b9503f18ee81843c.txt`` (§3.2, Table 1; see
+A campaign is the modified QuickSort of the preference-judgments paper (§3.2, Table 1; see
 :mod:`crowdprefs.campaign.sorting`) run batch after batch with a simulated crowd. Here it runs
 without SQLite, vectorised over every query and pair of a campaign:
 
@@ -31,11 +31,12 @@ without SQLite, vectorised over every query and pair of a campaign:
   answers) takes the crowd model's round time, a latency plus the answers over the crowd's
   throughput (:func:`crowdprefs.quality.crowd_model.round_hours`); wall time is their sum.
 
-Quality is reported with the cost: the ADR (seed 001 §3.4, :func:`crowdprefs.evaluation.measures.
-average_dynamic_recall`) of each produced list against the true list, the produced list being
-read as a ranking with its groups in a random internal order (seed 002 §5.4), and the share of
-true order relations recovered (true pairs ``a`` more similar than ``b`` that the list puts in an
-earlier group) and of true ties kept (equally similar pairs left in one group).
+Quality is reported with the cost: the ADR (the power-and-stability paper §3.4,
+:func:`crowdprefs.evaluation.measures. average_dynamic_recall`) of each produced list against the
+true list, the produced list being read as a ranking with its groups in a random internal order (the
+preference-judgments paper §5.4), and the share of true order relations recovered (true pairs ``a``
+more similar than ``b`` that the list puts in an earlier group) and of true ties kept (equally
+similar pairs left in one group).
 """
 
 from __future__ import annotations
@@ -83,8 +84,8 @@ ITERATION_COLUMNS = [
     "equal",
     "B",
 ]
-"""Per iteration of a simulated campaign: pairs, answers, rounds, hours, the mean
-inter-agreement of its pairs (seed 002 §5.3; pairs with two answers or more) and the answers'
+"""Per iteration of a simulated campaign: pairs, answers, rounds, hours, the mean inter-agreement of
+its pairs (the preference-judgments paper §5.3; pairs with two answers or more) and the answers'
 A/equal/B counts."""
 
 ANSWER_COLUMNS = [
@@ -109,10 +110,10 @@ campaign's :class:`~crowdprefs.quality.crowd_model.WorkerPool`), ``choice`` 0 = 
 
 @dataclass(frozen=True)
 class Design:
-    """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees,
-    how often the pivot is shown as variation B (seed 002 §4.2 randomised the sides), and
-    whether careless workers are flagged, blocked and their answers dropped after each round
-    (``flag_each_round``, with the ``[review]`` thresholds of ``review``)."""
+    """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees, how
+    often the pivot is shown as variation B (the preference-judgments paper §4.2 randomised the
+    sides), and whether careless workers are flagged, blocked and their answers dropped after each
+    round (``flag_each_round``, with the ``[review]`` thresholds of ``review``)."""
 
     answers_per_pair: int = 10
     aggregation: AggregationRule = field(default_factory=AggregationRule)
@@ -721,7 +722,8 @@ def _relations(collection: Collection, group: np.ndarray) -> dict[str, float]:
 
 
 def list_adr(produced: pd.DataFrame, truth: pd.DataFrame, seed: int = 0) -> np.ndarray:
-    """Per list, ADR of the produced lists against the true lists (seed 002 §5.4).
+    """Per list, ADR of the produced lists against the true lists (the preference-judgments paper
+    §5.4).
 
     Each produced list is read as a ranking: groups in order, members of a group in a random
     order (``seed``). Several produced versions (a ``campaign`` column) are scored at once as

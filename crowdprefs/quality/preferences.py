@@ -158,8 +158,8 @@ def _agreement_row(pairs: pd.DataFrame) -> dict:
 
 
 def agreement(answers: pd.DataFrame, by_query: bool = False) -> pd.Series | pd.DataFrame:
-    """How much the workers agree: ``pairs``, ``answers``, ``agreement`` (the mean
-    inter-agreement of the pairs with two answers or more, seed 002 §5.3), ``alpha``
+    """How much the workers agree: ``pairs``, ``answers``, ``agreement`` (the mean inter-agreement
+    of the pairs with two answers or more, the preference-judgments paper §5.3), ``alpha``
     (Krippendorff's α, ordinal on less < equal < more) and ``kappa`` (Fleiss' κ).
 
     A Series over all answers, or with ``by_query`` a frame with one row per query.

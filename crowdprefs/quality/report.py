@@ -45,9 +45,9 @@ tr.total td { font-weight: bold; border-top: 2px solid #888; }
 rejected) by {{ facts.workers }} workers; {{ flagged }} workers flagged;
 {{ contradictions|length }} non-transitive verdict triples.</p>
 
-<h2>Iterations (seed 002, Table 2)</h2>
+<h2>Iterations</h2>
 <p>The total row sums pairs, answers, completion times and costs, counts unique workers, and
-averages the iterations' previous-worker shares, median times and agreements, as seed 002 does.
+averages the iterations' previous-worker shares, median times and agreements.
 α: Krippendorff (ordinal, A &lt; equal &lt; B as shown); κ: Fleiss.</p>
 <table><tr>{% for h in iteration_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in iterations %}<tr{% if row[0] == 'total' %} class="total"{% endif %}>
@@ -60,7 +60,7 @@ averages the iterations' previous-worker shares, median times and agreements, as
 {% for w, f, e in flags %}<tr><td class="text">{{ w }}</td><td class="text flag">{{ f }}</td>
 <td class="text">{{ e }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
 
-{% if reference %}<h2>Agreement with the reference lists (seed 002, Tables 3–6)</h2>
+{% if reference %}<h2>Agreement with the reference lists</h2>
 {% for name, rows, columns, summary in reference %}<h3>{{ name }}</h3>
 <table><tr><th>reference \\ workers</th>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for row in rows %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}

@@ -1,6 +1,7 @@
 """Reviewing crowd answers: approve, reject with a reason, block workers, ask for replacements.
 
-The rules (the project's ``[review]`` section, :class:`ReviewRules`) follow seed 002 §4.2:
+The rules (the project's ``[review]`` section, :class:`ReviewRules`) follow the preference-judgments
+paper §4.2:
 
 * an answer the crowd found invalid as it arrived (its choice, free texts or listening evidence,
   :func:`crowdprefs.campaign.answers.check_answer`: e.g. a clip never played to the end, which

@@ -495,8 +495,9 @@ AUDIT_EVERY = 10.0
 
 
 def audit_figures(project: Project) -> dict[str, Any]:
-    """The live audit (:mod:`crowdprefs.quality.audit`): seed 002 Table 2 per iteration so far, with
-    chance-corrected agreement, and the workers its rules flag, with their evidence."""
+    """The live audit (:mod:`crowdprefs.quality.audit`): the preference-judgments paper Table 2 per
+    iteration so far, with chance-corrected agreement, and the workers its rules flag, with their
+    evidence."""
     answers = audit.project_answers(project)
     if answers.empty:
         return {"iterations": [], "flags": []}

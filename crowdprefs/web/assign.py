@@ -16,8 +16,8 @@ judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
 - among the pairs with room the judge gets one of the least-answered, ties broken by a
   per-judge hash, so concurrent judges spread over the batch instead of racing for one pair;
 - an answer is validated and stored in ``answers`` (crowd ``web``) the moment it is posted,
-  with the server-measured seconds from hand-out to submission (seed 002 §5.1 notes that
-  MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
+  with the server-measured seconds from hand-out to submission (the preference-judgments paper §5.1
+  notes that MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
   assignment again changes nothing;
 - the page's listening gate is checked again on the server from its play log: every clip
   played to its end and heard for (nearly) its duration (:func:`check_listening`); of what a

@@ -197,6 +197,17 @@ def test_evaluate_fits_80_columns_with_intervals_on_request(cli, finished):
     assert code == 0 and re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", out)
 
 
+def test_the_html_report_and_the_api_docs_cite_papers_by_name(cli, finished):
+    report = finished / "audit.html"
+    code, _, err = cli("audit", finished / "project", "--reference", finished / "truth.qrel",
+                       "--html", report)  # fmt: skip
+    assert code == 0, err
+    api = Path(__file__).parents[2] / "docs" / "api.md"
+    for text in (report.read_text(encoding="utf-8"), api.read_text(encoding="utf-8")):
+        assert re.search(r"[Ss]eeds? \d|[Ss]eed `+0\d|seed §|the seed's", text) is None
+    assert "the preference-judgments paper" in api.read_text(encoding="utf-8")
+
+
 def test_help_describes_instead_of_citing_sections(cli):
     for name in commands():
         code, out, _ = cli(*name.split(), "--help", columns=200)

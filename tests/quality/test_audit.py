@@ -417,7 +417,7 @@ def test_html_report_escapes_worker_text_and_embeds_plots():
     images = html.split('src="data:image/png;base64,')[1:]
     assert len(images) == 3
     assert base64.b64decode(images[0].split('"')[0])[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "Tables 3–6" in html
+    assert "Agreement with the reference lists" in html
 
 
 def run_cli(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:

@@ -5,14 +5,14 @@ explicit ``--live``; crowd name ``mturk``) and ``fake`` (the local fake of
 :mod:`crowdprefs.crowds.mturk.fake`; ``mturk-fake``). The crowd name is part of every stored HIT
 and answer, so HITs of the sandbox are never collected, reviewed or paid as live ones.
 
-Publishing (seed 002 §4.1–4.2): one HIT type per project (title, description and keywords from
-``[hit]``; reward; duration; auto-approval delay; qualifications: approval rate ≥ 95% and a
-minimum of approved HITs by default, locales optional); one HIT per pair with ``MaxAssignments``
-= answers per pair, its ``HTMLQuestion`` rendered from the shared template, a
-``RequesterAnnotation`` naming project and pair, and a ``UniqueRequestToken`` derived from
-(project, iteration, pair) so that a retry or a resume never posts a pair twice. Each HIT id is
-saved the moment the HIT exists. A resumed publish first adopts HITs MTurk holds for the
-project that the state lost (MTurk forgets tokens after 24 hours).
+Publishing (the preference-judgments paper §4.1–4.2): one HIT type per project (title, description
+and keywords from ``[hit]``; reward; duration; auto-approval delay; qualifications: approval rate ≥
+95% and a minimum of approved HITs by default, locales optional); one HIT per pair with
+``MaxAssignments`` = answers per pair, its ``HTMLQuestion`` rendered from the shared template, a
+``RequesterAnnotation`` naming project and pair, and a ``UniqueRequestToken`` derived from (project,
+iteration, pair) so that a retry or a resume never posts a pair twice. Each HIT id is saved the
+moment the HIT exists. A resumed publish first adopts HITs MTurk holds for the project that the
+state lost (MTurk forgets tokens after 24 hours).
 
 Collecting pages through ``ListAssignmentsForHIT``, parses each answer with defusedxml, checks it
 (:func:`crowdprefs.campaign.answers.check_answer`: choice, texts, listening evidence against the

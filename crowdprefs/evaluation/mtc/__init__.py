@@ -1,6 +1,6 @@
 """Minimal Test Collections (MTC) for AG@k: rank systems with few level judgments.
 
-Seed ``000_83a62199e0fa5fac.txt`` (Urbano & Schedl, "Minimal test collections for low-cost
+The MTC paper (Urbano & Schedl, "Minimal test collections for low-cost
 evaluation of Audio Music Similarity and Retrieval systems"); its lost equations and the
 coefficients of its models are restated in ``shared/MTC.md``. Notation: S systems, Q queries,
 k documents per run, maximum gain M (100 Fine, 2 Broad). Every retrieved (query, document) is a
@@ -13,7 +13,7 @@ The package, by concern:
   gains, metadata, query folds;
 * :mod:`~.statistics`: AG@k and differences as random variables (§3.1–3.2), confidence in
   signs and in the ranking (§3.3–3.4), accuracy, τ and calibration against the truth;
-* :mod:`~.ordinal`: the cumulative logit of the seed's §4.1;
+* :mod:`~.ordinal`: the cumulative logit of the MTC paper's §4.1;
 * :mod:`~.estimators`: uniform, L_output and L_judge (§4.2.3, reference coefficients), and a
   model refitted from the judgments at hand, cross-fitted by query folds;
 * :mod:`~.effects`: correlated per-system errors, which enter every variance;

@@ -1,7 +1,7 @@
 """The runs as arrays: systems, queries, the distinct retrieved (query, document) pairs and
 their S×P incidence matrix; judged gains, document metadata and query folds on those pairs.
 
-Seed ``000_83a62199e0fa5fac.txt`` (Urbano & Schedl, "Minimal test collections for low-cost
+The MTC paper (Urbano & Schedl, "Minimal test collections for low-cost
 evaluation of Audio Music Similarity and Retrieval systems"), §3: every retrieved (query,
 document) is a *pair* ``d`` with gain G_d. Everything else in :mod:`crowdprefs.evaluation.mtc`
 works on the incidence matrix X (X_sd = 1 when system s retrieved d), so a sum per system is
@@ -99,7 +99,7 @@ class Collection:
 
     @property
     def overlap(self) -> float:
-        """OV of the seed (§4.2.1): distinct pairs / (S·Q·k)."""
+        """OV of the MTC paper (§4.2.1): distinct pairs / (S·Q·k)."""
         return self.n_pairs / (self.n_systems * self.n_queries * self.k)
 
     def subset(self, systems: np.ndarray, queries: np.ndarray) -> tuple[Collection, np.ndarray]:

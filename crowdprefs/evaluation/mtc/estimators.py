@@ -1,5 +1,6 @@
-"""Gain estimators (seed §4): uniform, L_output and L_judge with the reference coefficients,
-and a cumulative logit refitted from the judgments at hand, cross-fitted by query folds.
+"""Gain estimators (the MTC paper §4): uniform, L_output and L_judge with the reference
+coefficients, and a cumulative logit refitted from the judgments at hand, cross-fitted by query
+folds.
 
 An estimator's ``predict`` gives E and Var of every pair's gain (judged pairs predicted
 without their own judgment); calling it gives the :class:`Estimates` in which judged pairs
@@ -28,9 +29,9 @@ from crowdprefs.evaluation.mtc.ordinal import (
 )
 from crowdprefs.evaluation.mtc.statistics import Estimates, with_judgments
 
-# L_output and L_judge of the seed (§4.2.3), as shipped with the reference tool (MTC.md):
+# L_output and L_judge of the MTC paper (§4.2.3), as shipped with the reference tool (MTC.md):
 # P(G ≥ L_{l+1} | θ) = logistic(α_l + β·θ), l = 1..9, on the Fine labels L = (5, 15, ..., 95).
-# L_output and L_judge of the seed (§4.2.3), as shipped with the reference tool (MTC.md):
+# L_output and L_judge of the MTC paper (§4.2.3), as shipped with the reference tool (MTC.md):
 # P(G ≥ L_{l+1} | θ) = logistic(α_l + β·θ), l = 1..9, on the Fine labels L = (5, 15, ..., 95).
 FINE_LABELS = np.arange(5.0, 100.0, 10.0)
 OUTPUT_ALPHA = np.array(
@@ -45,7 +46,7 @@ JUDGE_BETA = np.array([0.7954, 0.0128, 0.2078])
 
 
 def uniform_moments(scale: Scale) -> tuple[float, float]:
-    """Expectation and variance of a gain uniform over the scale's levels (seed §4.1).
+    """Expectation and variance of a gain uniform over the scale's levels (the MTC paper §4.1).
 
     Fine (0..100): E = 50, V = (101² − 1)/12 = 850; Broad (0, 1, 2): E = 1, V = 2/3.
     """
@@ -66,7 +67,7 @@ class GainEstimator:
 
 
 class UniformEstimator(GainEstimator):
-    """Every unjudged pair uniform over the scale's levels (seed §4.1)."""
+    """Every unjudged pair uniform over the scale's levels (the MTC paper §4.1)."""
 
     def __init__(self, col: Collection, scale: Scale = "fine") -> None:
         e, v = uniform_moments(scale)
@@ -86,7 +87,8 @@ def _share_in_pool(col: Collection, codes: np.ndarray) -> np.ndarray:
 
 
 def output_features(col: Collection, meta: PairMetadata) -> np.ndarray:
-    """θ of L_output (seed §4.2.1, MTC.md): (fSYS, OV, fSYS·OV, fART, sGEN, fGEN, sGEN·fGEN).
+    """θ of L_output (the MTC paper §4.2.1, MTC.md): (fSYS, OV, fSYS·OV, fART, sGEN, fGEN,
+    sGEN·fGEN).
 
     fSYS = c/S; OV = P/(S·Q·k); fART, fGEN = share of the query's pool with the document's
     artist, genre; sGEN = 1 if the document's genre is the query's.
@@ -105,9 +107,10 @@ def _fine_only(scale: Scale, model: str) -> None:
 
 
 class OutputEstimator(GainEstimator):
-    """L_output (seed §4.2.3) with the reference's coefficients; uniform where metadata lacks.
+    """L_output (the MTC paper §4.2.3) with the reference's coefficients; uniform where metadata
+    lacks.
 
-    It uses no judgment, so its estimates are computed once (seed §5.2: ranking without
+    It uses no judgment, so its estimates are computed once (the MTC paper §5.2: ranking without
     judgments).
     """
 
@@ -127,7 +130,7 @@ class OutputEstimator(GainEstimator):
 def judge_features(
     col: Collection, gains: np.ndarray, artist_group: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """θ of L_judge (seed §4.2.2, MTC.md): (fSYS, aSYS, aART) and where it is defined.
+    """θ of L_judge (the MTC paper §4.2.2, MTC.md): (fSYS, aSYS, aART) and where it is defined.
 
     aSYS = mean over the systems retrieving d of each system's mean judged gain over all
     queries (a system without judgments counts as 0 in that mean); aART = mean judged gain of
@@ -151,7 +154,8 @@ def judge_features(
 
 
 class JudgeEstimator(GainEstimator):
-    """L_judge (seed §4.2.3) where its features are defined, L_output elsewhere (MTC.md)."""
+    """L_judge (the MTC paper §4.2.3) where its features are defined, L_output elsewhere
+    (MTC.md)."""
 
     def __init__(self, col: Collection, meta: PairMetadata, scale: Scale = "fine") -> None:
         _fine_only(scale, "L_judge")
@@ -171,7 +175,7 @@ class JudgeEstimator(GainEstimator):
 def fitted_features(
     col: Collection, gains: np.ndarray, scale: Scale, artist_group: np.ndarray | None
 ) -> np.ndarray:
-    """Features of the refitted model; none uses the pair's own judgment (seed §4.2).
+    """Features of the refitted model; none uses the pair's own judgment (the MTC paper §4.2).
 
     * fSYS = c/S;
     * aSYS: mean over the systems retrieving d of each system's mean judged gain over the

@@ -1,5 +1,5 @@
-"""The cumulative-logit (ordinal logistic) model of a gain (seed §4.1): its moments, its fit
-(ML or MAP, checked against statsmodels' ``OrderedModel``) and a model on observed levels."""
+"""The cumulative-logit (ordinal logistic) model of a gain (the MTC paper §4.1): its moments, its
+fit (ML or MAP, checked against statsmodels' ``OrderedModel``) and a model on observed levels."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from crowdprefs.evaluation.mtc.collection import Scale
 def ordinal_moments(
     alpha: np.ndarray, eta: np.ndarray, labels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """E and Var of a gain under the cumulative logit of the seed (§4.1, MTC.md).
+    """E and Var of a gain under the cumulative logit of the MTC paper (§4.1, MTC.md).
 
     P(G ≥ L_{l+1}) = logistic(α_l + η) for l = 1..len(α), P(G ≥ L_1) = 1;
     p_l = P(G ≥ L_l) − P(G ≥ L_{l+1}); E = Σ p_l L_l; V = Σ p_l L_l² − E².
@@ -33,7 +33,7 @@ def fit_cumulative_logit(
     prior_mean: np.ndarray | None = None,
     prior_precision: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Cumulative logit (the seed's §4.1 ordinal logistic framework), ML or MAP.
+    """Cumulative logit (the MTC paper's §4.1 ordinal logistic framework), ML or MAP.
 
     P(y ≤ j | x) = logistic(κ_j − x·β − o), j = 0..J−2, with κ_0 = θ_0 and
     κ_j = κ_{j−1} + exp(θ_j) (the parametrisation of statsmodels' ``OrderedModel``, whose

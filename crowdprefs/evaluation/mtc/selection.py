@@ -1,5 +1,5 @@
-"""Which pairs to judge next (seed §3.4): the reference tool's static weight c·(S − c) and an
-adaptive weight on the pairs still undecided, taken in the reference tool's batches."""
+"""Which pairs to judge next (the MTC paper §3.4): the reference tool's static weight c·(S − c) and
+an adaptive weight on the pairs still undecided, taken in the reference tool's batches."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def adaptive_weights(
     """Variance- and undecided-pair-aware weight of every unjudged pair.
 
     w_d = Σ_{A<B, C_AB < target, d ∈ A△B} V_d / Var[Δ_AB]: the share of each still undecided
-    pair's variance that judging d would remove (the seed's §3.4 variant that counts only
+    pair's variance that judging d would remove (the MTC paper's §3.4 variant that counts only
     pairs below the target). With binary X, Σ_{A<B} U_AB |X_Ad − X_Bd| = (U1)ᵀX_d − X_dᵀ U X_d.
 
     When the estimates learn the per-system errors from each judgment (``est.learning``), d

@@ -1,4 +1,5 @@
-"""MTC run against complete judgments (seed §5): judgments needed, accuracy, τ, calibration."""
+"""MTC run against complete judgments (the MTC paper §5): judgments needed, accuracy, τ,
+calibration."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def simulate(
     initial: np.ndarray | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Simulation:
-    """Run MTC against a complete oracle ``truth`` (gain of every pair; seed §5).
+    """Run MTC against a complete oracle ``truth`` (gain of every pair; the MTC paper §5).
 
     Each iteration estimates all gains, logs the confidence in the ranking and the accuracy
     and τ against the ranking under all judgments, stops when the confidence reaches

@@ -1,7 +1,7 @@
 """AG@k of systems and of their differences as random variables, the confidence in their
 signs and in the ranking, and how estimates are scored against the truth.
 
-Seed ``000_83a62199e0fa5fac.txt`` (Urbano & Schedl), equations restated in ``shared/MTC.md``.
+The MTC paper (Urbano & Schedl), equations restated in ``shared/MTC.md``.
 With n = QkM (Q queries, k documents per run, maximum gain M):
 
 * AG@k of system s (§3.1): E[AG_s] = Σ_{d∈D(s)} E_d / n, Var = Σ V_d / n².
@@ -61,7 +61,7 @@ class PairStatistics:
     diff_var: np.ndarray  # Var[Δ_AB]
 
     def confidence(self, delta: float = 0.0) -> np.ndarray:
-        """Confidence in the sign of each Δ_AB (seed §3.3): Φ(|E| / √Var).
+        """Confidence in the sign of each Δ_AB (the MTC paper §3.3): Φ(|E| / √Var).
 
         With a minimum effect δ, the probability that the estimated leader wins by more than
         δ: Φ((|E| − δ) / √Var). A zero variance gives 1 (or 0.5 for an exact tie with δ = 0).
@@ -83,7 +83,7 @@ def unjudged_counts(col: Collection, judged: np.ndarray) -> np.ndarray:
 
 
 def pair_statistics(col: Collection, est: Estimates, scale: Scale) -> PairStatistics:
-    """E and Var of AG@k per system and per difference (seed §3.1–3.2, MTC.md).
+    """E and Var of AG@k per system and per difference (the MTC paper §3.1–3.2, MTC.md).
 
     With n = QkM: E[AG_s] = (X E)_s / n; Var[Δ_AB] = Σ_{d∈A△B} V_d / n², computed as
     ((XV)_A + (XV)_B − 2 (X diag V Xᵀ)_AB) / n² since documents retrieved by both cancel.
@@ -121,7 +121,8 @@ def upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
 def ranking_confidence(
     stats: PairStatistics, delta: float = 0.0, rule: Literal["mean", "min"] = "mean"
 ) -> float:
-    """Confidence in the ranking (seed §3.4): mean (or, the seed's variant, minimum) over pairs."""
+    """Confidence in the ranking (the MTC paper §3.4): mean (or, the MTC paper's variant, minimum)
+    over pairs."""
     a, b = upper_pairs(len(stats.mean))
     conf = stats.confidence(delta)[a, b]
     if conf.size == 0:
@@ -130,7 +131,7 @@ def ranking_confidence(
 
 
 def system_table(col: Collection, stats: PairStatistics, level: float = 0.95) -> pd.DataFrame:
-    """Systems ranked by E[AG@k] with a normal ``level`` interval (seed §3.3, §5.2)."""
+    """Systems ranked by E[AG@k] with a normal ``level`` interval (the MTC paper §3.3, §5.2)."""
     half = norm.ppf(0.5 + level / 2) * np.sqrt(stats.var)
     table = pd.DataFrame(
         {
@@ -191,7 +192,8 @@ def calibration_table(
     correct: np.ndarray,
     edges: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0),
 ) -> pd.DataFrame:
-    """Accuracy against stated confidence in bins (the seed's "accuracy versus confidence" tables).
+    """Accuracy against stated confidence in bins (the MTC paper's "accuracy versus confidence"
+    tables).
 
     Bins are [e_i, e_{i+1}); the last one is closed. Columns: bin, pairs, share, mean stated
     confidence, realised accuracy.

@@ -362,7 +362,7 @@ def estimate_ranking(
     level: float = 0.95,
 ) -> Ranking:
     """Systems ranked by estimated AG@k with ``level`` intervals and every pair's confidence
-    in its sign (seed §3, §5.2), from the judgments at hand."""
+    in its sign (the MTC paper §3, §5.2), from the judgments at hand."""
     rule = check_rule(rule)
     if not 0 < level < 1:
         raise InputError(f"the level of the intervals must lie in (0, 1), got {level}")
