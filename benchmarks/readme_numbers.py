@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shlex
+import string
 import subprocess
 import sys
 import textwrap
@@ -50,6 +51,19 @@ REGION = re.compile(
     r"(?P<text>.*?)<!-- /numbers -->",
     flags=re.DOTALL,
 )
+
+
+class Figures(string.Formatter):
+    """``str.format`` that prints a negative figure with the typographic minus (−)."""
+
+    def format_field(self, value: object, format_spec: str) -> str:
+        text = super().format_field(value, format_spec)
+        if isinstance(value, int | float) and text.lstrip().startswith("-"):
+            return text.replace("-", "\N{MINUS SIGN}", 1)
+        return text
+
+
+FIGURES = Figures()
 
 
 @dataclass(frozen=True)
@@ -74,7 +88,9 @@ class Region:
 
     def render(self, figures: dict) -> str:
         """The template filled with ``figures``, its paragraphs refilled to 100 columns."""
-        return "\n\n".join(map(refill, self.template.format(**figures).split("\n\n"))) + "\n"
+        return (
+            "\n\n".join(map(refill, FIGURES.format(self.template, **figures).split("\n\n"))) + "\n"
+        )
 
 
 def refill(paragraph: str, width: int = 100) -> str:

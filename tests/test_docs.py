@@ -105,7 +105,8 @@ def test_every_measured_region_names_a_benchmark_and_options_it_takes():
         given = {w.split("=")[0] for w in shlex.split(region.command)[1:] if w.startswith("--")}
         declared = declared_options(script)
         assert given <= declared, (region.command, given - declared)
-        assert region.template is None or "--json" in declared, f"{script.name}: no --json"
+        assert region.template is not None, f"{region.command}: its figures have no template"
+        assert "--json" in declared, f"{script.name}: no --json"
 
 
 @pytest.mark.slow
@@ -150,3 +151,14 @@ def test_a_region_is_rewritten_in_place_from_its_figures():
         "<!-- numbers: benchmarks/x.py --runs 3 -->\nold 1 s\n<!-- /numbers -->"
     )
     assert plain.template is None and plain.name == "x__runs_3"
+
+
+def test_a_negative_figure_prints_with_the_typographic_minus():
+    numbers = readme_numbers()
+    (region,) = numbers.regions(
+        "<!-- numbers: benchmarks/x.py\n{d:+.3f} ({low:.2f}…{high:+.2f}), {n:,d} {s}\n-->\n"
+        "old\n<!-- /numbers -->"
+    )
+    figures = {"d": -0.0123, "low": -1.5, "high": 0.25, "n": -1200, "s": "a-b"}
+    minus = "\N{MINUS SIGN}"
+    assert region.render(figures) == f"{minus}0.012 ({minus}1.50…+0.25), {minus}1,200 a-b\n"
