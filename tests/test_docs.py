@@ -95,6 +95,15 @@ def declared_options(script: Path) -> set[str]:
     }
 
 
+def test_every_file_of_the_project_the_docs_name_exists():
+    root = DOCS.parent
+    for page in [root / "README.md", *DOCS.glob("*.md")]:
+        text = page.read_text(encoding="utf-8")
+        named = set(re.findall(r"\b((?:tests|benchmarks|docs|examples)/[\w/]+\.(?:py|md))", text))
+        assert named, page.name
+        assert [n for n in sorted(named) if not (root / n).is_file()] == [], page.name
+
+
 def test_every_measured_region_names_a_benchmark_and_options_it_takes():
     numbers = readme_numbers()
     found = numbers.regions(numbers.README.read_text(encoding="utf-8"))

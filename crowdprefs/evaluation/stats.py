@@ -13,7 +13,7 @@ one column per query and one measure's score in each cell (e.g. AG@5 of system *
 
 The ``*_test``/``*_decisions`` functions are vectorised over any leading axes so that the
 power and stability study (:mod:`crowdprefs.evaluation.power`) runs thousands of subsets at once;
-each equals its scipy counterpart row by row (see ``tests/test_stats.py``).
+each equals its scipy counterpart row by row (see ``tests/evaluation/test_stats.py``).
 """
 
 from __future__ import annotations
