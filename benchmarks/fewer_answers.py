@@ -19,7 +19,8 @@ runs every chosen design); ``--crowd-model`` and ``--truth`` take any fitted mod
 
 Run: ``python benchmarks/fewer_answers.py [--campaigns 300] [--crowd fitted|latent|default]
 [--crowd-model m.toml --truth t.qrel] [--only KEY] [--json]`` (the flagging design takes about
-4 s per campaign, the others well under 0.1 s). ``--json`` ends with one line of figures named
+1 s per campaign and round timing, the others well under 0.1 s; each design's time goes to
+standard error as it finishes). ``--json`` ends with one line of figures named
 ``CROWD_DESIGN_FIGURE`` (``fitted_eps30_answers``), as ``benchmarks/readme_numbers.py`` reads
 them.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -130,6 +132,7 @@ def compare(
         seconds = time.perf_counter() - started
         slow = simulate(truth, design, table_2, campaigns=args.campaigns, seed=args.seed)
         runs[key] = (frame, slow, seconds)
+        print(f"  {key}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     base, base_slow, _ = runs["published"]
     figures = {}
     for key, (frame, slow, seconds) in runs.items():
