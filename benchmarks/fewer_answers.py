@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -44,6 +46,9 @@ from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_fit import fit_crowd_model
 from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model
 from crowdprefs.quality.planning import Design, simulate
+
+if TYPE_CHECKING:
+    from recorded_campaign import Recording
 
 MARGIN = AggregationRule(rule="margin", margin=2)
 
@@ -97,13 +102,21 @@ the crowd that answered the recording, against its latent truth; ``default``: th
 simulated crowd on the demo collection."""
 
 
+@functools.cache
+def recording_of_2010() -> Recording:
+    """The recorded simulated campaign shaped like 2010's (once per run: two crowds use it)."""
+    from recorded_campaign import find_recording
+
+    return find_recording(1)
+
+
 def crowd_and_truth(crowd: str) -> tuple[CrowdModel, pd.DataFrame, str]:
     """The crowd model, the truth and a description of both, for one of :data:`CROWDS`."""
     if crowd == "default":
         return CrowdModel(), make_collection()[1], "the default crowd on the demo collection"
-    from recorded_campaign import GENERATOR, find_recording
+    from recorded_campaign import GENERATOR
 
-    recording = find_recording(1)
+    recording = recording_of_2010()
     if crowd == "latent":
         where = f"the crowd of the recorded simulated campaign (seed {recording.seed})"
         return GENERATOR, recording.truth, where + " against its latent truth"
@@ -119,18 +132,22 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
 
 
 def compare(
-    model: CrowdModel, truth: pd.DataFrame, chosen: dict[str, tuple[str, Design]], args
+    model: CrowdModel,
+    truth: pd.DataFrame,
+    chosen: dict[str, tuple[str, Design]],
+    campaigns: int,
+    seed: int,
 ) -> dict[str, dict[str, float]]:
-    """Per design key: its figures over ``args.campaigns`` campaigns, paired with the published
+    """Per design key: its figures over ``campaigns`` campaigns, paired with the published
     design on the same seeds; wall hours with the model's round timing and with the 2010
     campaign's, lockstep and pipelined."""
     table_2 = dataclasses.replace(model, **TABLE_2_TIMING)
     runs = {}
     for key, (_, design) in chosen.items():
         started = time.perf_counter()
-        frame = simulate(truth, design, model, campaigns=args.campaigns, seed=args.seed)
+        frame = simulate(truth, design, model, campaigns=campaigns, seed=seed)
         seconds = time.perf_counter() - started
-        slow = simulate(truth, design, table_2, campaigns=args.campaigns, seed=args.seed)
+        slow = simulate(truth, design, table_2, campaigns=campaigns, seed=seed)
         runs[key] = (frame, slow, seconds)
         print(f"  {key}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     base, base_slow, _ = runs["published"]
@@ -223,7 +240,7 @@ def main() -> None:
             f"careless {m.careless_share:.3f}, {m.workers} workers, activity {m.activity:.2f}, "
             f"rounds {m.round_hours:.2f} h + answers / {m.answers_per_hour:.0f} per hour"
         )
-        figures = compare(m, truth, chosen, args)
+        figures = compare(m, truth, chosen, args.campaigns, args.seed)
         print(
             f"\n{args.campaigns} campaigns per design, paired on the same seeds; means with 95% "
             "intervals; wall hours with the fitted round timing (lockstep batches as the driver "

@@ -380,11 +380,9 @@ class WebStore(SQLiteBase):
             (judge_id, iteration),
         ).fetchone()[0]
 
-    def web_answered(self, judge_id: str, iteration: int | None = None) -> int:
-        """How many questions the judge has answered (of batch ``iteration`` when given)."""
-        if iteration is None:
-            return self._answered(self.conn, judge_id)
-        return self._answered_in(self.conn, judge_id, iteration)
+    def web_answered(self, judge_id: str) -> int:
+        """How many questions the judge has answered."""
+        return self._answered(self.conn, judge_id)
 
     # --- pairs ----------------------------------------------------------------------------------
 
@@ -467,11 +465,21 @@ class WebStore(SQLiteBase):
             """
         ).merge(medians, on="judge_id", how="left")
 
-    def web_participants(self) -> pd.DataFrame:
-        """The study-platform participants: ``judge_id, participant``."""
+    def web_participants(self, iteration: int | None = None) -> pd.DataFrame:
+        """The study-platform participants: ``judge_id, participant``, the questions each has
+        ``answered`` and, of them, ``answered_in`` batch ``iteration`` (0 without one)."""
         return self.frame(
-            "SELECT judge_id, participant FROM web_judges WHERE source = 'platform'"
-            " ORDER BY judge_id"
+            """
+            SELECT j.judge_id, j.participant,
+                   COUNT(w.assignment_id) AS answered,
+                   COALESCE(SUM(p.iteration = ?), 0) AS answered_in
+            FROM web_judges j
+            LEFT JOIN web_assignments w ON w.judge_id = j.judge_id AND w.status = 'submitted'
+            LEFT JOIN pairs p ON p.pair_id = w.pair_id
+            WHERE j.source = 'platform'
+            GROUP BY j.judge_id ORDER BY j.judge_id
+            """,
+            (iteration,),
         )
 
     def blocked_participants(self) -> list[str]:

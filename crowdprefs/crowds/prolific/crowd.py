@@ -474,15 +474,12 @@ class ProlificCrowd:
         than ``per_batch`` of this batch (one who reached either is only on the way back to
         Prolific, or waits for the next batch)."""
         taking = {s["participant_id"] for s in submissions if s["status"] in TAKING_PART}
-        judges = project.store.web_participants()
-        judges = judges.loc[judges["participant"].isin(taking), "judge_id"]
-        per_batch = self.terms.per_batch
-        done = sum(
-            project.store.web_answered(j) >= self.terms.questions
-            or bool(per_batch and project.store.web_answered(j, iteration) >= per_batch)
-            for j in judges
-        )
-        return len(taking) - done
+        judges = project.store.web_participants(iteration)
+        judges = judges[judges["participant"].isin(taking)]
+        done = judges["answered"] >= self.terms.questions
+        if self.terms.per_batch:
+            done |= judges["answered_in"] >= self.terms.per_batch
+        return len(taking) - int(done.sum())
 
     def apply(self, project: Project, plan: TopUp) -> TopUp:
         """Publish the draft with the planned places, or add places to the published study
