@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,49 @@ def cli(monkeypatch, capsys):
         return stop.value.code, out, err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The address of a real PostgreSQL server (``tests/postgres.py``); skips, saying why, only
+    when none can be started here."""
+    from tests import postgres
+
+    try:
+        with postgres.server() as address:
+            yield address
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as error:
+        detail = getattr(error, "stderr", b"") or b""
+        pytest.skip(f"no PostgreSQL server could be started: {error} {detail.decode()[-200:]}")
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A new, empty PostgreSQL database for one test (dropped afterwards)."""
+    from tests import postgres
+
+    with postgres.fresh_database(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request):
+    """Each engine the store runs on: ``None`` for the default SQLite file, else the address of
+    a new PostgreSQL database. Tests that take it run once per engine."""
+    if request.param == "sqlite":
+        return None
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def databases(request):
+    """Each engine, for tests that make several projects: a function giving each project's
+    database (``None``, a SQLite file in the project; else a new PostgreSQL database)."""
+    if request.param == "sqlite":
+        yield lambda: None
+        return
+    from tests import postgres
+
+    server = request.getfixturevalue("postgres_server")
+    with contextlib.ExitStack() as made:
+        yield lambda: made.enter_context(postgres.fresh_database(server))

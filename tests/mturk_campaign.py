@@ -15,8 +15,11 @@ from crowdprefs.quality.review import Reviewer
 SIZES = (4, 5, 3)
 
 
-def make_project(root: Path, *, answers: int = 5, seed: int = 11, **sections) -> Project:
-    """A three-query campaign whose simulated truth sits beside it."""
+def make_project(
+    root: Path, *, answers: int = 5, seed: int = 11, database: str | None = None, **sections
+) -> Project:
+    """A three-query campaign whose simulated truth sits beside it (its state in the
+    PostgreSQL ``database`` when given, else the project's SQLite file)."""
     candidates, truth = make_collection(seed, SIZES)
     root.mkdir(parents=True, exist_ok=True)
     candidates.to_csv(root / "candidates.csv", index=False)
@@ -25,13 +28,15 @@ def make_project(root: Path, *, answers: int = 5, seed: int = 11, **sections) ->
         answers_per_pair=answers,
         sections={"simulated": {"truth": "../truth.qrel"}, **sections},
     )
-    return init_project(root / "project", root / "candidates.csv", seed=seed, settings=settings)
+    return init_project(
+        root / "project", root / "candidates.csv", seed=seed, settings=settings, database=database
+    )
 
 
 def start_fake(
     project: Project, state: Path | str = ":memory:", **options
 ) -> tuple[FakeMTurk, str]:
-    responder = SimulatedResponder(project.store.path, SimulatedCrowd.for_project(project))
+    responder = SimulatedResponder(project.store.location, SimulatedCrowd.for_project(project))
     fake = FakeMTurk(state, responder, **options)
     return fake, fake.start()
 

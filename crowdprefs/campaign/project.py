@@ -1,12 +1,16 @@
-"""A project folder: ``crowdprefs.toml`` (settings a user may edit) and ``state.sqlite``.
+"""A project folder: ``crowdprefs.toml`` (settings a user may edit) and its state: the file
+``state.sqlite`` by default, or the PostgreSQL database that ``[store] url`` names (for a study
+served by several processes or hosts; the password comes from the environment, never the file).
 
 The seed and the candidates are fixed at ``init`` (they live in the state); the other settings
 (answers per pair, reward, budget, aggregation rule, fees, crowd sections) are read from the TOML
 file by every command, so a user can change them between iterations.
 
-One process writes a project at a time: its first change takes the project lock
-(``state.lock``, :mod:`crowdprefs.campaign.store.lock`), held until the project is closed; a
-second writer stops with one line naming the holder's process and command.
+One command writes a project at a time: its first change takes the project lock
+(:mod:`crowdprefs.campaign.store.lock`: ``state.lock`` on SQLite, an advisory lock on
+PostgreSQL), held until the project is closed; a second command stops with one line naming the
+holder's process and command. The web server's changes are single transactions that do not take
+it, so the researcher's commands run beside a live server.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import os
 import shutil
 import tempfile
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +29,10 @@ import lazy_loader
 import tomli_w
 
 from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.budget import FeeModel
+from crowdprefs.campaign.budget import BUDGET_KEY, FeeModel
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_settings, check_values
-from crowdprefs.campaign.store import Store
+from crowdprefs.campaign.store import Location, Store, copy_state
+from crowdprefs.campaign.store.location import database_url
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.files import read_text, write_atomic
 
@@ -90,6 +95,8 @@ def read_candidates(path: Path) -> pd.DataFrame:
     columns, empty values, duplicate (query, document) rows, or a query with fewer than two
     candidates.
     """
+    from crowdprefs.io import check_audio_urls, check_names  # pandas: not for every command
+
     path = Path(path)
     text, _ = read_text(path, "candidates file")
     try:
@@ -122,6 +129,14 @@ def read_candidates(path: Path) -> pd.DataFrame:
             f"{path}:{line}: query {row['query']!r}, document {row['document']!r}: a name must "
             "not contain spaces (qrels and run files separate their fields by spaces)"
         )
+    for column in ("query", "document"):
+        check_names(frame[column], path, column, lambda i: f"line {i + 2}")
+    check_audio_urls(frame, path)
+    itself = frame["query"] == frame["document"]
+    if itself.any():
+        line = int(itself.to_numpy().argmax()) + 2
+        query = frame["query"][itself].iloc[0]
+        raise InputError(f"{path}:{line}: query {query!r} is listed as its own candidate")
     duplicated = frame.duplicated(["query", "document"])
     if duplicated.any():
         row = frame[duplicated].iloc[0]
@@ -151,10 +166,17 @@ def read_candidates(path: Path) -> pd.DataFrame:
     return frame
 
 
-class Project:
-    """An opened project folder."""
+def state_location(root: Path, settings: Settings) -> Location:
+    """Where the project's state lives: ``[store] url`` when set, else ``state.sqlite``."""
+    url = settings.sections.get("store", {}).get("url")
+    return Location.of(url) if url else Location(path=Path(root) / STATE_NAME)
 
-    def __init__(self, root: Path) -> None:
+
+class Project:
+    """An opened project folder (``lock=False``: for a web server process, whose changes never
+    take the project lock; see the module doc)."""
+
+    def __init__(self, root: Path, *, lock: bool = True) -> None:
         root = Path(root)
         config = root / CONFIG_NAME
         if not config.exists():
@@ -167,8 +189,15 @@ class Project:
             raise InputError(f"{config}: invalid TOML: {error}") from None
         self.root = root
         self.settings = Settings.from_toml(data, config)
-        self.store = Store(root / STATE_NAME)
-        self.seed = int(self.store.meta("seed"))
+        self.store = Store(state_location(root, self.settings), lock=lock)
+        stored = self.store.meta("seed")
+        if stored is None or not stored.isdecimal():
+            raise StateError(
+                f"{self.store.location}: the seed fixed at init is "
+                f"{'missing' if stored is None else f'not a whole number ({stored!r})'}; "
+                "the state is damaged: restore it from a backup"
+            )
+        self.seed = int(stored)
         configured = data.get("project", {}).get("seed", self.seed)
         if configured != self.seed:
             raise StateError(
@@ -205,17 +234,23 @@ def init_project(
     *,
     seed: int = DEFAULT_SEED,
     settings: Settings | None = None,
+    database: str | None = None,
 ) -> Project:
     """Create a project folder from a candidates CSV (or an already validated frame).
 
     Everything is validated first and built in a temporary sibling folder that is renamed into
-    place, so a failure writes nothing and an existing project is never overwritten.
+    place, so a failure writes nothing and an existing project is never overwritten. With
+    ``database`` (``postgresql://user@host/name``, no password) the state lives in that empty
+    PostgreSQL database, written into ``crowdprefs.toml`` as ``[store] url``.
     """
     root = Path(root)
     if not SCHEMA["project"]["seed"].accepts(seed):
         raise InputError(f"the seed must be {SCHEMA['project']['seed'].expected()}, got {seed!r}")
     frame = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates)
     settings = settings or Settings()
+    if database is not None:
+        database_url(database)  # checked before anything is written
+        settings = replace(settings, sections={**settings.sections, "store": {"url": database}})
     if (root / CONFIG_NAME).exists() or (root / STATE_NAME).exists():
         raise StateError(f"{root} already holds a crowdprefs project; choose another folder")
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -227,9 +262,14 @@ def init_project(
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.init-"))
     try:
         _write_toml(staging / CONFIG_NAME, settings.to_toml(seed))
-        store = Store(staging / STATE_NAME, create=True)
+        store = Store(state_location(staging, settings), create=True)
         try:
             store.initialise(seed, frame)
+            if settings.budget is not None:  # remembered: see campaign.budget.project_budget
+                store.set_meta(BUDGET_KEY, repr(settings.budget))
+        except BaseException:
+            store.discard()
+            raise
         finally:
             store.close()
         if root.exists():
@@ -239,3 +279,63 @@ def init_project(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return Project(root)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What :func:`migrate_state` did: rows of how many tables went from where to where, and
+    what became of the old state (``kept``, in words)."""
+
+    source: str
+    target: str
+    tables: int
+    rows: int
+    kept: str
+
+
+def migrate_state(root: Path, to: str) -> Moved:
+    """Copy the project's state to ``to`` (a PostgreSQL address, or ``sqlite`` for the
+    project's own ``state.sqlite``) and point ``crowdprefs.toml`` at it.
+
+    The copy holds the project lock, is one transaction of the target, and is counted table by
+    table on both sides before the settings change; on any failure the target is left as empty
+    as it was given and the project unchanged. The old state is kept: a SQLite file is renamed
+    to ``state.sqlite.moved``; a database is left as it is.
+    """
+    root = Path(root)
+    target_location = Location(path=root / STATE_NAME) if to == "sqlite" else Location.of(to)
+    with Project(root) as project:
+        source = project.store
+        if str(target_location) == str(source.location):
+            raise StateError(f"the project's state already is {source.location}")
+        if target_location.path is not None and target_location.path.exists():
+            raise StateError(f"{target_location.path} exists; move it away first")
+        source.lock.acquire()  # no other command changes the state while it is copied
+        target = Store(target_location, create=True)
+        try:
+            copied = copy_state(source, target)
+            counted = target.table_counts()
+            if counted != source.table_counts():
+                raise StateError(f"the copy in {target_location} does not match; nothing changed")
+        except BaseException:
+            target.discard()
+            target.close()
+            if target_location.path is not None:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{target_location.path}{suffix}").unlink(missing_ok=True)
+            raise
+        target.close()
+        sections = dict(project.settings.sections)
+        if target_location.url is None:
+            sections.pop("store", None)
+        else:
+            sections["store"] = {"url": to}
+        project.save_settings(replace(project.settings, sections=sections))
+        moved_file = source.location.path
+    kept = f"the old database {source.location} is left as it was"
+    if moved_file is not None:
+        moved_file.rename(moved_file.with_name(moved_file.name + ".moved"))
+        kept = f"the old state is kept as {moved_file.name}.moved"
+    return Moved(
+        str(source.location), str(target_location), len(copied), sum(copied.values()), kept
+    )

@@ -3,8 +3,11 @@
 A project's settings file is checked against :data:`SCHEMA` when the project opens (so before
 any publish): a wrong type, a value out of range, a non-finite number or an unknown key or
 section is refused in one line naming the file, the key and what is expected, with a "did you
-mean" suggestion for a misspelt name. Nothing is coerced: ``answers_per_pair = 2.5`` or
-``reward = true`` are refused, not rounded or read as 1.0.
+mean" suggestion for a misspelt name. Every number has a finite lower and upper bound (a
+simulated crowd of 1e300 bots or a margin of 10**30 votes is a typing error, not a setting); the
+crowd-model files of ``crowd-model fit`` are checked against the same ``[simulated]`` keys.
+Nothing is coerced: ``answers_per_pair = 2.5`` or ``reward = true`` are refused, not rounded or
+read as 1.0.
 
 The section dataclasses (``ReviewRules``, ``WebSettings``, ``MTurkSettings``…) check their own
 fields against this schema with :func:`check_values` (values may come from a file, an option or
@@ -17,13 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crowdprefs.errors import InputError
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign.project import Project
 
 CONFIG_NAME = "crowdprefs.toml"
 
@@ -88,18 +95,23 @@ class Key:
 
 
 def _num(value: float) -> str:
-    return f"{value:g}"
+    """``value`` as written in a message: whole bounds exactly (``2**63 - 1``, not 9.22e+18)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _strings(*names: str) -> dict[str, Key]:
     return {name: Key("str") for name in names}
 
 
-NONNEGATIVE = Key("float", 0)
-POSITIVE = Key("float", 0, open_low=True)
 SHARE = Key("float", 0, 1)
 OPEN_SHARE = Key("float", 0, 1, open_low=True, open_high=True)
-COUNT = Key("int", 0)
+COUNT = Key("int", 0, 1_000_000)
+SECONDS = Key("float", 0, 24 * 3600)
+HOURS = Key("float", 0, 24 * 365)
+SPREAD = Key("float", 0, 10)
+"""The standard deviation of a logarithm: 10 already spreads values over e^±20."""
+SCALE = Key("float", 0, 100, open_low=True)
+"""A similarity scale of the crowd model, in units of the gap between two true groups."""
 URL = Key("str", prefixes=("http://", "https://"))
 
 SCHEMA: dict[str, dict[str, Key]] = {
@@ -115,7 +127,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "sided": Key("str", choices=("two-sided", "one-sided")),
         "method": Key("str", choices=("asymptotic", "exact", "auto")),
         "continuity": Key("bool"),
-        "margin": Key("int", 1),
+        "margin": Key("int", 1, 1000),
         "ties": Key("str", choices=("davidson", "rao-kupper")),
     },
     "fees": {"rate": SHARE, "rate_10_or_more": SHARE, "minimum": Key("float", 0, 1000)},
@@ -127,7 +139,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "alpha": OPEN_SHARE,
         "equal_share": Key("float", 0, 1, open_high=True),
         "futility": Key("float", 0, 1, open_high=True),
-        "prior": POSITIVE,
+        "prior": Key("float", 0, 1000, open_low=True),
         "epsilon": Key("float", 0, 0.5, open_high=True),
     },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
@@ -136,31 +148,31 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "seed": Key("int", 0, 2**63 - 1),
         "workers": Key("int", 1, 100_000),
         "careless_share": SHARE,
-        "bots": COUNT,
-        "bot_seconds": NONNEGATIVE,
-        "noise": POSITIVE,
-        "noise_spread": NONNEGATIVE,
-        "equal_band": POSITIVE,
-        "equal_spread": NONNEGATIVE,
-        "position_bias": Key("float"),
-        "bias_spread": NONNEGATIVE,
-        "median_seconds": NONNEGATIVE,
-        "worker_seconds_spread": NONNEGATIVE,
-        "answer_seconds_spread": NONNEGATIVE,
-        "careless_seconds": NONNEGATIVE,
-        "think_seconds": NONNEGATIVE,
-        "activity": NONNEGATIVE,
-        "completion_hours": NONNEGATIVE,
-        "round_hours": NONNEGATIVE,
-        "answers_per_hour": POSITIVE,
-        "round_spread": NONNEGATIVE,
+        "bots": Key("int", 0, 100_000),
+        "bot_seconds": SECONDS,
+        "noise": SCALE,
+        "noise_spread": SPREAD,
+        "equal_band": SCALE,
+        "equal_spread": SPREAD,
+        "position_bias": Key("float", -100, 100),
+        "bias_spread": SPREAD,
+        "median_seconds": SECONDS,
+        "worker_seconds_spread": SPREAD,
+        "answer_seconds_spread": SPREAD,
+        "careless_seconds": SECONDS,
+        "think_seconds": SECONDS,
+        "activity": SPREAD,
+        "completion_hours": HOURS,
+        "round_hours": HOURS,
+        "answers_per_hour": Key("float", 0, 1e6, open_low=True),
+        "round_spread": SPREAD,
     },
     "mturk": {
         "lifetime_hours": Key("float", 1 / 60, 24 * 365),
         "duration_minutes": Key("float", 0.5, 24 * 60 * 365),
         "auto_approval_days": Key("float", 0, 30),
         "min_approval_rate": Key("int", 0, 100),
-        "min_approved_hits": COUNT,
+        "min_approved_hits": Key("int", 0, 100_000_000),
         "locales": Key("list[str]"),
         "region": Key("str"),
         "page_size": Key("int", 1, 100),
@@ -213,12 +225,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "headphone_trials": Key("int", 1, 10),
         "headphone_pass": Key("int", 1, 10),
         "randomise_sides": Key("bool"),
+        "trusted_proxies": Key("list[str]"),
+        "max_in_flight": Key("int", 1, 100_000),
     },
     "prolific": {
-        "reward_per_hour": POSITIVE,
+        "reward_per_hour": Key("float", 0, 1000, open_low=True),
         "currency": Key("str", choices=("GBP", "USD")),
-        "seconds_per_question": NONNEGATIVE,
-        "setup_minutes": NONNEGATIVE,
+        "seconds_per_question": SECONDS,
+        "setup_minutes": Key("float", 0, 24 * 60),
         "fee_rate": SHARE,
         "name": Key("str"),
         "description": Key("str"),
@@ -228,8 +242,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "review": {
         "reject_failed_checks": Key("bool"),
-        "bot_min_answers": Key("int", 2),
-        "min_checks": Key("int", 1),
+        "bot_min_answers": Key("int", 2, 1_000_000),
+        "min_checks": Key("int", 1, 1_000_000),
         "max_failed_check_share": SHARE,
         "block": Key("list[str]"),
         "replace_rejected": Key("bool"),
@@ -238,6 +252,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "check_feedback": Key("str"),
         "flag_each_round": Key("bool"),
     },
+    "store": {"url": Key("str", prefixes=("postgresql://", "postgres://"))},
     "hosting": {
         "s3_bucket": Key("str"),
         "s3_prefix": Key("str"),
@@ -318,3 +333,47 @@ def check_values(section: str, settings: Any) -> None:
             raise InputError(
                 f"[{section}] {field.name} must be {key.expected()}, got {_shown(value)}"
             )
+
+
+SETTINGS_KEY = "settings_at_next"
+"""The state's ``meta`` key holding the settings the open batch was built under (JSON)."""
+
+
+def settings_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The settings whose value differs between two parsed settings files (sections of keys),
+    each as ``[section] key old → new`` (``unset`` where a key is absent), sorted."""
+
+    def flat(data: dict[str, Any]) -> dict[tuple[str, str], Any]:
+        return {
+            (section, key): value
+            for section, table in data.items()
+            if isinstance(table, dict)
+            for key, value in table.items()
+        }
+
+    old, new = flat(before), flat(after)
+    return [
+        f"[{section}] {key} {_shown(old.get((section, key), 'unset'))} → "
+        f"{_shown(new.get((section, key), 'unset'))}"
+        for section, key in sorted(old.keys() | new.keys())
+        if old.get((section, key)) != new.get((section, key))
+    ]
+
+
+def remember_settings(project: Project) -> None:
+    """Store the project's settings as those its newly built batch was built under."""
+    current = project.settings.to_toml(project.seed)
+    project.store.set_meta(SETTINGS_KEY, json.dumps(current, sort_keys=True))
+
+
+def note_settings_changes(project: Project, iteration: int) -> None:
+    """One note naming the settings changed since ``next`` built the open batch ``iteration``
+    (a new reward, rule or budget applies to the rest of the batch: the user should know)."""
+    stored = project.store.meta(SETTINGS_KEY)
+    if stored is None:
+        return
+    changes = settings_changes(json.loads(stored), project.settings.to_toml(project.seed))
+    if changes:
+        from crowdprefs.progress import note
+
+        note(f"{CONFIG_NAME} changed since 'next' built batch {iteration}: {'; '.join(changes)}")

@@ -11,7 +11,8 @@ import imageio_ffmpeg
 import pytest
 
 from crowdprefs.campaign.project import Project, init_project, read_candidates
-from crowdprefs.campaign.store import MIGRATIONS, SCHEMA_VERSION, Store
+from crowdprefs.campaign.store import SCHEMA_VERSION, Store
+from crowdprefs.campaign.store.schema import LEGACY_SQLITE, MIGRATIONS
 from crowdprefs.errors import InputError, StateError
 
 
@@ -78,7 +79,7 @@ def test_init_writes_config_and_state(tmp_path, good):
     with init_project(tmp_path / "p", good, seed=7) as project:
         assert project.seed == 7
         assert len(project.store.candidates()) == 4
-        assert project.store.version == SCHEMA_VERSION == len(MIGRATIONS)
+        assert project.store.version == SCHEMA_VERSION == len(LEGACY_SQLITE) + len(MIGRATIONS)
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
         "crowdprefs.toml",
         "state.lock",  # the project lock's file (empty while no process holds the lock)

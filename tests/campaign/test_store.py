@@ -15,13 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import sqlalchemy
 from mturk_campaign import make_project
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import count_answers
 from crowdprefs.campaign.batches import check_transition
 from crowdprefs.campaign.project import STATE_NAME, Project
-from crowdprefs.campaign.store import MIGRATIONS, SCHEMA_VERSION, base
+from crowdprefs.campaign.store import SCHEMA_VERSION, Store, base
+from crowdprefs.campaign.store.schema import LEGACY_SQLITE
 from crowdprefs.crowds import get_crowd
 from crowdprefs.errors import StateError
 
@@ -57,8 +59,9 @@ def test_a_batch_moves_forward_one_step_at_a_time():
         check_transition(1, "built", "done")
 
 
-def test_the_stored_status_never_goes_back(tmp_path):
-    project = make_project(tmp_path / "p")
+def test_the_stored_status_never_goes_back(tmp_path, engine):
+    project = make_project(tmp_path / "p", database=engine)
+    assert project.store.dialect == ("sqlite" if engine is None else "postgresql")
     crowd = get_crowd("simulated", project)
     driver.run(project, crowd, max_iterations=1)
     store = project.store
@@ -176,23 +179,35 @@ def test_a_locked_state_is_one_line(tmp_path, monkeypatch):
         assert project.store.last_batch() is None  # nothing half-written
 
 
+def on_connect(project: Project, *pragmas: str) -> None:
+    """Run ``pragmas`` on every connection the project's store opens from now on."""
+
+    def run(dbapi: sqlite3.Connection, _record: object) -> None:
+        for pragma in pragmas:
+            dbapi.execute(pragma)
+
+    sqlalchemy.event.listen(project.store.engine, "connect", run)
+
+
 def test_a_read_only_state_is_one_line(tmp_path):
     project = make_project(tmp_path / "p")
-    project.store.conn.execute("PRAGMA query_only = ON")  # as a read-only file refuses writes
+    on_connect(project, "PRAGMA query_only = ON")  # as a read-only file refuses writes
     with pytest.raises(StateError) as error:
         driver.next_batch(project)
     _one_line(error, project.store.path, "read-only")
-    project.store.conn.execute("PRAGMA query_only = OFF")
-    assert project.store.last_batch() is None
     project.close()
+    with Project(tmp_path / "p" / "project") as reopened:
+        assert reopened.store.last_batch() is None
 
 
 def test_a_full_disk_is_one_line(tmp_path):
     project = make_project(tmp_path / "p")
-    conn = project.store.conn  # the file may not grow (a full disk), and writes go straight to it
-    conn.execute("PRAGMA journal_mode = DELETE")
+    conn = sqlite3.connect(project.store.path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = DELETE")  # writes go straight to the file
     conn.execute("VACUUM")  # no free pages left by the migrations: the next write must grow it
-    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.close()
+    on_connect(project, f"PRAGMA max_page_count = {pages}")  # the file may not grow: disk full
     with pytest.raises(StateError) as error:
         driver.run(project, get_crowd("simulated", project))
     _one_line(error, project.store.path, "disk is full")
@@ -215,80 +230,7 @@ def test_a_state_that_cannot_be_opened_is_one_line(tmp_path):
 
 
 # ------------------------------------------------------------------ counts computed in SQL
-
-
-def test_the_counts_grouped_in_sql_equal_those_counted_from_the_rows(tmp_path):
-    project = make_project(tmp_path / "p")
-    crowd = get_crowd("simulated", project)
-    driver.run(project, crowd, max_iterations=1)
-    iteration = driver.next_batch(project)
-    store = project.store
-    pairs = store.pairs(iteration)
-    assert store.batch_size(iteration) == (len(pairs), pairs["query"].nunique())
-    unanswered = store.answer_counts(iteration)
-    assert list(unanswered.index) == sorted(pairs["pair_id"])
-    assert (unanswered.to_numpy() == 0).all()
-
-    driver.publish(project, crowd)
-    driver.collect(project, crowd)
-    first = pairs["pair_id"].iloc[0]
-    rejected = pd.DataFrame(
-        {
-            "pair_id": [first] * 3,
-            "assignment_id": ["late-1", "late-2", "late-3"],
-            "worker_id": "W-late",
-            "choice": "A",
-            "score": 1,
-            "status": "rejected",
-        }
-    )
-    assert store.add_answers(crowd.name, rejected) == 3
-    counts = store.answer_counts(iteration)
-    expected = count_answers(store.answers(iteration)).reindex(counts.index, fill_value=0)
-    pd.testing.assert_frame_equal(counts, expected)
-    assert counts.sum(axis=1).eq(project.settings.answers_per_pair).all()  # rejected left out
-    assert counts.loc[first].sum() < len(
-        store.answers(iteration, include_rejected=True).query("pair_id == @first")
-    )
-
-
-def test_the_answer_seconds_are_those_of_the_accepted_answers_in_arrival_order(tmp_path):
-    project = make_project(tmp_path / "p")
-    driver.run(project, get_crowd("simulated", project), max_iterations=1)
-    seconds = project.store.answer_seconds(1)
-    np.testing.assert_array_equal(seconds, project.store.answers(1)["seconds"].to_numpy(float))
-    assert len(seconds) and not np.isnan(seconds).all()
-
-
-def test_the_kept_counts_follow_every_answer_stored_rejected_or_reinstated(tmp_path):
-    project = make_project(tmp_path / "p")
-    crowd = get_crowd("simulated", project)
-    iteration = driver.next_batch(project)
-    driver.publish(project, crowd)
-    driver.collect(project, crowd)
-    store = project.store
-    first, second = store.pairs(iteration)["pair_id"].iloc[:2]
-
-    def recount() -> pd.DataFrame:
-        answers = store.answers(iteration)
-        return count_answers(answers).reindex(store.answer_counts(iteration).index, fill_value=0)
-
-    late = pd.DataFrame(
-        {
-            "pair_id": [first, first, second],
-            "assignment_id": ["late-1", "late-2", "late-3"],
-            "worker_id": "W-late",
-            "choice": "A",
-            "score": [1, -1, 0],
-            "status": ["rejected", "submitted", "approved"],
-        }
-    )
-    store.add_answers(crowd.name, late)
-    with store.transaction() as conn:  # a rejection, and a rejection taken back
-        conn.execute("UPDATE answers SET status = 'rejected' WHERE assignment_id = 'late-3'")
-        conn.execute("UPDATE answers SET status = 'approved' WHERE assignment_id = 'late-1'")
-    pd.testing.assert_frame_equal(store.answer_counts(iteration), recount())
-    assert store.answer_counts(iteration).loc[first].sum() == project.settings.answers_per_pair + 2
+# (the counts kept per pair, on each engine: tests/campaign/test_store_answers.py)
 
 
 def test_a_project_of_the_previous_schema_is_migrated_and_aggregates_the_same_verdicts(tmp_path):
@@ -307,27 +249,30 @@ def test_a_project_of_the_previous_schema_is_migrated_and_aggregates_the_same_ve
     copy = tmp_path / "copy"
     shutil.copytree(root, copy)
     conn = sqlite3.connect(copy / STATE_NAME)  # the copy as the schema before pair_counts left it
-    for name in ("pair_counts_insert", "pair_counts_delete", "pair_counts_update"):
-        conn.execute(f"DROP TRIGGER {name}")
     conn.execute("DROP TABLE pair_counts")
     conn.execute("CREATE INDEX pairs_by_query ON pairs(query, x, y)")
-    conn.execute(f"PRAGMA user_version = {applied_before('0010_pair_counts')}")
-    conn.commit()
-    conn.close()
+    as_schema_before(conn, "0010_pair_counts")
 
     with Project(copy) as migrated:
         assert migrated.store.version == SCHEMA_VERSION
         again = driver.aggregate(migrated)
+        names = migrated.store.query_names()
     with Project(root) as kept:
+        assert names == kept.store.query_names()  # the CSV order, kept by the migration
         result = driver.aggregate(kept)
         expected = count_answers(kept.store.answers(1)).reindex(result["pair_id"], fill_value=0)
     pd.testing.assert_frame_equal(again, result)
     np.testing.assert_array_equal(result[["more", "equal", "less"]], expected)
 
 
-def applied_before(migration: str) -> int:
-    """The schema version of a project made just before ``migration``."""
-    return [name for name, _ in MIGRATIONS].index(migration)
+def as_schema_before(conn: sqlite3.Connection, migration: str) -> None:
+    """Leave a SQLite state as the SQLite-only store made it just before ``migration`` (one of
+    :data:`LEGACY_SQLITE`): without what ``0012`` added, stamped with that version."""
+    conn.execute("ALTER TABLE queries DROP COLUMN position")
+    conn.execute("DROP TABLE IF EXISTS web_throttle")
+    conn.execute(f"PRAGMA user_version = {[name for name, _ in LEGACY_SQLITE].index(migration)}")
+    conn.commit()
+    conn.close()
 
 
 def test_reviews_of_the_previous_schema_are_kept_and_a_drop_can_be_decided(tmp_path):
@@ -353,9 +298,7 @@ def test_reviews_of_the_previous_schema_are_kept_and_a_drop_can_be_decided(tmp_p
         ALTER TABLE old RENAME TO answer_reviews;
         """
     )
-    conn.execute(f"PRAGMA user_version = {applied_before('0011_drop_decision')}")
-    conn.commit()
-    conn.close()
+    as_schema_before(conn, "0011_drop_decision")
     with Project(root) as migrated:
         assert migrated.store.version == SCHEMA_VERSION
         pd.testing.assert_frame_equal(migrated.store.reviews(), before)
@@ -363,3 +306,49 @@ def test_reviews_of_the_previous_schema_are_kept_and_a_drop_can_be_decided(tmp_p
         migrated.store.decide_blocks(crowd.name, flagged, decision="drop")
         pending = migrated.store.pending_reviews(crowd.name, "drop")
         assert len(pending) and (pending["reason"] == "low-agreement").all()
+
+
+AFFINITY = {"FLOAT": "REAL"}
+"""Type names SQLite stores alike (``FLOAT`` and ``REAL`` both have REAL affinity)."""
+
+
+def schema_of(store: Store) -> dict[str, dict]:
+    """Per table: its key, its columns (name → type, nullable; a key column never is) and its
+    indexes (name → columns)."""
+    with store.read() as conn:
+        seen = sqlalchemy.inspect(conn)
+        schema = {}
+        for name in sorted(seen.get_table_names()):
+            key = tuple(seen.get_pk_constraint(name)["constrained_columns"])
+            schema[name] = {
+                "key": key,
+                "columns": {
+                    c["name"]: (
+                        AFFINITY.get(str(c["type"]), str(c["type"])),
+                        c["nullable"] and c["name"] not in key,
+                    )
+                    for c in seen.get_columns(name)
+                },
+                "indexes": {i["name"]: tuple(i["column_names"]) for i in seen.get_indexes(name)},
+            }
+        return schema
+
+
+def test_a_file_migrated_from_the_first_schema_equals_a_new_state(tmp_path):
+    """Every migration replayed from ``0001`` on an empty SQLite file gives the tables, columns,
+    keys and indexes that a new state gets from the current tables."""
+    old = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(old)
+    for statement in LEGACY_SQLITE[0][1]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('seed', '1')")
+    conn.commit()
+    conn.close()
+    migrated, new = Store(old), Store(tmp_path / "new.sqlite", create=True)
+    try:
+        assert migrated.version == new.version == SCHEMA_VERSION
+        assert schema_of(migrated) == schema_of(new)
+    finally:
+        migrated.close()
+        new.close()

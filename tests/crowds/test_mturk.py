@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import tomli_w
 from mturk_campaign import make_project, run_campaign, start_fake
+from sqlalchemy import text
 from typer.testing import CliRunner
 
 from crowdprefs.campaign import driver
@@ -97,7 +98,7 @@ def test_a_retried_or_resumed_publish_never_posts_a_pair_twice(campaign):
     crowd.publish(project, pairs.iloc[:3])
     # the state loses its HIT ids (a crash before the commit): the tokens find the HITs again
     with project.store.transaction() as conn:
-        conn.execute("DELETE FROM hits")
+        conn.execute(text("DELETE FROM hits"))
     driver.publish(project, crowd)
     assert len(fake.hits()) == len(pairs)
     # three requests were refused by their token (HitAlreadyExists) and their HITs recovered
@@ -250,7 +251,7 @@ def test_reconcile_adopts_orphans_and_expire_ends_hits(campaign):
     driver.next_batch(project)
     driver.publish(project, crowd)
     with project.store.transaction() as conn:
-        conn.execute("DELETE FROM hits WHERE pair_id IN (SELECT pair_id FROM pairs LIMIT 2)")
+        conn.execute(text("DELETE FROM hits WHERE pair_id IN (SELECT pair_id FROM pairs LIMIT 2)"))
     report = crowd.reconcile(project)
     assert report["adopted"] == 2 and report["remote_hits"] == len(fake.hits())
     assert report["new_answers"] == len(project.store.answers())
@@ -288,7 +289,7 @@ def test_publishing_is_refused_before_any_hit_exists(
 def test_live_needs_explicit_flag_and_confirmation(tmp_path):
     project = make_project(tmp_path / "l")
     project.close()
-    with pytest.raises(InputError, match="--live"):
+    with pytest.raises(InputError, match="never chosen by name"):
         get_crowd("mturk", Project(tmp_path / "l" / "project"))
     result = CliRunner().invoke(
         app, ["mturk", "publish", str(tmp_path / "l" / "project"), "--live"], input="n\n"
@@ -314,8 +315,8 @@ def test_publishing_local_clips_needs_hosting(tmp_path):
     clip = tmp_path / "h" / "clip.wav"
     clip.write_bytes(b"RIFF")
     with project.store.transaction() as conn:
-        conn.execute("UPDATE candidates SET audio = ?", (str(clip),))
-        conn.execute("UPDATE queries SET audio = ?", (str(clip),))
+        conn.execute(text("UPDATE candidates SET audio = :a"), {"a": str(clip)})
+        conn.execute(text("UPDATE queries SET audio = :a"), {"a": str(clip)})
     crowd = MTurkCrowd(project, target="sandbox", client=object())
     driver.next_batch(project)
     with pytest.raises(InputError, match="set \\[hosting\\]"):
@@ -362,8 +363,8 @@ def test_a_resume_after_the_token_memory_adopts_instead_of_posting(campaign):
     pairs = project.store.pairs(1)
     crowd.publish(project, pairs.iloc[:1])
     with project.store.transaction() as conn:
-        conn.execute("DELETE FROM hits")
-        conn.execute("UPDATE batches SET created_at = '2020-01-01T00:00:00.000+00:00'")
+        conn.execute(text("DELETE FROM hits"))
+        conn.execute(text("UPDATE batches SET created_at = '2020-01-01T00:00:00.000+00:00'"))
     fake.conn.execute("UPDATE hits SET token = NULL")  # MTurk forgot the token after 24 h
     driver.publish(project, crowd)
     assert len(fake.hits()) == len(pairs)
@@ -379,8 +380,8 @@ def test_hit_sizes_raised_locally_are_extended_on_mturk(campaign):
     first = project.store.hits().iloc[0]
     pair_id, hit_id = int(first["pair_id"]), first["hit_id"]
     with project.store.transaction() as conn:
-        conn.execute("UPDATE pairs SET answers_wanted = 7 WHERE pair_id = ?", (pair_id,))
-        conn.execute("UPDATE hits SET max_assignments = 7 WHERE pair_id = ?", (pair_id,))
+        conn.execute(text("UPDATE pairs SET answers_wanted = 7 WHERE pair_id = :p"), {"p": pair_id})
+        conn.execute(text("UPDATE hits SET max_assignments = 7 WHERE pair_id = :p"), {"p": pair_id})
     driver.collect(project, crowd, REVIEW)
     assert next(h for h in fake.hits() if h["HITId"] == hit_id)["MaxAssignments"] == 7
     assert (project.store.answers()["pair_id"] == pair_id).sum() == 7
@@ -475,7 +476,7 @@ class FixedResponder:
 
         from crowdprefs.campaign.store import Store
 
-        store = Store(self.state_path)
+        store = Store(self.state_path, lock=False)
         pair = store.pair(int(hit["RequesterAnnotation"].rsplit(" ", 1)[1]))
         store.close()
         x_side = "A" if pair["a_is_x"] else "B"

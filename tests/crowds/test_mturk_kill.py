@@ -2,7 +2,7 @@
 
 The campaign runs in a forked child talking to the fake (a loopback server in this process);
 the child is killed with SIGKILL at a random moment while it publishes or collects, 50 times,
-and resumed each time.
+and resumed each time: on a SQLite file and on a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sqlite3
 import time
 from collections import Counter
-from contextlib import closing
 
 import pandas as pd
 import pytest
 from mturk_campaign import make_project, run_campaign, start_fake
+from sqlalchemy import func, select
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.store import Store, tables
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 
 KILLS = 50
@@ -35,16 +35,21 @@ def _child(root, url: str) -> None:
     os._exit(0)
 
 
-def _progress(root) -> tuple:
-    with closing(sqlite3.connect(root / "state.sqlite")) as conn:
+def _progress(store: Store) -> tuple:
+    """The last batch and its status, and how many HITs, answers and applied reviews."""
+    batches, reviews = tables.batches, tables.answer_reviews
+    with store.read() as conn:
         batch = conn.execute(
-            "SELECT iteration, status FROM batches ORDER BY iteration DESC"
-        ).fetchone()
+            select(batches.c.iteration, batches.c.status).order_by(batches.c.iteration.desc())
+        ).first()
         counts = conn.execute(
-            "SELECT (SELECT COUNT(*) FROM hits), (SELECT COUNT(*) FROM answers),"
-            " (SELECT COUNT(applied_at) FROM answer_reviews)"
-        ).fetchone()
-    return (batch or (0, "none")) + counts
+            select(
+                select(func.count()).select_from(tables.hits).scalar_subquery(),
+                select(func.count()).select_from(tables.answers).scalar_subquery(),
+                select(func.count(reviews.c.applied_at)).scalar_subquery(),
+            )
+        ).one()
+    return (tuple(batch) if batch else (0, "none")) + tuple(counts)
 
 
 def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Counter:
@@ -58,6 +63,16 @@ def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Count
     """
     rng = random.Random(seed)
     killed: Counter = Counter()
+    with Project(root) as watched:
+        location = watched.store.location
+    store = Store(location, lock=False)  # the parent only reads
+    try:
+        return _kill_children(store, root, url, kills, base, rng, killed)
+    finally:
+        store.close()
+
+
+def _kill_children(store, root, url, kills, base, rng, killed) -> Counter:
     while True:
         pid = os.fork()
         if pid == 0:
@@ -70,14 +85,14 @@ def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Count
                 assert os.waitstatus_to_exitcode(status) == 0, "the campaign failed (not a kill)"
                 return killed
             now = time.monotonic()
-            if kill_at is None and killed.total() < kills and _progress(root)[1] == target:
+            if kill_at is None and killed.total() < kills and _progress(store)[1] == target:
                 kill_at = now + rng.uniform(0.0, base)
             if kill_at is not None and now >= kill_at:
                 break
             time.sleep(0.005)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        killed[_progress(root)[1]] += 1
+        killed[_progress(store)[1]] += 1
 
 
 def _answers(project: Project) -> pd.DataFrame:
@@ -110,8 +125,8 @@ def _check_against(root, fake, expected_lists, expected_answers) -> None:
 
 
 @pytest.mark.slow
-def test_fifty_kills_during_publish_and_collect(tmp_path):
-    reference = make_project(tmp_path / "reference", answers=3)
+def test_fifty_kills_during_publish_and_collect(tmp_path, databases):
+    reference = make_project(tmp_path / "reference", answers=3, database=databases())
     fake, url = start_fake(reference)
     started = time.monotonic()
     run_campaign(reference, MTurkCrowd(reference, target="fake", endpoint_url=url))
@@ -126,7 +141,7 @@ def test_fifty_kills_during_publish_and_collect(tmp_path):
     # the remaining kills then go to a fresh campaign, each checked against the reference.
     killed: Counter = Counter()
     for campaign in range(KILLS):
-        project = make_project(tmp_path / f"killed-{campaign}", answers=3)
+        project = make_project(tmp_path / f"killed-{campaign}", answers=3, database=databases())
         root = project.root
         project.close()
         fake, url = start_fake(project)

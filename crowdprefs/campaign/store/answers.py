@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import lazy_loader
 import numpy as np
+from sqlalchemy import Column, Join, Text, case, func, select, union, update
 
-from crowdprefs.campaign.store.base import SQLiteBase
-from crowdprefs.campaign.store.collection import CLIP_JOINS, LISTEN_SECONDS
+from crowdprefs.campaign.store import tables
+from crowdprefs.campaign.store.base import StoreBase, insert_ignore, json_field, refresh_pair_counts
+from crowdprefs.campaign.store.collection import CLIP_LISTEN_SECONDS, with_clips
 from crowdprefs.campaign.store.reviews import record_rejections
+from crowdprefs.campaign.store.temporary import temporary_table
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
@@ -27,15 +32,38 @@ ANSWER_COLUMNS = (
 )
 """What :meth:`Answers.add_answers` stores of each answer (optional ones may be missing)."""
 
-SHOWN_A_IS_X = (
-    "COALESCE(CASE WHEN json_valid(a.raw) THEN json_extract(a.raw, '$.order.a') = p.x END,"
-    " p.a_is_x)"
+CHUNK = 50_000
+"""Answers stored per statement: a batch's millions of answers never sit in memory as rows of
+Python objects all at once."""
+
+_SHOWN_A = json_field(tables.answers.c.raw, "order", "a")
+
+SHOWN_A_IS_X = case(
+    (tables.pairs.c.x == _SHOWN_A, 1),
+    (_SHOWN_A.is_not(None), 0),
+    else_=tables.pairs.c.a_is_x,
 )
-"""Whether the judge was shown x as variation A: the page's own order where the answer's raw
-record logs it (web questions with sides randomised per question), else the pair's sides."""
+"""Whether the judge was shown x as variation A (1 or 0), over ``answers`` joined with
+``pairs``: the page's own order where the answer's raw record logs it (web questions with sides
+randomised per question), else the pair's sides."""
 
 
-class Answers(SQLiteBase):
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as plain Python values, ``None`` where missing (what every driver
+    takes; a column at a time, many times faster than ``to_dict``)."""
+    names = list(frame.columns)
+    columns = [frame[name].astype(object).where(frame[name].notna(), None) for name in names]
+    rows = zip(*(column.tolist() for column in columns), strict=True)
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _answers_with_pairs() -> Join:
+    """``answers`` joined with their pairs."""
+    answers, pairs = tables.answers, tables.pairs
+    return answers.join(pairs, pairs.c.pair_id == answers.c.pair_id)
+
+
+class Answers(StoreBase):
     """The ``answers`` table and the views of it the campaign needs."""
 
     def answers(
@@ -44,33 +72,28 @@ class Answers(SQLiteBase):
         """Answers (of one batch, or all) with every ``answers`` column (``status`` included)
         joined with their pair's ``iteration, query, x, y, kind, a_is_x, expected``, in the
         order they arrived; rejected ones only with ``include_rejected``."""
-        clauses, params = [], []
-        if iteration is not None:
-            clauses.append("p.iteration = ?")
-            params.append(iteration)
-        if not include_rejected:
-            clauses.append("a.status != 'rejected'")
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        return self.frame(
-            f"""
-            SELECT a.*, p.iteration, p.query, p.x, p.y, p.kind, p.a_is_x, p.expected
-            FROM answers a JOIN pairs p USING (pair_id) {where}
-            ORDER BY a.answer_id
-            """,
-            params,
+        a, p = tables.answers, tables.pairs
+        query = (
+            select(a, p.c.iteration, p.c.query, p.c.x, p.c.y, p.c.kind, p.c.a_is_x, p.c.expected)
+            .select_from(_answers_with_pairs())
+            .order_by(a.c.answer_id)
         )
+        if iteration is not None:
+            query = query.where(p.c.iteration == iteration)
+        if not include_rejected:
+            query = query.where(a.c.status != "rejected")
+        return self.frame(query)
 
     def shown_answers(self) -> pd.DataFrame:
         """Every usable answer (not rejected, not empty) as the judge saw it, in the order they
         arrived: ``pair_id, worker_id, score`` (from x's point of view) and ``a_is_x`` (whether
         x was shown as A, :data:`SHOWN_A_IS_X`)."""
+        a = tables.answers
         return self.frame(
-            f"""
-            SELECT a.pair_id, a.worker_id, a.score, {SHOWN_A_IS_X} AS a_is_x
-            FROM answers a JOIN pairs p USING (pair_id)
-            WHERE a.status != 'rejected' AND a.choice != ''
-            ORDER BY a.answer_id
-            """
+            select(a.c.pair_id, a.c.worker_id, a.c.score, SHOWN_A_IS_X.label("a_is_x"))
+            .select_from(_answers_with_pairs())
+            .where(a.c.status != "rejected", a.c.choice != "")
+            .order_by(a.c.answer_id)
         )
 
     def add_answers(
@@ -84,34 +107,59 @@ class Answers(SQLiteBase):
         decided yet. ``rejections`` (``assignment_id, pair_id, worker_id, reason``) are decided
         in the same transaction: answers that failed validation, stored or not.
         """
-        frame = rows.assign(crowd=crowd).reindex(columns=ANSWER_COLUMNS).astype(object)
-        frame = frame.where(frame.notna(), None)
+        frame = rows.assign(crowd=crowd).reindex(columns=ANSWER_COLUMNS)
         statuses = rows["status"] if "status" in rows else pd.Series("submitted", rows.index)
+        chosen = (statuses != "submitted").to_numpy()
         decided = [
-            (str(s), crowd, str(a))
-            for a, s in zip(rows["assignment_id"], statuses, strict=True)
-            if s != "submitted"
-        ]
-        with self.transaction() as conn:
-            new = conn.executemany(  # rows inserted (the pair_counts triggers' not counted)
-                f"INSERT OR IGNORE INTO answers ({', '.join(ANSWER_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(ANSWER_COLUMNS))})",
-                frame.itertuples(index=False, name=None),
-            ).rowcount
-            conn.executemany(
-                "UPDATE answers SET status = ? WHERE crowd = ? AND assignment_id = ?"
-                " AND status = 'submitted'",
-                decided,
+            {"assignment_id": a, "status": s}
+            for a, s in zip(
+                rows["assignment_id"][chosen].astype(str).tolist(),
+                statuses[chosen].astype(str).tolist(),
+                strict=True,
             )
+        ]
+        answers = tables.answers
+        with self.transaction() as conn:
+            # writers run one at a time and keys only grow: the new answers are those past
+            # the largest key stored before (on either engine; no executemany row count)
+            last = conn.execute(select(func.coalesce(func.max(answers.c.answer_id), 0))).scalar()
+            insert = insert_ignore(conn, answers)
+            for start in range(0, len(frame), CHUNK):
+                conn.execute(insert, _records(frame.iloc[start : start + CHUNK]))
+            arrived = answers.c.answer_id > last
+            new = conn.execute(select(func.count()).select_from(answers).where(arrived)).scalar()
+            changed = select(answers.c.pair_id).where(arrived)
+            if decided:
+                with temporary_table(
+                    conn,
+                    "decided_answers",
+                    [Column("assignment_id", Text), Column("status", Text)],
+                    decided,
+                ) as keys:
+                    theirs = (
+                        answers.c.crowd == crowd,
+                        answers.c.assignment_id == keys.c.assignment_id,
+                    )
+                    conn.execute(
+                        update(answers)
+                        .where(answers.c.status == "submitted", *theirs)
+                        .values(status=keys.c.status)
+                    )
+                    rejected = select(answers.c.pair_id).where(*theirs, keys.c.status == "rejected")
+                    refresh_pair_counts(conn, union(changed, rejected))
+            else:
+                refresh_pair_counts(conn, changed)
             if rejections is not None and len(rejections):
                 record_rejections(conn, crowd, rejections)
-        return new
+        return int(new)
 
     def answers_per_pair(self, crowd: str) -> pd.Series:
         """How many answers (any status) ``crowd`` gave each pair, indexed by ``pair_id``."""
+        a = tables.answers
         return self.frame(
-            "SELECT pair_id, COUNT(*) AS n FROM answers WHERE crowd = ? GROUP BY pair_id",
-            (crowd,),
+            select(a.c.pair_id, func.count().label("n"))
+            .where(a.c.crowd == crowd)
+            .group_by(a.c.pair_id)
         ).set_index("pair_id")["n"]
 
     def answer_counts(self, iteration: int) -> pd.DataFrame:
@@ -120,14 +168,20 @@ class Answers(SQLiteBase):
         in pair order; what :func:`crowdprefs.campaign.aggregate.count_answers` gives from
         :meth:`answers`, read from the ``pair_counts`` the store keeps as answers arrive and
         are decided (one row a pair, never the answers themselves)."""
-        rows = self.conn.execute(
-            """
-            SELECT p.pair_id, COALESCE(c.more, 0), COALESCE(c.equal, 0), COALESCE(c.less, 0)
-            FROM pairs p LEFT JOIN pair_counts c USING (pair_id)
-            WHERE p.iteration = ? ORDER BY p.pair_id
-            """,
-            (iteration,),
-        ).fetchall()
+        p, c = tables.pairs, tables.pair_counts
+        query = (
+            select(
+                p.c.pair_id,
+                func.coalesce(c.c.more, 0),
+                func.coalesce(c.c.equal, 0),
+                func.coalesce(c.c.less, 0),
+            )
+            .select_from(p.outerjoin(c, c.c.pair_id == p.c.pair_id))
+            .where(p.c.iteration == iteration)
+            .order_by(p.c.pair_id)
+        )
+        with self.read() as conn:  # the driver's plain tuples: numpy reads Rows 80× slower
+            rows = conn.execute(query).cursor.fetchall()
         values = np.array(rows, dtype=np.int64).reshape(-1, 4)
         return pd.DataFrame(
             values[:, 1:],
@@ -138,36 +192,51 @@ class Answers(SQLiteBase):
     def answer_seconds(self, iteration: int) -> np.ndarray:
         """The seconds each accepted answer of the batch took (NaN when unknown), in the order
         the answers arrived."""
-        rows = self.conn.execute(
-            "SELECT a.seconds FROM answers a JOIN pairs p USING (pair_id)"
-            " WHERE p.iteration = ? AND a.status != 'rejected' ORDER BY a.answer_id",
-            (iteration,),
+        a, p = tables.answers, tables.pairs
+        query = (
+            select(a.c.seconds)
+            .select_from(_answers_with_pairs())
+            .where(p.c.iteration == iteration, a.c.status != "rejected")
+            .order_by(a.c.answer_id)
         )
-        return np.array([s for (s,) in rows], dtype=np.float64)  # NULL becomes NaN
+        with self.read() as conn:  # the driver's plain tuples, as in answer_counts
+            rows = conn.execute(query).cursor.fetchall()
+        return np.array(rows, dtype=np.float64).reshape(-1)  # NULL becomes NaN
 
     def known_assignments(self, crowd: str) -> set[str]:
         """``crowd``'s assignments already handled: stored as answers or decided on review."""
-        rows = self.conn.execute(
-            "SELECT assignment_id FROM answers WHERE crowd = ?"
-            " UNION SELECT assignment_id FROM answer_reviews WHERE crowd = ?",
-            (crowd, crowd),
+        a, r = tables.answers, tables.answer_reviews
+        query = union(
+            select(a.c.assignment_id).where(a.c.crowd == crowd),
+            select(r.c.assignment_id).where(r.c.crowd == crowd),
         )
-        return {a for (a,) in rows}
+        with self.read() as conn:
+            return set(conn.execute(query).scalars())
 
     def answer_total(self) -> int:
         """How many answers count (every one not rejected): the sum of the kept per-pair
         counts, one row a pair instead of one an answer."""
-        return self.conn.execute(
-            "SELECT COALESCE(SUM(more + equal + less), 0) FROM pair_counts"
-        ).fetchone()[0]
+        c = tables.pair_counts
+        return int(self.scalar(select(func.coalesce(func.sum(c.c.more + c.c.equal + c.c.less), 0))))
+
+    def answer_crowds(self) -> dict[str, int]:
+        """The crowds that gave answers and how many each (rejected ones too), the crowd of the
+        latest answer last."""
+        a = tables.answers
+        rows = self.rows(
+            select(a.c.crowd, func.count()).group_by(a.c.crowd).order_by(func.max(a.c.answer_id))
+        )
+        return {crowd: int(count) for crowd, count in rows}
 
     def pair_matches(self) -> pd.DataFrame:
         """Every pair with the HIT ids any crowd published it as (to match recorded answers):
         ``pair_id, iteration, query, x, y, a_is_x, hit_id`` (NULL when unpublished), by
         iteration."""
+        p, h = tables.pairs, tables.hits
         return self.frame(
-            "SELECT p.pair_id, p.iteration, p.query, p.x, p.y, p.a_is_x, h.hit_id"
-            " FROM pairs p LEFT JOIN hits h ON h.pair_id = p.pair_id ORDER BY p.iteration"
+            select(p.c.pair_id, p.c.iteration, p.c.query, p.c.x, p.c.y, p.c.a_is_x, h.c.hit_id)
+            .select_from(p.outerjoin(h, h.c.pair_id == p.c.pair_id))
+            .order_by(p.c.iteration, p.c.pair_id, h.c.crowd)
         )
 
     def audit_answers(self, crowd: str | None = None) -> pd.DataFrame:
@@ -179,24 +248,40 @@ class Answers(SQLiteBase):
         expected, worker_id, assignment_id, status, choice, score, seconds,
         listen_seconds`` (the pair's three clips, NULL while a duration is unknown),
         ``accepted_at, submitted_at, background, comment``."""
-        where, params = ("WHERE a.crowd = ?", (crowd,)) if crowd else ("", ())
-        return self.frame(
-            f"""
-            SELECT p.iteration, a.pair_id, h.hit_id,
-                   COALESCE(h.created_at, b.published_at, b.created_at) AS created_at,
-                   COALESCE(h.max_assignments, p.answers_wanted) AS max_assignments,
-                   h.reward, p.query, p.x, p.y, p.a_is_x, {SHOWN_A_IS_X} AS shown_a_is_x,
-                   p.kind, p.expected,
-                   a.worker_id, a.assignment_id, a.status, a.choice, a.score, a.seconds,
-                   {LISTEN_SECONDS} AS listen_seconds,
-                   a.accepted_at, a.submitted_at, a.background, a.comment
-            FROM answers a
-            JOIN pairs p USING (pair_id)
-            JOIN batches b ON b.iteration = p.iteration
-            LEFT JOIN hits h ON h.pair_id = a.pair_id AND h.crowd = a.crowd
-            {CLIP_JOINS}
-            {where}
-            ORDER BY a.answer_id
-            """,
-            params,
+        a, p, b, h = tables.answers, tables.pairs, tables.batches, tables.hits
+        joined = with_clips(
+            _answers_with_pairs()
+            .join(b, b.c.iteration == p.c.iteration)
+            .outerjoin(h, (h.c.pair_id == a.c.pair_id) & (h.c.crowd == a.c.crowd))
         )
+        query = (
+            select(
+                p.c.iteration,
+                a.c.pair_id,
+                h.c.hit_id,
+                func.coalesce(h.c.created_at, b.c.published_at, b.c.created_at).label("created_at"),
+                func.coalesce(h.c.max_assignments, p.c.answers_wanted).label("max_assignments"),
+                h.c.reward,
+                p.c.query,
+                p.c.x,
+                p.c.y,
+                p.c.a_is_x,
+                SHOWN_A_IS_X.label("shown_a_is_x"),
+                p.c.kind,
+                p.c.expected,
+                a.c.worker_id,
+                a.c.assignment_id,
+                a.c.status,
+                a.c.choice,
+                a.c.score,
+                a.c.seconds,
+                CLIP_LISTEN_SECONDS.label("listen_seconds"),
+                a.c.accepted_at,
+                a.c.submitted_at,
+                a.c.background,
+                a.c.comment,
+            )
+            .select_from(joined)
+            .order_by(a.c.answer_id)
+        )
+        return self.frame(query.where(a.c.crowd == crowd) if crowd else query)

@@ -3,13 +3,31 @@ sort cache replayed from them."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 import lazy_loader
+import numpy as np
+from sqlalchemy import (
+    Column,
+    Connection,
+    Executable,
+    Float,
+    Integer,
+    Select,
+    Table,
+    Text,
+    distinct,
+    exists,
+    func,
+    select,
+    update,
+)
 
 from crowdprefs.campaign.batches import check_transition
-from crowdprefs.campaign.store.base import SQLiteBase, now
+from crowdprefs.campaign.store import tables
+from crowdprefs.campaign.store.base import StoreBase, now
+from crowdprefs.campaign.store.temporary import insert_many, listed, plain, temporary_rows
 from crowdprefs.errors import StateError
 
 pd = lazy_loader.load("pandas")  # imported on first use
@@ -26,54 +44,107 @@ PAIR_COLUMNS = (
 )
 """What :meth:`Batches.create_batch` stores of each new pair."""
 
-_SHORT = """
-    SELECT p.pair_id, COUNT(a.answer_id) AS have, p.answers_wanted AS wanted
-    FROM pairs p LEFT JOIN answers a
-        ON a.pair_id = p.pair_id AND a.status != 'rejected' AND a.crowd = ?
-    WHERE p.iteration = ?
-    GROUP BY p.pair_id HAVING COUNT(a.answer_id) < p.answers_wanted
-"""
-"""Pairs of a batch short of answers from one crowd (its answers grouped)."""
-
-_SHORT_ANY = """
-    SELECT p.pair_id, COALESCE(c.more + c.equal + c.less, 0) AS have,
-           p.answers_wanted AS wanted
-    FROM pairs p LEFT JOIN pair_counts c USING (pair_id)
-    WHERE p.iteration = ? AND COALESCE(c.more + c.equal + c.less, 0) < p.answers_wanted
-    ORDER BY p.pair_id
-"""
-"""Pairs of a batch short of answers from any crowd (read from ``pair_counts``)."""
+_p, _c, _a, _h = tables.pairs.c, tables.pair_counts.c, tables.answers.c, tables.hits.c
 
 
-class Batches(SQLiteBase):
+def _short(iteration: int, crowd: str) -> Select:
+    """Pairs of a batch short of accepted answers from one crowd (its answers grouped)."""
+    have = func.count(_a.answer_id)
+    return (
+        select(_p.pair_id, have.label("have"), _p.answers_wanted.label("wanted"))
+        .select_from(
+            tables.pairs.outerjoin(
+                tables.answers,
+                (_a.pair_id == _p.pair_id) & (_a.status != "rejected") & (_a.crowd == crowd),
+            )
+        )
+        .where(_p.iteration == iteration)
+        .group_by(_p.pair_id, _p.answers_wanted)
+        .having(have < _p.answers_wanted)
+        .order_by(_p.pair_id)
+    )
+
+
+def _short_any(iteration: int) -> Select:
+    """Pairs of a batch short of accepted answers from any crowd (read from ``pair_counts``)."""
+    have = func.coalesce(_c.more + _c.equal + _c.less, 0)
+    return (
+        select(_p.pair_id, have.label("have"), _p.answers_wanted.label("wanted"))
+        .select_from(tables.pairs.outerjoin(tables.pair_counts, _c.pair_id == _p.pair_id))
+        .where(_p.iteration == iteration, have < _p.answers_wanted)
+        .order_by(_p.pair_id)
+    )
+
+
+def _held_by(crowd: str) -> Executable:
+    """Whether ``crowd`` holds a HIT for the pair of the enclosing query."""
+    return exists().where(_h.pair_id == _p.pair_id, _h.crowd == crowd)
+
+
+def _fingerprints(*columns: Any) -> Select:
+    """Per query with sorting pairs: the ``columns`` asked, then how many of its pairs have a
+    verdict and a checksum of which pairs got which verdict (0 without verdicts)."""
+    return (
+        select(
+            _p.query,
+            *columns,
+            func.count(_p.verdict),
+            func.coalesce(func.sum(_p.pair_id * (_p.verdict + 2)), 0),
+        )
+        .where(_p.kind == "sort")
+        .group_by(_p.query)
+    )
+
+
+def _replace(conn: Connection, table: Table) -> Executable:
+    """``INSERT … ON CONFLICT (primary key) DO UPDATE`` every other column, for
+    ``conn.execute(statement, rows)``: a stored row with the same key is replaced."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    statement = insert(table)
+    keys = [column.name for column in table.primary_key.columns]
+    others = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
+    return statement.on_conflict_do_update(index_elements=keys, set_=others)
+
+
+class Batches(StoreBase):
     """One batch per iteration, its pairs and their verdicts."""
 
     def last_batch(self) -> dict | None:
         """``iteration, status, crowd, created_at`` of the latest batch (``None``: no batch)."""
-        row = self.conn.execute(
-            "SELECT iteration, status, crowd, created_at FROM batches"
-            " ORDER BY iteration DESC LIMIT 1"
-        ).fetchone()
-        if row is None:
-            return None
-        return dict(zip(("iteration", "status", "crowd", "created_at"), row, strict=True))
+        b = tables.batches.c
+        rows = self.rows(
+            select(b.iteration, b.status, b.crowd, b.created_at)
+            .order_by(b.iteration.desc())
+            .limit(1)
+        )
+        return dict(rows[0]._mapping) if rows else None
+
+    def batch_crowds(self) -> set[str]:
+        """The crowds batches were published to."""
+        crowd = tables.batches.c.crowd
+        with self.read() as conn:
+            return set(conn.execute(select(crowd).distinct().where(crowd.is_not(None))).scalars())
 
     def batches(self) -> pd.DataFrame:
         """Every batch: ``iteration, status, crowd`` and the time of each status."""
-        return self.frame("SELECT * FROM batches ORDER BY iteration")
+        return self.frame(select(tables.batches).order_by(tables.batches.c.iteration))
 
     def create_batch(self, iteration: int, pairs: pd.DataFrame) -> None:
         """Store a new batch (``built``) with its pairs (:data:`PAIR_COLUMNS`, inserted in row
         order), in one transaction. Refused unless ``iteration`` follows an aggregated batch."""
         frame = pairs.reindex(columns=PAIR_COLUMNS)
         columns = [  # column by column: far faster than converting every row of the frame
-            frame[name].astype(object).where(frame[name].notna(), None).tolist()
-            for name in PAIR_COLUMNS
+            plain(frame[name], integer=isinstance(_p[name].type, Integer)) for name in PAIR_COLUMNS
         ]
+        rows = zip([iteration] * len(frame), *columns, strict=True)
+        b = tables.batches.c
         with self.transaction() as conn:
             last = conn.execute(
-                "SELECT iteration, status FROM batches ORDER BY iteration DESC LIMIT 1"
-            ).fetchone()
+                select(b.iteration, b.status).order_by(b.iteration.desc()).limit(1)
+            ).first()
             expected = 1 if last is None else last[0] + 1
             if (last is not None and last[1] != "aggregated") or iteration != expected:
                 raise StateError(
@@ -81,14 +152,11 @@ class Batches(SQLiteBase):
                     + (f"batch {last[0]} is {last[1]}" if last else "no batch exists yet")
                 )
             conn.execute(
-                "INSERT INTO batches (iteration, status, created_at) VALUES (?, 'built', ?)",
-                (iteration, now()),
+                tables.batches.insert().values(
+                    iteration=iteration, status="built", created_at=now()
+                )
             )
-            conn.executemany(
-                f"INSERT INTO pairs (iteration, {', '.join(PAIR_COLUMNS)})"
-                f" VALUES (?, {', '.join('?' * len(PAIR_COLUMNS))})",
-                zip([iteration] * len(frame), *columns, strict=True),
-            )
+            insert_many(conn, tables.pairs, ("iteration", *PAIR_COLUMNS), rows)
 
     def advance_batch(self, iteration: int, to: str, *, crowd: str | None = None) -> bool:
         """Move batch ``iteration`` on to ``to`` when it is ready; whether it is there now.
@@ -102,37 +170,27 @@ class Batches(SQLiteBase):
         with self.transaction() as conn:
             return self._advance(conn, iteration, to, crowd)
 
-    def _advance(
-        self, conn: sqlite3.Connection, iteration: int, to: str, crowd: str | None
-    ) -> bool:
-        row = conn.execute(
-            "SELECT status FROM batches WHERE iteration = ?", (iteration,)
-        ).fetchone()
-        if row is None:
+    def _advance(self, conn: Connection, iteration: int, to: str, crowd: str | None) -> bool:
+        b = tables.batches.c
+        status = conn.execute(select(b.status).where(b.iteration == iteration)).scalar()
+        if status is None:
             raise StateError(f"there is no batch {iteration}")
-        if not check_transition(iteration, row[0], to):
+        if not check_transition(iteration, status, to):
             return True
         if to == "published":
             if crowd is None:
                 raise StateError(f"batch {iteration} can only be published to a named crowd")
-            ready = not conn.execute(
-                "SELECT 1 FROM pairs WHERE iteration = ? AND pair_id NOT IN"
-                " (SELECT pair_id FROM hits WHERE crowd = ?) LIMIT 1",
-                (iteration, crowd),
-            ).fetchone()
+            short = select(_p.pair_id).where(_p.iteration == iteration, ~_held_by(crowd))
         elif to == "collected":
-            ready = not conn.execute(_SHORT_ANY, (iteration,)).fetchone()
+            short = _short_any(iteration)
         else:
-            ready = not conn.execute(
-                "SELECT 1 FROM pairs WHERE iteration = ? AND verdict IS NULL LIMIT 1",
-                (iteration,),
-            ).fetchone()
+            short = select(_p.pair_id).where(_p.iteration == iteration, _p.verdict.is_(None))
+        ready = conn.execute(short.limit(1)).first() is None
         if ready:
-            conn.execute(
-                f"UPDATE batches SET status = ?, {to}_at = ?, crowd = COALESCE(?, crowd)"
-                " WHERE iteration = ?",
-                (to, now(), crowd, iteration),
-            )
+            changes = {"status": to, f"{to}_at": now()}
+            if crowd is not None:
+                changes["crowd"] = crowd
+            conn.execute(update(tables.batches).where(b.iteration == iteration).values(**changes))
         return ready
 
     def save_verdicts(self, iteration: int, verdicts: pd.DataFrame) -> None:
@@ -145,17 +203,20 @@ class Batches(SQLiteBase):
             p_values.tolist(),
             strict=True,
         )
-        with self.transaction() as conn:  # one UPDATE joined with the verdicts: fast at scale
+        columns = [
+            Column("pair_id", Integer, primary_key=True, autoincrement=False),
+            Column("verdict", Integer),
+            Column("p_value", Float),
+        ]
+        with (  # one UPDATE joined with the verdicts: fast at scale
+            self.transaction() as conn,
+            temporary_rows(conn, "new_verdicts", columns, rows) as new,
+        ):
             conn.execute(
-                "CREATE TEMP TABLE new_verdicts"
-                " (pair_id INTEGER PRIMARY KEY, verdict INTEGER, p_value REAL)"
+                update(tables.pairs)
+                .where(_p.pair_id == new.c.pair_id)
+                .values(verdict=new.c.verdict, p_value=new.c.p_value)
             )
-            conn.executemany("INSERT INTO new_verdicts VALUES (?, ?, ?)", rows)
-            conn.execute(
-                "UPDATE pairs SET verdict = v.verdict, p_value = v.p_value"
-                " FROM new_verdicts v WHERE pairs.pair_id = v.pair_id"
-            )
-            conn.execute("DROP TABLE new_verdicts")
             if not self._advance(conn, iteration, "aggregated", None):
                 raise StateError(f"batch {iteration} has pairs without a verdict")
 
@@ -165,110 +226,122 @@ class Batches(SQLiteBase):
         """The pairs of one batch (all batches when ``iteration`` is None), in asking order:
         the ``columns`` of the ``pairs`` table named (every column by default; reading only
         those needed is far faster on a large batch)."""
-        where, params = ("WHERE iteration = ?", (iteration,)) if iteration is not None else ("", ())
         order = ["iteration", "position"]
-        read = "*" if columns is None else ", ".join(dict.fromkeys([*order, *columns]))
-        frame = self.frame(f"SELECT {read} FROM pairs {where}", params)  # sorted here: no SQL sort
+        if columns is None:
+            statement = select(tables.pairs)
+        else:
+            statement = select(*(_p[name] for name in dict.fromkeys([*order, *columns])))
+        if iteration is not None:
+            statement = statement.where(_p.iteration == iteration)
+        frame = self.frame(statement)  # sorted here: no SQL sort
         frame = frame.sort_values(order, kind="stable", ignore_index=True)
         return frame if columns is None else frame[list(columns)]
 
     def batch_size(self, iteration: int) -> tuple[int, int]:
         """How many pairs batch ``iteration`` has, and over how many queries."""
-        return self.conn.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT query) FROM pairs WHERE iteration = ?", (iteration,)
-        ).fetchone()
+        rows = self.rows(
+            select(func.count(), func.count(distinct(_p.query))).where(_p.iteration == iteration)
+        )
+        return tuple(rows[0])
 
     def pair(self, pair_id: int) -> dict | None:
         """One pair's row as a dict (``None`` when the state has no such pair)."""
-        frame = self.frame("SELECT * FROM pairs WHERE pair_id = ?", (int(pair_id),))
+        frame = self.frame(select(tables.pairs).where(_p.pair_id == int(pair_id)))
         return None if frame.empty else frame.iloc[0].to_dict()
 
     def unpublished_pairs(self, iteration: int, crowd: str) -> pd.DataFrame:
         """The batch's pairs ``crowd`` does not hold yet, in asking order (``pairs`` columns)."""
         return self.frame(
-            "SELECT * FROM pairs WHERE iteration = ? AND pair_id NOT IN"
-            " (SELECT pair_id FROM hits WHERE crowd = ?) ORDER BY position",
-            (iteration, crowd),
+            select(tables.pairs)
+            .where(_p.iteration == iteration, ~_held_by(crowd))
+            .order_by(_p.position)
         )
+
+    def unpublished_sizes(self, iteration: int, crowd: str) -> np.ndarray:
+        """The answers wanted of each of the batch's pairs ``crowd`` does not hold yet (what
+        publishing them would buy; no pandas, so ``status`` stays quick)."""
+        wanted = select(_p.answers_wanted).where(_p.iteration == iteration, ~_held_by(crowd))
+        with self.read() as conn:
+            return np.fromiter(conn.execute(wanted).scalars(), dtype=np.int64)
 
     def published_pairs(self, iteration: int, crowd: str) -> pd.DataFrame:
         """The batch's pairs ``crowd`` holds, in asking order (``pairs`` columns)."""
         return self.frame(
-            "SELECT p.* FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?"
-            " WHERE p.iteration = ? ORDER BY p.position",
-            (crowd, iteration),
+            select(tables.pairs)
+            .join(tables.hits, (_h.pair_id == _p.pair_id) & (_h.crowd == crowd))
+            .where(_p.iteration == iteration)
+            .order_by(_p.position)
         )
 
     def missing_answers(self, iteration: int, crowd: str | None = None) -> pd.DataFrame:
         """Pairs of the batch with fewer accepted answers than wanted (counting only ``crowd``'s
         answers when given): ``pair_id, have, wanted``."""
-        if crowd is None:
-            return self.frame(_SHORT_ANY, (iteration,))
-        return self.frame(_SHORT, (crowd, iteration))
+        return self.frame(_short_any(iteration) if crowd is None else _short(iteration, crowd))
 
     def query_progress(self) -> dict[str, tuple[int, int, str]]:
         """Per query with sorting pairs, in one pass: ``(iterations, pairs_judged,
         fingerprint)``, how many batches asked it, how many of its pairs have a verdict, and
         the fingerprint of those verdicts (:meth:`verdict_fingerprints`)."""
-        return {
-            query: (iterations, judged, f"{judged}:{checksum}")
-            for query, iterations, judged, checksum in self.conn.execute(
-                "SELECT query, COUNT(DISTINCT iteration), COUNT(verdict),"
-                " COALESCE(SUM(pair_id * (verdict + 2)), 0) FROM pairs"
-                " WHERE kind = 'sort' GROUP BY query"
-            )
-        }
+        with self.read() as conn:
+            return {
+                query: (iterations, judged, f"{judged}:{checksum}")
+                for query, iterations, judged, checksum in conn.execute(
+                    _fingerprints(func.count(distinct(_p.iteration)))
+                )
+            }
 
     def verdict_maps(self, queries: Sequence[str] | None = None) -> dict[str, dict]:
         """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins);
         only the given ``queries`` when some are named."""
-        where, params = "", ()
-        if queries is not None:
-            where = f" AND query IN ({', '.join('?' * len(queries))})"
-            params = tuple(queries)
+        statement = (
+            select(_p.query, _p.x, _p.y, _p.verdict)
+            .where(_p.kind == "sort", _p.verdict.is_not(None))
+            .order_by(_p.pair_id)
+        )
         maps: dict[str, dict[tuple[str, str], int]] = {}
-        for query, x, y, verdict in self.conn.execute(
-            "SELECT query, x, y, verdict FROM pairs"
-            f" WHERE kind = 'sort' AND verdict IS NOT NULL{where} ORDER BY pair_id",
-            params,
-        ):
-            known = maps.get(query)
-            if known is None:
-                known = maps[query] = {}
-            known[(x, y)] = verdict
+        with self.read() as conn:
+            if queries is None:
+                rows = conn.execute(statement).cursor  # the driver's tuples: no Row per pair
+            else:
+                with listed(conn, queries, Text) as named:
+                    chosen = statement.where(_p.query.in_(select(named.c.value)))
+                    rows = conn.execute(chosen).cursor.fetchall()
+            for query, x, y, verdict in rows:
+                known = maps.get(query)
+                if known is None:
+                    known = maps[query] = {}
+                known[(x, y)] = verdict
         return maps
 
     def verdict_fingerprints(self) -> dict[str, str]:
         """Per query with sorting pairs, a fingerprint of its aggregated sorting verdicts (how
         many, and a checksum of which pairs got which verdict; ``0:0`` without verdicts),
-        computed inside SQLite."""
-        return {
-            query: f"{count}:{checksum}"
-            for query, count, checksum in self.conn.execute(
-                "SELECT query, COUNT(verdict), COALESCE(SUM(pair_id * (verdict + 2)), 0)"
-                " FROM pairs WHERE kind = 'sort' GROUP BY query"
-            )
-        }
+        computed inside the database."""
+        with self.read() as conn:
+            return {
+                query: f"{count}:{checksum}"
+                for query, count, checksum in conn.execute(_fingerprints())
+            }
 
     def cached_states(self) -> dict[str, tuple[str, str]]:
         """``query → (fingerprint, state JSON)`` from the sort cache."""
-        rows = self.conn.execute("SELECT query, fingerprint, state FROM sort_cache")
-        return {query: (fingerprint, state) for query, fingerprint, state in rows}
+        s = tables.sort_cache.c
+        with self.read() as conn:
+            rows = conn.execute(select(s.query, s.fingerprint, s.state))
+            return {query: (fingerprint, state) for query, fingerprint, state in rows}
 
     def cache_states(self, rows: Sequence[tuple[str, str, str]]) -> bool:
         """Store ``(query, fingerprint, state JSON)`` rows in the sort cache; whether they were
         stored. The cache only saves work: while another process writes the project (a reading
         command beside a ``run``), nothing is stored and nothing waits."""
+        values = [{"query": q, "fingerprint": f, "state": s} for q, f, s in rows]
         held = self.lock.held
         if not held and not self.lock.try_acquire():
             return False
         try:
-            with self.transaction() as conn:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO sort_cache (query, fingerprint, state)"
-                    " VALUES (?, ?, ?)",
-                    rows,
-                )
+            if values:
+                with self.transaction() as conn:
+                    conn.execute(_replace(conn, tables.sort_cache), values)
         finally:
             if not held:
                 self.lock.release()

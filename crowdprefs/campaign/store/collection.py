@@ -2,131 +2,166 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import lazy_loader
+import numpy as np
+from sqlalchemy import Join, bindparam, case, func, select, union, update
+from sqlalchemy.sql import FromClause
 
-from crowdprefs.campaign.store.base import SQLiteBase, now
+from crowdprefs.campaign.store import tables
+from crowdprefs.campaign.store.base import StoreBase, now, upsert
+from crowdprefs.campaign.store.temporary import insert_many, listed, plain
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
-CLIP_JOINS = """
-    LEFT JOIN queries q ON q.query = p.query
-    LEFT JOIN candidates cx ON cx.query = p.query AND cx.document = p.x
-    LEFT JOIN candidates cy ON cy.query = p.query AND cy.document = p.y
-"""
-"""The clips of ``pairs p``: the query's (``q``), x's (``cx``) and y's (``cy``)."""
-
-X_SECONDS = "COALESCE(cx.seconds, CASE WHEN p.x = p.query THEN q.seconds END)"
-"""x's duration over :data:`CLIP_JOINS` (an attention check's x is the query's own clip)."""
-
-LISTEN_SECONDS = f"q.seconds + {X_SECONDS} + cy.seconds"
-"""The seconds needed to hear a pair's three clips once; NULL while a duration is unknown."""
+_q = tables.queries.alias("q")
+_cx = tables.candidates.alias("cx")
+_cy = tables.candidates.alias("cy")
 
 
-class Collection(SQLiteBase):
+def with_clips(joined: FromClause) -> Join:
+    """``joined`` (which holds ``pairs``) with each pair's clips: the query's (``q``), x's
+    (``cx``) and y's (``cy``), each NULL where not stored."""
+    p = tables.pairs.c
+    return (
+        joined.outerjoin(_q, _q.c.query == p.query)
+        .outerjoin(_cx, (_cx.c.query == p.query) & (_cx.c.document == p.x))
+        .outerjoin(_cy, (_cy.c.query == p.query) & (_cy.c.document == p.y))
+    )
+
+
+CLIP_X_SECONDS = func.coalesce(
+    _cx.c.seconds, case((tables.pairs.c.x == tables.pairs.c.query, _q.c.seconds))
+)
+"""x's duration over :func:`with_clips` (an attention check's x is the query's own clip)."""
+
+CLIP_LISTEN_SECONDS = _q.c.seconds + CLIP_X_SECONDS + _cy.c.seconds
+"""The seconds needed to hear a pair's three clips once, over :func:`with_clips`; NULL while a
+duration is unknown."""
+
+
+class Collection(StoreBase):
     """Queries and candidates with their clips (audio path and duration)."""
 
     def meta(self, key: str) -> str | None:
         """A fact fixed at init (``seed``, ``created_at``), ``None`` when absent."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+        meta = tables.meta
+        return self.scalar(select(meta.c.value).where(meta.c.key == key))
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Remember a fact of the project's history (e.g. the ``budget`` it last spent under)."""
+        with self.transaction() as conn:
+            conn.execute(upsert(conn, tables.meta, {"key": key, "value": value}))
 
     def initialise(self, seed: int, candidates: pd.DataFrame) -> None:
         """Fill a new state in one transaction: the seed, the creation time, the queries (with
-        ``query_audio``) and the candidates ``query, document, audio`` in CSV order; then fold
-        the write-ahead log into the file (so the file alone is the whole state)."""
+        ``query_audio``, and their position: where each first appears) and the candidates
+        ``query, document, audio`` in CSV order; then, on SQLite, fold the write-ahead log into
+        the file (so the file alone is the whole state)."""
+        audio = candidates.groupby("query", sort=False)["query_audio"].first()
+        first = np.flatnonzero(~candidates["query"].duplicated().to_numpy()).tolist()
+        queries = zip(audio.index.tolist(), plain(audio), first, strict=True)
+        names = ("query", "document", "audio")
+        columns = [plain(candidates[name]) for name in names]
+        rows = zip(*columns, range(len(candidates)), strict=True)
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("seed", str(seed)), ("created_at", now())],
+            conn.execute(
+                tables.meta.insert(),
+                [{"key": "seed", "value": str(seed)}, {"key": "created_at", "value": now()}],
             )
-            queries = candidates.groupby("query", sort=False)["query_audio"].first()
-            conn.executemany(
-                "INSERT INTO queries (query, audio) VALUES (?, ?)", list(queries.items())
-            )
-            conn.executemany(
-                "INSERT INTO candidates (query, document, audio, position) VALUES (?, ?, ?, ?)",
-                [
-                    (row.query, row.document, row.audio, i)
-                    for i, row in enumerate(candidates.itertuples(index=False))
-                ],
-            )
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            insert_many(conn, tables.queries, ("query", "audio", "position"), queries)
+            insert_many(conn, tables.candidates, (*names, "position"), rows)
+        if self.dialect == "sqlite":
+            with self.read() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def candidates(self) -> pd.DataFrame:
         """``query, document, audio, seconds, position``, in CSV order."""
+        c = tables.candidates.c
         return self.frame(
-            "SELECT query, document, audio, seconds, position FROM candidates ORDER BY position"
+            select(c.query, c.document, c.audio, c.seconds, c.position).order_by(c.position)
         )
 
     def queries(self) -> pd.DataFrame:
         """``query, audio, seconds`` (the query's own clip), by query."""
-        return self.frame("SELECT query, audio, seconds FROM queries ORDER BY query")
+        q = tables.queries.c
+        return self.frame(select(q.query, q.audio, q.seconds).order_by(q.query))
 
     def query_names(self) -> list[str]:
         """The queries in the order they first appear in the candidates CSV."""
-        return [q for (q,) in self.conn.execute("SELECT query FROM queries ORDER BY rowid")]
+        q = tables.queries.c
+        with self.read() as conn:
+            return list(conn.execute(select(q.query).order_by(q.position, q.query)).scalars())
 
     def candidate_orders(self) -> dict[str, list[str]]:
         """Each query's documents in CSV order (plain lists: the sort's hot path)."""
+        c = tables.candidates.c
         orders: dict[str, list[str]] = {}
-        for query, document in self.conn.execute(
-            "SELECT query, document FROM candidates ORDER BY position"
-        ):
-            documents = orders.get(query)
-            if documents is None:
-                documents = orders[query] = []
-            documents.append(document)
+        with self.read() as conn:
+            # the driver's own tuples (no Row per candidate): 500,000 of them at 10,000 queries
+            rows = conn.execute(select(c.query, c.document).order_by(c.position)).cursor
+            for query, document in rows:
+                documents = orders.get(query)
+                if documents is None:
+                    documents = orders[query] = []
+                documents.append(document)
         return orders
 
     def set_clip(self, query: str, document: str | None, audio: str, seconds: float) -> None:
         """Record a prepared clip (``document=None`` for the query's own clip)."""
+        if document is None:
+            table = tables.queries
+            statement = update(table).where(table.c.query == query)
+        else:
+            table = tables.candidates
+            statement = update(table).where(table.c.query == query, table.c.document == document)
         with self.transaction() as conn:
-            if document is None:
-                conn.execute(
-                    "UPDATE queries SET audio = ?, seconds = ? WHERE query = ?",
-                    (audio, seconds, query),
-                )
-            else:
-                conn.execute(
-                    "UPDATE candidates SET audio = ?, seconds = ? WHERE query = ? AND document = ?",
-                    (audio, seconds, query, document),
-                )
+            conn.execute(statement.values(audio=audio, seconds=seconds))
 
     def clip_paths(self) -> list[str]:
         """Every clip path (or URL) of the queries and candidates, sorted, without repeats."""
-        rows = self.conn.execute(
-            "SELECT audio FROM queries WHERE audio IS NOT NULL"
-            " UNION SELECT audio FROM candidates WHERE audio IS NOT NULL"
-        ).fetchall()
-        return sorted(r[0] for r in rows)
+        q, c = tables.queries.c, tables.candidates.c
+        with self.read() as conn:
+            paths = conn.execute(
+                union(
+                    select(q.audio).where(q.audio.is_not(None)),
+                    select(c.audio).where(c.audio.is_not(None)),
+                )
+            ).scalars()
+            return sorted(paths)
 
     def pair_audio(self, query: str, x: str, y: str) -> tuple[str | None, str | None, str | None]:
         """The stored clips ``(query, x, y)`` of a pair (``x`` equal to the query, an attention
         check, is the query's own clip); ``None`` where a clip is unknown."""
-        row = self.conn.execute("SELECT audio FROM queries WHERE query = ?", (query,)).fetchone()
-        query_audio = None if row is None else row[0]
+        q, c = tables.queries.c, tables.candidates.c
+        document = select(c.audio).where(c.query == query, c.document == bindparam("document"))
+        with self.read() as conn:
+            query_audio = conn.execute(select(q.audio).where(q.query == query)).scalar()
 
-        def audio(document: str) -> str | None:
-            if document == query:
-                return query_audio
-            found = self.conn.execute(
-                "SELECT audio FROM candidates WHERE query = ? AND document = ?", (query, document)
-            ).fetchone()
-            return None if found is None else found[0]
+            def audio(name: str) -> str | None:
+                if name == query:
+                    return query_audio
+                return conn.execute(document, {"document": name}).scalar()
 
-        return query_audio, audio(x), audio(y)
+            return query_audio, audio(x), audio(y)
 
     def clip_seconds(self, pair_ids: Sequence[int]) -> pd.DataFrame:
         """The durations of each pair's clips: ``query, x, y`` (seconds, NaN while unknown),
-        indexed by ``pair_id`` (pairs not in the state are left out)."""
-        frame = self.frame(
-            f"""
-            SELECT p.pair_id, q.seconds AS query, {X_SECONDS} AS x, cy.seconds AS y
-            FROM pairs p JOIN json_each(?) ids ON ids.value = p.pair_id {CLIP_JOINS}
-            """,
-            (json.dumps([int(p) for p in pair_ids]),),
-        )
+        indexed by ``pair_id`` in the order given (pairs not in the state are left out)."""
+        p = tables.pairs.c
+        with self.read() as conn, listed(conn, (int(i) for i in pair_ids)) as ids:
+            statement = (
+                select(
+                    p.pair_id,
+                    _q.c.seconds.label("query"),
+                    CLIP_X_SECONDS.label("x"),
+                    _cy.c.seconds.label("y"),
+                )
+                .select_from(with_clips(tables.pairs.join(ids, ids.c.value == p.pair_id)))
+                .order_by(ids.c.position)
+            )
+            result = conn.execute(statement)
+            rows = result.cursor.fetchall()  # the driver's tuples, as :meth:`StoreBase.frame`
+            frame = pd.DataFrame.from_records(rows, columns=list(result.keys()))
         return frame.set_index("pair_id").astype(float)

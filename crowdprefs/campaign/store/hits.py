@@ -6,14 +6,19 @@ from collections.abc import Mapping
 
 import lazy_loader
 import numpy as np
+from sqlalchemy import Column, Integer, exists, func, select, update
 
 from crowdprefs.campaign.budget import PRICE_COLUMNS, FeeModel
-from crowdprefs.campaign.store.base import SQLiteBase, now
+from crowdprefs.campaign.store import tables
+from crowdprefs.campaign.store.base import StoreBase, now
+from crowdprefs.campaign.store.temporary import insert_many, temporary_rows
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
+_h, _p = tables.hits.c, tables.pairs.c
 
-class Hits(SQLiteBase):
+
+class Hits(StoreBase):
     """One HIT per pair and crowd: its id, size (assignments), status and price."""
 
     def add_hits(self, crowd: str, hits: pd.DataFrame, reward: float, fees: FeeModel) -> int:
@@ -30,49 +35,57 @@ class Hits(SQLiteBase):
         sizes = hits["max_assignments"] if "max_assignments" in hits else hits["answers_wanted"]
         rewards = hits["reward"] if "reward" in hits else pd.Series(reward, index=hits.index)
         times = hits["created_at"] if "created_at" in hits else pd.Series(now(), index=hits.index)
+        names = ("crowd", "pair_id", "hit_id", "max_assignments", "created_at", *PRICE_COLUMNS)
         rows = [
-            (crowd, p, str(h), int(n), c, float(r), fees.rate, fees.rate_10_or_more,
+            (crowd, p, str(h), int(n), str(c), float(r), fees.rate, fees.rate_10_or_more,
              fees.minimum)
-            for p, h, n, c, r in zip(pair_ids, hit_ids, sizes, times, rewards, strict=True)
-        ]  # fmt: skip
-        with self.transaction() as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO hits (crowd, pair_id, hit_id, max_assignments, created_at,"
-                f" {', '.join(PRICE_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
+            for p, h, n, c, r in zip(
+                pair_ids.tolist(), hit_ids, sizes, times, rewards, strict=True
             )
-            return conn.total_changes - before
+        ]  # fmt: skip
+        held = select(func.count()).where(_h.crowd == crowd)
+        with self.transaction() as conn:
+            before = conn.execute(held).scalar_one()
+            insert_many(conn, tables.hits, names, rows, ignore_conflicts=True)
+            return conn.execute(held).scalar_one() - before
 
     def hits(self, crowd: str | None = None) -> pd.DataFrame:
         """``crowd, pair_id, iteration, hit_id, max_assignments, created_at, status`` and the
-        price (:data:`~crowdprefs.campaign.budget.PRICE_COLUMNS`) of every HIT (of ``crowd``)."""
-        where, params = ("WHERE h.crowd = ?", (crowd,)) if crowd else ("", ())
-        return self.frame(
-            f"""
-            SELECT h.crowd, h.pair_id, p.iteration, h.hit_id, h.max_assignments, h.created_at,
-                   h.status, {", ".join(f"h.{c}" for c in PRICE_COLUMNS)}
-            FROM hits h JOIN pairs p USING (pair_id) {where} ORDER BY h.rowid
-            """,
-            params,
-        )
+        price (:data:`~crowdprefs.campaign.budget.PRICE_COLUMNS`) of every HIT (of ``crowd``),
+        in the order they were recorded (by time, then crowd and pair)."""
+        statement = (
+            select(
+                _h.crowd, _h.pair_id, _p.iteration, _h.hit_id, _h.max_assignments,
+                _h.created_at, _h.status, *(_h[c] for c in PRICE_COLUMNS),
+            )
+            .join(tables.pairs, _p.pair_id == _h.pair_id)
+            .order_by(_h.created_at, _h.crowd, _h.pair_id)
+        )  # fmt: skip
+        if crowd:
+            statement = statement.where(_h.crowd == crowd)
+        return self.frame(statement)
 
     def batch_hits(self, crowd: str, iteration: int) -> pd.DataFrame:
         """The HITs ``crowd`` holds for the batch, indexed by ``pair_id``: ``hit_id, size``
         (assignments), ``wanted`` (the pair's accepted answers wanted), ``rejected`` (answers
         rejected or dropped on review) and the HIT's price (``PRICE_COLUMNS``)."""
-        return self.frame(
-            f"""
-            SELECT h.pair_id, h.hit_id, h.max_assignments AS size, p.answers_wanted AS wanted, (
-                SELECT COUNT(*) FROM answer_reviews r
-                WHERE r.pair_id = p.pair_id AND r.crowd = h.crowd
-                    AND r.decision IN ('reject', 'drop')
-            ) AS rejected, {", ".join(f"h.{c}" for c in PRICE_COLUMNS)}
-            FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = ?
-            WHERE p.iteration = ?
-            """,
-            (crowd, iteration),
-        ).set_index("pair_id")
+        r = tables.answer_reviews.c
+        rejected = (
+            select(func.count())
+            .where(r.pair_id == _p.pair_id, r.crowd == _h.crowd, r.decision.in_(["reject", "drop"]))
+            .scalar_subquery()
+        )
+        statement = (
+            select(
+                _h.pair_id, _h.hit_id, _h.max_assignments.label("size"),
+                _p.answers_wanted.label("wanted"), rejected.label("rejected"),
+                *(_h[c] for c in PRICE_COLUMNS),
+            )
+            .select_from(tables.pairs)
+            .join(tables.hits, (_h.pair_id == _p.pair_id) & (_h.crowd == crowd))
+            .where(_p.iteration == iteration)
+        )  # fmt: skip
+        return self.frame(statement).set_index("pair_id")
 
     def resize_pairs(
         self,
@@ -83,22 +96,33 @@ class Hits(SQLiteBase):
     ) -> None:
         """Set pairs' ``answers_wanted`` and the sizes (assignments) of ``crowd``'s HITs for
         pairs, both by ``pair_id``, in one transaction."""
-        with self.transaction() as conn:
-            conn.executemany(
-                "UPDATE pairs SET answers_wanted = ? WHERE pair_id = ?",
-                [(int(n), int(p)) for p, n in (wanted or {}).items()],
-            )
-            conn.executemany(
-                "UPDATE hits SET max_assignments = ? WHERE crowd = ? AND pair_id = ?",
-                [(int(n), crowd, int(p)) for p, n in (sizes or {}).items()],
-            )
+        changes = (
+            (tables.pairs, "answers_wanted", wanted, ()),
+            (tables.hits, "max_assignments", sizes, (_h.crowd == crowd,)),
+        )
+        with self.transaction() as conn:  # each an UPDATE joined with the new values
+            for table, column, values, where in changes:
+                rows = [(int(p), int(n)) for p, n in (values or {}).items()]
+                if not rows:
+                    continue
+                columns = [
+                    Column("pair_id", Integer, primary_key=True, autoincrement=False),
+                    Column("n", Integer),
+                ]
+                with temporary_rows(conn, "new_sizes", columns, rows) as new:
+                    conn.execute(
+                        update(table)
+                        .where(table.c.pair_id == new.c.pair_id, *where)
+                        .values({column: new.c.n})
+                    )
 
     def set_hit_status(self, crowd: str, hit_id: str, status: str) -> None:
         """Mark one of ``crowd``'s HITs (``open`` or ``expired``)."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE hits SET status = ? WHERE crowd = ? AND hit_id = ?",
-                (status, crowd, hit_id),
+                update(tables.hits)
+                .where(_h.crowd == crowd, _h.hit_id == hit_id)
+                .values(status=status)
             )
 
     def hit_prices(self) -> dict[str, np.ndarray]:
@@ -106,21 +130,16 @@ class Hits(SQLiteBase):
         (NaN for HITs published before prices were stored) and ``hits`` (how many HITs share
         them)."""
         names = ("size", *PRICE_COLUMNS, "hits")
-        columns = ", ".join(PRICE_COLUMNS)
-        rows = self.conn.execute(
-            f"SELECT max_assignments, {columns}, COUNT(*) FROM hits"
-            f" GROUP BY max_assignments, {columns}"
-        ).fetchall()
-        values = np.array(rows, dtype=float).reshape(len(rows), len(names))
+        grouped = [_h.max_assignments, *(_h[c] for c in PRICE_COLUMNS)]
+        rows = self.rows(select(*grouped, func.count()).group_by(*grouped))
+        values = np.array([tuple(row) for row in rows], dtype=float).reshape(len(rows), len(names))
         return dict(zip(names, values.T, strict=True))
 
     def batch_crowd(self, iteration: int) -> str | None:
         """The crowd holding HITs for pairs of batch ``iteration`` (the first by name should
         several; ``None``: none)."""
-        row = self.conn.execute(
-            "SELECT c.crowd FROM (SELECT DISTINCT crowd FROM hits) c WHERE EXISTS ("
-            " SELECT 1 FROM pairs p JOIN hits h ON h.crowd = c.crowd AND h.pair_id = p.pair_id"
-            " WHERE p.iteration = ?) ORDER BY c.crowd LIMIT 1",
-            (iteration,),
-        ).fetchone()
-        return None if row is None else row[0]
+        crowds = select(_h.crowd).distinct().subquery()
+        holds = exists().where(
+            _h.crowd == crowds.c.crowd, _h.pair_id == _p.pair_id, _p.iteration == iteration
+        )
+        return self.scalar(select(crowds.c.crowd).where(holds).order_by(crowds.c.crowd).limit(1))

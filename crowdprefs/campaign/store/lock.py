@@ -1,4 +1,5 @@
-"""One writer per project: an exclusive OS lock (``fcntl.flock``) on a file beside the state.
+"""One command per project: on SQLite an exclusive OS lock (``fcntl.flock``) on a file beside the
+state; on PostgreSQL a session-level advisory lock on the campaign (:class:`AdvisoryLock`).
 
 The lock belongs to a process: every :class:`~crowdprefs.campaign.store.Store` of one process
 shares it (the web server's threads each open their own), and the operating system releases it
@@ -16,12 +17,15 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select, text
 
 from crowdprefs.errors import StateError
 
-_HELD: dict[tuple[int, str], list[int]] = {}
-"""``(process id, lock path) → [file descriptor, holders]`` of the locks this process holds
-(keyed by process id too, so a forked child never mistakes its parent's lock for its own)."""
+_HELD: dict[tuple[int, str], list[Any]] = {}
+"""``(process id, lock) → [handle, holders]`` of the locks this process holds (keyed by process
+id too, so a forked child never mistakes its parent's lock for its own)."""
 _MUTEX = threading.Lock()
 
 
@@ -31,15 +35,17 @@ def command_line() -> str:
     return shlex.join([program, *sys.argv[1:]])
 
 
-class ProjectLock:
-    """The lock file ``path``; :meth:`acquire` holds it until :meth:`release` (or exit)."""
+class ProcessLock:
+    """A lock that belongs to the process: :meth:`acquire` takes it from the system once
+    (:meth:`_take`, a handle) and counts the stores of this process holding it; the last
+    :meth:`release` gives it back (:meth:`_give_back`)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.held = False
 
     def _key(self) -> tuple[int, str]:
-        return os.getpid(), str(self.path)
+        return os.getpid(), self.name
 
     def acquire(self) -> None:
         """Hold the lock (once per instance); :class:`StateError` naming the holder when
@@ -74,8 +80,25 @@ class ProjectLock:
             entry[1] -= 1
             if entry[1] == 0:
                 del _HELD[key]
-                os.ftruncate(entry[0], 0)
-                os.close(entry[0])  # closing the descriptor releases the flock
+                self._give_back(entry[0])
+
+    def _take(self) -> Any:
+        raise NotImplementedError
+
+    def _give_back(self, handle: Any) -> None:
+        raise NotImplementedError
+
+
+class ProjectLock(ProcessLock):
+    """The lock file ``path``; :meth:`acquire` holds it until :meth:`release` (or exit)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = Path(path)
+
+    def _give_back(self, fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.close(fd)  # closing the descriptor releases the flock
 
     def _take(self) -> int:
         try:
@@ -97,3 +120,48 @@ class ProjectLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}: {command_line()} (since {since})\n".encode(), 0)
         return fd
+
+
+class AdvisoryLock(ProcessLock):
+    """The project lock of a campaign on PostgreSQL: a session-level advisory lock on the
+    campaign's key, held on a connection of its own until the last holder in this process
+    releases it (the server releases it when that connection ends, however the process ends).
+    The holder is named from ``pg_stat_activity``, where every crowdprefs connection carries
+    its command line."""
+
+    def __init__(self, engine: Engine, location: object) -> None:
+        super().__init__(str(location))
+        self.engine = engine
+        self.location = location
+
+    @staticmethod
+    def _keys() -> tuple[Any, Any]:
+        from crowdprefs.campaign.store.base import LOCK_NAMESPACE, campaign_key
+
+        return LOCK_NAMESPACE, campaign_key()
+
+    def _take(self) -> Connection:
+        conn = self.engine.connect()
+        conn.execution_options(isolation_level="AUTOCOMMIT")
+        if conn.execute(select(func.pg_try_advisory_lock(*self._keys()))).scalar():
+            return conn
+        holder = conn.execute(
+            text(
+                "SELECT a.application_name, a.pid FROM pg_locks l"
+                " JOIN pg_stat_activity a ON a.pid = l.pid"
+                " WHERE l.locktype = 'advisory' AND l.granted AND l.classid = :space"
+                " AND l.objsubid = 2 AND l.pid != pg_backend_pid() LIMIT 1"
+            ),
+            {"space": self._keys()[0]},
+        ).first()
+        conn.close()
+        who = f"pid {holder[1]}: {holder[0]}" if holder else "a process that just started"
+        raise StateError(
+            f"the campaign {self.location} is in use by another command ({who}); wait for it to end"
+        )
+
+    def _give_back(self, conn: Connection) -> None:
+        try:
+            conn.execute(select(func.pg_advisory_unlock(*self._keys())))
+        finally:
+            conn.close()

@@ -9,11 +9,13 @@ participant is never owed the same bonus twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 import lazy_loader
+from sqlalchemy import bindparam, func, select, update
 
-from crowdprefs.campaign.store.base import SQLiteBase
+from crowdprefs.campaign.store import tables
+from crowdprefs.campaign.store.base import StoreBase, insert_ignore
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
@@ -43,43 +45,28 @@ class ProlificStudy:
         return self.places * self.reward * (1 + self.fee_rate)
 
 
-_STUDY = (
-    "SELECT study_id, created_at, reward, currency, minutes, questions, fee_rate, completion_code,"
-    " places, status, published_at FROM prolific_studies"
-)
+_STUDY_COLUMNS = [tables.prolific_studies.c[field.name] for field in fields(ProlificStudy)]
 
 
-class ProlificStore(SQLiteBase):
+class ProlificStore(StoreBase):
     """The Prolific methods of :class:`~crowdprefs.campaign.store.Store` (a mixin)."""
 
     # --- the study ------------------------------------------------------------------------------
 
     def prolific_study(self) -> ProlificStudy | None:
         """The project's latest Prolific study, if any."""
-        row = self.conn.execute(f"{_STUDY} ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
-        return None if row is None else ProlificStudy(*row)
+        studies = tables.prolific_studies
+        row = self.rows(
+            select(*_STUDY_COLUMNS)
+            .order_by(studies.c.created_at.desc(), studies.c.study_id.desc())
+            .limit(1)
+        )
+        return ProlificStudy(*row[0]) if row else None
 
     def add_prolific_study(self, study: ProlificStudy) -> None:
         """Record a study just created on Prolific."""
         with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO prolific_studies (study_id, created_at, reward, currency, minutes,"
-                " questions, fee_rate, completion_code, places, status, published_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    study.study_id,
-                    study.created_at,
-                    study.reward,
-                    study.currency,
-                    study.minutes,
-                    study.questions,
-                    study.fee_rate,
-                    study.completion_code,
-                    study.places,
-                    study.status,
-                    study.published_at,
-                ),
-            )
+            conn.execute(tables.prolific_studies.insert().values(**asdict(study)))
 
     def update_prolific_study(
         self,
@@ -90,23 +77,28 @@ class ProlificStore(SQLiteBase):
         published_at: str | None = None,
     ) -> None:
         """Record what Prolific now says of the study (``None``: unchanged)."""
+        studies = tables.prolific_studies
+        changes = {"places": places, "status": status}
+        values = {name: value for name, value in changes.items() if value is not None}
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE prolific_studies SET places = COALESCE(?, places),"
-                " status = COALESCE(?, status), published_at = COALESCE(published_at, ?)"
-                " WHERE study_id = ?",
-                (places, status, published_at, study_id),
+                update(studies)
+                .where(studies.c.study_id == study_id)
+                .values(**values, published_at=func.coalesce(studies.c.published_at, published_at))
             )
 
     def prolific_committed(self) -> float:
         """Everything the project's Prolific studies may cost, in minor units: every place at
         its study's reward and every bonus set up, each with its service fee."""
-        places, bonuses = self.conn.execute(
-            "SELECT (SELECT COALESCE(SUM(places * reward * (1 + fee_rate)), 0)"
-            " FROM prolific_studies WHERE published_at IS NOT NULL),"
-            " (SELECT COALESCE(SUM(amount * (1 + fee_rate)), 0) FROM prolific_bonuses)"
-        ).fetchone()
-        return float(places) + float(bonuses)
+        studies, bonuses = tables.prolific_studies, tables.prolific_bonuses
+        places = select(
+            func.coalesce(
+                func.sum(studies.c.places * studies.c.reward * (1 + studies.c.fee_rate)), 0
+            )
+        ).where(studies.c.published_at.is_not(None))
+        bonus = select(func.coalesce(func.sum(bonuses.c.amount * (1 + bonuses.c.fee_rate)), 0))
+        with self.read() as conn:
+            return float(conn.execute(places).scalar()) + float(conn.execute(bonus).scalar())
 
     # --- review decisions -----------------------------------------------------------------------
 
@@ -116,36 +108,55 @@ class ProlificStore(SQLiteBase):
         rows = decisions[
             ["submission_id", "study_id", "participant_id", "decision", "category", "message"]
         ]
-        rows = rows.astype(object).where(rows.notna(), None)
+        rows = rows.astype(object).where(rows.notna(), None).assign(decided_at=decided_at)
+        if not len(rows):
+            return
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO prolific_reviews (submission_id, study_id, participant_id,"
-                " decision, category, message, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(*row, decided_at) for row in rows.itertuples(index=False, name=None)],
-            )
+            conn.execute(insert_ignore(conn, tables.prolific_reviews), rows.to_dict("records"))
 
     def pending_prolific_reviews(self) -> pd.DataFrame:
         """Decisions not yet sent: ``submission_id, participant_id, decision, category,
         message``."""
+        reviews = tables.prolific_reviews
         return self.frame(
-            "SELECT submission_id, participant_id, decision, category, message"
-            " FROM prolific_reviews WHERE applied_at IS NULL ORDER BY rowid"
+            select(
+                reviews.c.submission_id,
+                reviews.c.participant_id,
+                reviews.c.decision,
+                reviews.c.category,
+                reviews.c.message,
+            )
+            .where(reviews.c.applied_at.is_(None))
+            .order_by(reviews.c.decided_at, reviews.c.submission_id)
         )
 
     def prolific_reviews(self) -> pd.DataFrame:
         """Every decision: ``submission_id, participant_id, decision, category, message,
         decided_at, applied_at``."""
+        reviews = tables.prolific_reviews
         return self.frame(
-            "SELECT submission_id, participant_id, decision, category, message, decided_at,"
-            " applied_at FROM prolific_reviews ORDER BY rowid"
+            select(
+                reviews.c.submission_id,
+                reviews.c.participant_id,
+                reviews.c.decision,
+                reviews.c.category,
+                reviews.c.message,
+                reviews.c.decided_at,
+                reviews.c.applied_at,
+            ).order_by(reviews.c.decided_at, reviews.c.submission_id)
         )
 
     def applied_prolific_reviews(self, submission_ids: Sequence[str], applied_at: str) -> None:
         """Mark decisions as sent to Prolific."""
+        if not len(submission_ids):
+            return
+        reviews = tables.prolific_reviews
         with self.transaction() as conn:
-            conn.executemany(
-                "UPDATE prolific_reviews SET applied_at = ? WHERE submission_id = ?",
-                [(applied_at, s) for s in submission_ids],
+            conn.execute(
+                update(reviews)
+                .where(reviews.c.submission_id == bindparam("submission"))
+                .values(applied_at=applied_at),
+                [{"submission": str(s)} for s in submission_ids],
             )
 
     # --- bonuses --------------------------------------------------------------------------------
@@ -162,42 +173,52 @@ class ProlificStore(SQLiteBase):
         lines in minor units."""
         with self.transaction() as conn:
             conn.execute(
-                "INSERT INTO prolific_bonuses (bonus_id, study_id, amount, fee_rate, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (bonus_id, study_id, int(sum(a for _, a in lines)), fee_rate, created_at),
+                tables.prolific_bonuses.insert().values(
+                    bonus_id=bonus_id,
+                    study_id=study_id,
+                    amount=int(sum(a for _, a in lines)),
+                    fee_rate=fee_rate,
+                    created_at=created_at,
+                )
             )
-            conn.executemany(
-                "INSERT INTO prolific_bonus_lines (bonus_id, participant_id, amount)"
-                " VALUES (?, ?, ?)",
-                [(bonus_id, p, int(a)) for p, a in lines],
-            )
+            if lines:
+                conn.execute(
+                    tables.prolific_bonus_lines.insert(),
+                    [
+                        {"bonus_id": bonus_id, "participant_id": p, "amount": int(a)}
+                        for p, a in lines
+                    ],
+                )
 
     def unpaid_prolific_bonuses(self) -> pd.DataFrame:
         """Bonuses set up but not known to be paid: ``bonus_id, study_id, amount``."""
+        bonuses = tables.prolific_bonuses
         return self.frame(
-            "SELECT bonus_id, study_id, amount FROM prolific_bonuses WHERE paid_at IS NULL"
-            " ORDER BY rowid"
+            select(bonuses.c.bonus_id, bonuses.c.study_id, bonuses.c.amount)
+            .where(bonuses.c.paid_at.is_(None))
+            .order_by(bonuses.c.created_at, bonuses.c.bonus_id)
         )
 
     def prolific_bonus_lines(self, bonus_id: str) -> pd.DataFrame:
         """``participant_id, amount`` of one bonus."""
+        lines = tables.prolific_bonus_lines
         return self.frame(
-            "SELECT participant_id, amount FROM prolific_bonus_lines WHERE bonus_id = ?",
-            (bonus_id,),
+            select(lines.c.participant_id, lines.c.amount)
+            .where(lines.c.bonus_id == bonus_id)
+            .order_by(lines.c.participant_id)
         )
 
     def paid_prolific_bonus(self, bonus_id: str, paid_at: str) -> None:
+        bonuses = tables.prolific_bonuses
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE prolific_bonuses SET paid_at = ? WHERE bonus_id = ?", (paid_at, bonus_id)
+                update(bonuses).where(bonuses.c.bonus_id == bonus_id).values(paid_at=paid_at)
             )
 
     def prolific_bonus_totals(self) -> dict[str, int]:
         """Per participant, every bonus set up so far (paid or not), in minor units."""
-        return {
-            p: int(a)
-            for p, a in self.conn.execute(
-                "SELECT participant_id, SUM(amount) FROM prolific_bonus_lines"
-                " GROUP BY participant_id"
-            )
-        }
+        lines = tables.prolific_bonus_lines
+        query = select(lines.c.participant_id, func.sum(lines.c.amount)).group_by(
+            lines.c.participant_id
+        )
+        return {p: int(a) for p, a in self.rows(query)}

@@ -1,55 +1,27 @@
-"""The project state's schema: named migrations, applied in order.
+"""The project state's migrations, applied in order; the current tables are in :mod:`.tables`.
 
-Tables (migration ``0001_core``):
+A new database, on any engine, is created at the current schema from :mod:`.tables` and stamped
+with :data:`SCHEMA_VERSION`. A SQLite file of an older crowdprefs is brought up to date step by
+step: first the SQL migrations of the SQLite-only store (:data:`LEGACY_SQLITE`, ``0001`` to
+``0011``, frozen), then the engine-neutral ones (:data:`MIGRATIONS`, from ``0012``), functions
+of a SQLAlchemy connection that run on every engine.
 
-``meta``        key/value facts fixed at ``init`` (seed, creation time).
-``candidates``  ``query, document, audio, seconds, position`` (position = row order in the CSV).
-``queries``     ``query, audio, seconds`` (the query clip, when known).
-``batches``     one per iteration: ``built → published → collected → aggregated``.
-``pairs``       the questions of a batch: ``x`` (the member) against ``y`` (the pivot), the side
-                shown as variation A, the order within the batch, how many answers are wanted,
-                and, once aggregated, the verdict (+1: x more similar, 0, −1) and p-value.
-                ``kind = 'check'`` marks attention checks with a known ``expected`` verdict.
-                Indexed by ``query, kind, iteration`` (``0009``): each query's progress is read
-                in query order (not the verdict: saving a batch's verdicts touches no index).
-``hits``        what each crowd published for a pair (its HIT or task id), and at what price
-                (``0006``: the reward and MTurk's fee terms when it was published; NULL for
-                HITs published before, which are priced at the current settings).
-                Indexed by size and price (``0009``): the committed cost groups the index.
-``sort_cache``  each query's sort state as JSON with the fingerprint of the verdicts it was
-                replayed from: a cache that is only trusted while the fingerprint matches.
-``answers``     every answer as it arrived: worker, choice (A/B/equal), ``score`` from x's point of
-                view, seconds, background, comment, the raw payload; unique per crowd assignment so
-                a retried collect never stores an answer twice. Indexed by ``pair_id, status,
-                score`` (``0009``), so a batch's answers are counted per pair from the index
-                alone, never reading the answers' rows.
-``pair_counts`` per pair, its accepted (not rejected) answers counted by score: ``more``
-                (score +1), ``equal``, ``less`` (``0010``). Kept by triggers on ``answers`` in
-                the transaction that stores an answer or changes its status, so aggregating a
-                batch reads one row a pair instead of grouping its answers; a pair without
-                answers has no row. The same migration drops ``pairs_by_query`` (no statement
-                looked pairs up by ``query, x, y``; building a batch paid for it) and empties
-                the sort cache, whose states it now writes more compactly.
-``answer_reviews`` each answer's review decision: ``approve``, ``reject`` (refused, not paid) or
-                ``drop`` (``0011``: left out of aggregation like a rejection, yet approved for
-                payment — an answer of a worker flagged during the campaign), with its reason
-                and when it was decided and applied to the crowd.
-
-Later migrations add the web crowd's judges and assignments, MTurk's reviews and blocks, the
-sort cache, ``web_screens`` (each judge's headphone screen: its secret seed, the answers and
-whether they passed) and the Prolific study's state: ``prolific_studies`` (the study with the
-reward, time and places it was published at), ``prolific_reviews`` (each submission's decision,
-stored before it is sent) and ``prolific_bonuses`` / ``prolific_bonus_lines`` (bonuses set up,
-and when paid).
-
-Migrations are named and applied in list order, each in its own transaction; ``PRAGMA
-user_version`` holds how many have been applied. To change the schema append a new
-``(name, sql)`` entry to :data:`MIGRATIONS`; never edit an applied one.
+To change the schema, change :mod:`.tables` and append a ``(name, function)`` entry to
+:data:`MIGRATIONS` that brings a database of the previous version to it; never edit an applied
+one. A test checks that a SQLite file migrated from version 1 and a new database have the same
+tables, columns and indexes.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[str, str]] = [
+import sqlite3
+from collections.abc import Callable
+
+from sqlalchemy import Connection, text
+
+from crowdprefs.campaign.store import tables
+
+_LEGACY_SCRIPTS: list[tuple[str, str]] = [
     (
         "0001_core",
         """
@@ -326,4 +298,50 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
 ]
 
-SCHEMA_VERSION = len(MIGRATIONS)
+
+def _statements(sql: str) -> list[str]:
+    """The SQL statements of a script, in order (a trigger's body, with its own semicolons,
+    stays one statement)."""
+    done: list[str] = []
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                done.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        done.append(pending.strip())
+    return done
+
+
+LEGACY_SQLITE: list[tuple[str, list[str]]] = [
+    (name, _statements(sql)) for name, sql in _LEGACY_SCRIPTS
+]
+"""The SQLite-only store's migrations (``0001`` … ``0011``), as statements: replayed only on a
+SQLite file an older crowdprefs wrote."""
+
+
+def _engine_neutral(conn: Connection) -> None:
+    """``0012``: the store moves to SQLAlchemy Core. Answers are counted per pair by the store
+    itself (the SQLite triggers go); queries keep their CSV order in ``position`` (no engine
+    but SQLite has a ``rowid``); every server process counts wrong tokens in ``web_throttle``.
+    Only SQLite files an older crowdprefs wrote are ever at an older version."""
+    for trigger in ("pair_counts_insert", "pair_counts_delete", "pair_counts_update"):
+        conn.execute(text(f"DROP TRIGGER IF EXISTS {trigger}"))
+    conn.execute(text("ALTER TABLE queries ADD COLUMN position INTEGER"))
+    conn.execute(
+        text(
+            "UPDATE queries SET position = (SELECT MIN(c.position) FROM candidates c"
+            " WHERE c.query = queries.query)"
+        )
+    )
+    tables.web_throttle.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
+    ("0012_engine_neutral", _engine_neutral),
+]
+"""Engine-neutral migrations, from ``0012`` on."""
+
+SCHEMA_VERSION = len(LEGACY_SQLITE) + len(MIGRATIONS)

@@ -1,47 +1,66 @@
-"""The web crowd's part of the project state: judges, the study key and assignments.
+"""The web crowd's part of the project state: judges, the study key, assignments and what every
+server process must agree on (failed token attempts, the campaign's state line).
 
 A judge (``web_judges``) holds an invitation or study token, of which only the SHA-256 is
 stored. An *assignment* (``web_assignments``) is one pair handed to one judge, with a CSRF token
 and a deadline; ``open`` until answered (``submitted``) or past its deadline (``released``).
-Every rule that concurrent judges could break is checked and applied inside one ``BEGIN
-IMMEDIATE`` transaction of one method: :meth:`WebStore.issue_web_assignment` never hands out
-more questions of a pair than it still needs, and :meth:`WebStore.submit_web_answer` stores an
-answer at most once and never beyond the pair's wanted answers.
+Every rule that concurrent judges could break is checked and applied inside one write
+transaction of one method, and writers of a campaign run one at a time whichever process or
+host runs them (:meth:`~.base.StoreBase.transaction`): :meth:`WebStore.issue_web_assignment`
+never hands out more questions of a pair than it still needs, and
+:meth:`WebStore.answer_web_question` stores an answer at most once and never beyond the pair's
+wanted answers, then hands out the judge's next question in the same transaction.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import lazy_loader
 import numpy as np
+from sqlalchemy import Connection, and_, case, exists, func, literal, or_, select, update
 
-from crowdprefs.campaign.store.base import SQLiteBase
+from crowdprefs.campaign.store import tables as t
+from crowdprefs.campaign.store.base import (
+    StoreBase,
+    insert_ignore,
+    json_field,
+    refresh_pair_counts,
+    upsert,
+)
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
 STUDY_KEY = "web_study_key_sha256"
 """The ``meta`` key holding the SHA-256 of the study-platform link's secret."""
+CAMPAIGN_KEY = "web_campaign"
+"""The ``meta`` key holding the line the server last said of the campaign (``waiting``,
+``stopped: …``): every server process shows the same one."""
 
-_ASSIGNMENT = (
-    "SELECT assignment_id, pair_id, judge_id, csrf, issued_at, expires_at, status"
-    " FROM web_assignments"
+_judges, _assignments, _answers, _pairs = t.web_judges, t.web_assignments, t.answers, t.pairs
+_HAVE = func.coalesce(t.pair_counts.c.more + t.pair_counts.c.equal + t.pair_counts.c.less, 0)
+"""Over ``pairs LEFT JOIN pair_counts``: the pair's answers that count (not rejected)."""
+_OPEN = (
+    select(_assignments.c.pair_id, func.count().label("n"))
+    .where(_assignments.c.status == "open")
+    .group_by(_assignments.c.pair_id)
+    .subquery("open_assignments")
 )
-_HAVE = "(SELECT COUNT(*) FROM answers a WHERE a.pair_id = p.pair_id AND a.status != 'rejected')"
-"""SQL over ``pairs p``: the pair's answers that count (not rejected)."""
-_OPEN = "(SELECT COUNT(*) FROM web_assignments w WHERE w.pair_id = p.pair_id AND w.status = 'open')"
-"""SQL over ``pairs p``: the pair's open assignments."""
-_BLOCKED = "EXISTS (SELECT 1 FROM worker_blocks b WHERE b.crowd = 'web' AND b.worker_id = {judge})"
-"""SQL: whether the judge (a column or ``?``) is blocked on the web crowd."""
+"""Per pair with any, its open assignments."""
 _WEB = (None, "web")
 """A batch the web crowd answers: one not yet given to a crowd, or given to the web crowd."""
 
 Outcome = Literal["stored", "duplicate", "gone", "blocked"]
 Chooser = Callable[[np.ndarray, np.ndarray, np.ndarray], int]
 """``(pair_id, filled, wanted) → index`` of the pair to hand out, ``-1`` for none."""
+
+
+def _blocked(judge: Any) -> Any:
+    """SQL: whether the judge (a column or a value) is blocked on the web crowd."""
+    blocks = t.worker_blocks
+    return exists().where(blocks.c.crowd == "web", blocks.c.worker_id == judge)
 
 
 @dataclass(frozen=True)
@@ -85,16 +104,156 @@ class WebAssignment:
     status: str
 
 
-class WebStore(SQLiteBase):
+@dataclass(frozen=True)
+class HandOut:
+    """What a new assignment gets (its id, CSRF token and times) and the judge's caps:
+    ``limit`` questions in all and ``batch_limit`` in the open batch (0: no cap); ``choose``
+    picks the pair among those the judge never had."""
+
+    assignment_id: str
+    csrf: str
+    issued_at: str
+    expires_at: str
+    limit: int
+    batch_limit: int
+    choose: Chooser
+
+
+@dataclass(frozen=True)
+class WebQuestion:
+    """An assignment with what answering it needs: its pair (a ``pairs`` row with the clips'
+    durations ``query_seconds, x_seconds, y_seconds``, ``None`` while unknown) and how many
+    questions its judge has answered."""
+
+    assignment: WebAssignment
+    pair: dict[str, Any]
+    answered: int
+
+
+@dataclass(frozen=True)
+class Posted:
+    """What became of a posted answer: ``outcome``; the judge's ``next`` assignment (``None``:
+    nothing left for them, or the answer was refused); whether the answer's batch now has all
+    its answers (``batch_complete``)."""
+
+    outcome: Outcome
+    next: WebAssignment | None
+    batch_complete: bool
+
+
+_ASSIGNMENT = select(
+    _assignments.c.assignment_id,
+    _assignments.c.pair_id,
+    _assignments.c.judge_id,
+    _assignments.c.csrf,
+    _assignments.c.issued_at,
+    _assignments.c.expires_at,
+    _assignments.c.status,
+)
+
+
+def _assignment(conn: Connection, *where: Any) -> WebAssignment | None:
+    row = conn.execute(_ASSIGNMENT.where(*where).order_by(_assignments.c.issued_at)).first()
+    return None if row is None else WebAssignment(*row)
+
+
+def _answered(conn: Connection, judge_id: str, iteration: int | None = None) -> int:
+    """How many questions the judge answered (of batch ``iteration`` when given)."""
+    query = select(func.count()).where(
+        _assignments.c.judge_id == judge_id, _assignments.c.status == "submitted"
+    )
+    if iteration is not None:
+        query = query.join(_pairs, _pairs.c.pair_id == _assignments.c.pair_id).where(
+            _pairs.c.iteration == iteration
+        )
+    return conn.execute(query).scalar_one()
+
+
+def _release(conn: Connection, now: str) -> int:
+    """Release the open assignments expired at ``now`` or whose judge was blocked."""
+    return conn.execute(
+        update(_assignments)
+        .where(
+            _assignments.c.status == "open",
+            or_(_assignments.c.expires_at < now, _blocked(_assignments.c.judge_id)),
+        )
+        .values(status="released")
+    ).rowcount
+
+
+def _issue(conn: Connection, judge_id: str, hand_out: HandOut) -> WebAssignment | None:
+    """Inside a transaction: the judge's open assignment, else a new one (see
+    :meth:`WebStore.issue_web_assignment`)."""
+    _release(conn, hand_out.issued_at)
+    held = _assignment(conn, _assignments.c.judge_id == judge_id, _assignments.c.status == "open")
+    if held is not None:
+        return held
+    if conn.execute(select(_blocked(judge_id))).scalar_one():
+        return None
+    if hand_out.limit and _answered(conn, judge_id) >= hand_out.limit:
+        return None
+    batch = conn.execute(
+        select(t.batches.c.iteration, t.batches.c.status, t.batches.c.crowd)
+        .order_by(t.batches.c.iteration.desc())
+        .limit(1)
+    ).first()
+    if batch is None or batch.status not in ("built", "published") or batch.crowd not in _WEB:
+        return None
+    if hand_out.batch_limit and _answered(conn, judge_id, batch.iteration) >= hand_out.batch_limit:
+        return None
+    had = select(_assignments.c.pair_id).where(_assignments.c.judge_id == judge_id)
+    rows = conn.execute(
+        select(_pairs.c.pair_id, _HAVE + func.coalesce(_OPEN.c.n, 0), _pairs.c.answers_wanted)
+        .join(t.hits, and_(t.hits.c.pair_id == _pairs.c.pair_id, t.hits.c.crowd == "web"))
+        .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+        .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
+        .where(_pairs.c.iteration == batch.iteration, _pairs.c.pair_id.not_in(had))
+    ).all()
+    candidates = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    chosen = hand_out.choose(candidates[:, 0], candidates[:, 1], candidates[:, 2])
+    if chosen < 0:
+        return None
+    assignment = WebAssignment(
+        hand_out.assignment_id,
+        int(candidates[chosen, 0]),
+        judge_id,
+        hand_out.csrf,
+        hand_out.issued_at,
+        hand_out.expires_at,
+        "open",
+    )
+    conn.execute(_assignments.insert().values(asdict(assignment)))
+    return assignment
+
+
+def _missing(pairs_where: Any) -> Any:
+    """SQL: how many pairs matching ``pairs_where`` still want answers."""
+    return (
+        select(func.count())
+        .select_from(_pairs.outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id))
+        .where(pairs_where, _pairs.c.answers_wanted > _HAVE)
+    )
+
+
+def _batch_complete(conn: Connection, pair_id: int) -> bool:
+    """Whether every pair of ``pair_id``'s batch has its answers (the pair first: the batch is
+    read only once the pair is complete)."""
+    if conn.execute(_missing(_pairs.c.pair_id == pair_id)).scalar_one():
+        return False
+    iteration = select(_pairs.c.iteration).where(_pairs.c.pair_id == pair_id).scalar_subquery()
+    return conn.execute(_missing(_pairs.c.iteration == iteration)).scalar_one() == 0
+
+
+class WebStore(StoreBase):
     """The web crowd's methods of :class:`~crowdprefs.campaign.store.Store` (a mixin)."""
 
     # --- judges ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _next_judge_ids(conn: sqlite3.Connection, prefix: str, count: int) -> Iterator[str]:
+    def _next_judge_ids(conn: Connection, prefix: str, count: int) -> Iterator[str]:
         known = conn.execute(
-            "SELECT COUNT(*) FROM web_judges WHERE judge_id LIKE ?", (f"{prefix}%",)
-        ).fetchone()[0]
+            select(func.count()).where(_judges.c.judge_id.like(f"{prefix}%"))
+        ).scalar_one()
         return (f"{prefix}{known + i:04d}" for i in range(1, count + 1))
 
     def add_invited_judges(
@@ -102,13 +261,20 @@ class WebStore(SQLiteBase):
     ) -> list[str]:
         """Add one invited judge per ``(token_hash, completion_code)``, in one transaction;
         returns their ids (``J0001``, ``J0002``, … in order of creation)."""
+        if not credentials:
+            return []
         with self.transaction() as conn:
             ids = list(self._next_judge_ids(conn, "J", len(credentials)))
-            conn.executemany(
-                "INSERT INTO web_judges (judge_id, token_hash, source, completion_code, created_at)"
-                " VALUES (?, ?, 'invite', ?, ?)",
+            conn.execute(
+                _judges.insert(),
                 [
-                    (j, sha, code, created_at)
+                    {
+                        "judge_id": j,
+                        "token_hash": sha,
+                        "source": "invite",
+                        "completion_code": code,
+                        "created_at": created_at,
+                    }
                     for j, (sha, code) in zip(ids, credentials, strict=True)
                 ],
             )
@@ -116,53 +282,65 @@ class WebStore(SQLiteBase):
 
     def join_web_participant(
         self, participant: str, token_hash: str, completion_code: str, created_at: str
-    ) -> str:
-        """The judge id of a study-platform participant, who now holds ``token_hash``: a new
-        judge (``P0001``, …, with ``completion_code``) on first visit, else the same judge with
-        the new token (their previous one stops working)."""
+    ) -> WebJudge:
+        """The judge of a study-platform participant, who now holds ``token_hash``: a new judge
+        (``P0001``, …, with ``completion_code``) on first visit, else the same judge with the
+        new token (their previous one stops working)."""
         with self.transaction() as conn:
-            row = conn.execute(
-                "SELECT judge_id FROM web_judges WHERE participant = ?", (participant,)
-            ).fetchone()
-            if row is not None:
-                conn.execute(
-                    "UPDATE web_judges SET token_hash = ? WHERE judge_id = ?", (token_hash, row[0])
+            found = conn.execute(
+                select(_judges.c.judge_id, _judges.c.completion_code).where(
+                    _judges.c.participant == participant
                 )
-                return row[0]
+            ).first()
+            if found is not None:
+                conn.execute(
+                    update(_judges)
+                    .where(_judges.c.judge_id == found.judge_id)
+                    .values(token_hash=token_hash)
+                )
+                return WebJudge(found.judge_id, "platform", found.completion_code, token_hash)
             (judge_id,) = self._next_judge_ids(conn, "P", 1)
             conn.execute(
-                "INSERT INTO web_judges (judge_id, token_hash, source, participant,"
-                " completion_code, created_at) VALUES (?, ?, 'platform', ?, ?, ?)",
-                (judge_id, token_hash, participant, completion_code, created_at),
+                _judges.insert().values(
+                    judge_id=judge_id,
+                    token_hash=token_hash,
+                    source="platform",
+                    participant=participant,
+                    completion_code=completion_code,
+                    created_at=created_at,
+                )
             )
-        return judge_id
+        return WebJudge(judge_id, "platform", completion_code, token_hash)
 
     def web_judge(self, token_hash: str) -> WebJudge | None:
         """The judge holding the token with this hash, if any."""
-        row = self.conn.execute(
-            "SELECT judge_id, source, completion_code, token_hash FROM web_judges"
-            " WHERE token_hash = ?",
-            (token_hash,),
-        ).fetchone()
+        with self.read() as conn:
+            row = conn.execute(
+                select(
+                    _judges.c.judge_id,
+                    _judges.c.source,
+                    _judges.c.completion_code,
+                    _judges.c.token_hash,
+                ).where(_judges.c.token_hash == token_hash)
+            ).first()
         return None if row is None else WebJudge(*row)
 
     # --- headphone screens -----------------------------------------------------------------------
 
     @staticmethod
-    def _screen(conn: sqlite3.Connection, judge_id: str) -> WebScreen | None:
-        row = conn.execute(
-            "SELECT judge_id, seed, trials, pass_mark, csrf, started_at, answers, correct, passed,"
-            " finished_at FROM web_screens WHERE judge_id = ?",
-            (judge_id,),
-        ).fetchone()
+    def _screen(conn: Connection, judge_id: str) -> WebScreen | None:
+        screens = t.web_screens
+        row = conn.execute(select(screens).where(screens.c.judge_id == judge_id)).first()
         if row is None:
             return None
-        passed = None if row[8] is None else bool(row[8])
-        return WebScreen(*row[:8], passed, row[9])
+        values = row._asdict()
+        values["passed"] = None if values["passed"] is None else bool(values["passed"])
+        return WebScreen(**values)
 
     def web_screen(self, judge_id: str) -> WebScreen | None:
         """The judge's headphone screen, if they started one."""
-        return self._screen(self.conn, judge_id)
+        with self.read() as conn:
+            return self._screen(conn, judge_id)
 
     def start_web_screen(
         self, judge_id: str, *, seed: int, trials: int, pass_mark: int, csrf: str, started_at: str
@@ -170,9 +348,17 @@ class WebStore(SQLiteBase):
         """The judge's screen: the one they started, else a new one with these values."""
         with self.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO web_screens (judge_id, seed, trials, pass_mark, csrf,"
-                " started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (judge_id, seed, trials, pass_mark, csrf, started_at),
+                insert_ignore(conn, t.web_screens),
+                [
+                    {
+                        "judge_id": judge_id,
+                        "seed": seed,
+                        "trials": trials,
+                        "pass_mark": pass_mark,
+                        "csrf": csrf,
+                        "started_at": started_at,
+                    }
+                ],
             )
             screen = self._screen(conn, judge_id)
         assert screen is not None
@@ -183,11 +369,14 @@ class WebStore(SQLiteBase):
     ) -> WebScreen:
         """Record the screen's answers and outcome once; a screen already answered keeps its
         first outcome (returned either way)."""
+        screens = t.web_screens
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE web_screens SET answers = ?, correct = ?, passed = ?, finished_at = ?"
-                " WHERE judge_id = ? AND finished_at IS NULL",
-                (answers, correct, int(passed), finished_at, judge_id),
+                update(screens)
+                .where(screens.c.judge_id == judge_id, screens.c.finished_at.is_(None))
+                .values(
+                    answers=answers, correct=correct, passed=int(passed), finished_at=finished_at
+                )
             )
             screen = self._screen(conn, judge_id)
         if screen is None:
@@ -200,108 +389,99 @@ class WebStore(SQLiteBase):
 
     def set_web_study_key_hash(self, token_hash: str) -> None:
         """Replace the study link's secret (only its SHA-256 is stored)."""
+        self._set_meta(STUDY_KEY, token_hash)
+
+    def _set_meta(self, key: str, value: str) -> None:
         with self.transaction() as conn:
+            conn.execute(upsert(conn, t.meta, {"key": key, "value": value}))
+
+    # --- what every server process agrees on ------------------------------------------------------
+
+    def web_campaign(self) -> str | None:
+        """The line the server last said of the campaign (``None`` before it said any)."""
+        return self.meta(CAMPAIGN_KEY)
+
+    def set_web_campaign(self, line: str) -> None:
+        self._set_meta(CAMPAIGN_KEY, line)
+
+    def throttle_wait(self, party: str, now: float, limit: int, window: float) -> float:
+        """Seconds ``party`` must wait before trying a token again (0: now): once it tried
+        ``limit`` different wrong tokens within ``window`` seconds, until the oldest of them is
+        ``window`` seconds old. ``now`` is a Unix time (every process and host shares it)."""
+        throttle = t.web_throttle
+        with self.read() as conn:
+            count, oldest = conn.execute(
+                select(func.count(), func.min(throttle.c.failed_at)).where(
+                    throttle.c.party == party, throttle.c.failed_at > now - window
+                )
+            ).one()
+        return oldest + window - now if count >= limit else 0.0
+
+    def throttle_fail(self, party: str, token_sha: str, now: float, window: float) -> None:
+        """Count a wrong token of ``party`` (the same token again counts once: a stale link
+        reloaded is one failure) and forget failures older than ``window``."""
+        throttle = t.web_throttle
+        with self.transaction() as conn:
+            conn.execute(throttle.delete().where(throttle.c.failed_at <= now - window))
             conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (STUDY_KEY, token_hash)
+                insert_ignore(conn, throttle),
+                [{"party": party, "token_sha": token_sha, "failed_at": now}],
             )
 
     # --- assignments ----------------------------------------------------------------------------
-
-    @staticmethod
-    def _release(conn: sqlite3.Connection, now: str) -> int:
-        before = conn.total_changes
-        conn.execute(
-            "UPDATE web_assignments SET status = 'released' WHERE status = 'open'"
-            f" AND (expires_at < ? OR {_BLOCKED.format(judge='judge_id')})",
-            (now,),
-        )
-        return conn.total_changes - before
 
     def release_expired_assignments(self, now: str) -> int:
         """Release every open assignment whose deadline is before ``now`` (ISO 8601 UTC) or
         whose judge was blocked, so its pair's slot goes back to the pool; returns how many."""
         with self.transaction() as conn:
-            return self._release(conn, now)
-
-    def web_assignment(self, assignment_id: str) -> WebAssignment | None:
-        row = self.conn.execute(
-            f"{_ASSIGNMENT} WHERE assignment_id = ?", (assignment_id,)
-        ).fetchone()
-        return None if row is None else WebAssignment(*row)
-
-    @staticmethod
-    def _open_assignment(conn: sqlite3.Connection, judge_id: str) -> WebAssignment | None:
-        row = conn.execute(
-            f"{_ASSIGNMENT} WHERE judge_id = ? AND status = 'open' ORDER BY issued_at LIMIT 1",
-            (judge_id,),
-        ).fetchone()
-        return None if row is None else WebAssignment(*row)
+            return _release(conn, now)
 
     def web_open_assignment(self, judge_id: str) -> WebAssignment | None:
         """The judge's open assignment (the oldest, should there be several), if any."""
-        return self._open_assignment(self.conn, judge_id)
+        with self.read() as conn:
+            return _assignment(
+                conn, _assignments.c.judge_id == judge_id, _assignments.c.status == "open"
+            )
 
-    def issue_web_assignment(
-        self,
-        judge_id: str,
-        *,
-        assignment_id: str,
-        csrf: str,
-        issued_at: str,
-        expires_at: str,
-        limit: int,
-        choose: Chooser,
-        batch_limit: int = 0,
-    ) -> WebAssignment | None:
+    def web_question(self, assignment_id: str) -> WebQuestion | None:
+        """The assignment with its pair and its judge's answered questions (``None`` for an
+        unknown id), read at once."""
+        cx, cy = t.candidates.alias("cx"), t.candidates.alias("cy")
+        q = t.queries
+        with self.read() as conn:
+            assignment = _assignment(conn, _assignments.c.assignment_id == assignment_id)
+            if assignment is None:
+                return None
+            pair = conn.execute(
+                select(
+                    _pairs,
+                    q.c.seconds.label("query_seconds"),
+                    func.coalesce(
+                        cx.c.seconds, case((_pairs.c.x == _pairs.c.query, q.c.seconds))
+                    ).label("x_seconds"),
+                    cy.c.seconds.label("y_seconds"),
+                )
+                .outerjoin(q, q.c.query == _pairs.c.query)
+                .outerjoin(cx, and_(cx.c.query == _pairs.c.query, cx.c.document == _pairs.c.x))
+                .outerjoin(cy, and_(cy.c.query == _pairs.c.query, cy.c.document == _pairs.c.y))
+                .where(_pairs.c.pair_id == assignment.pair_id)
+            ).one()
+            answered = _answered(conn, assignment.judge_id)
+        return WebQuestion(assignment, pair._asdict(), answered)
+
+    def issue_web_assignment(self, judge_id: str, hand_out: HandOut) -> WebAssignment | None:
         """The judge's open assignment, else a new one, in one transaction; ``None`` when the
-        judge answered ``limit`` questions (0: no limit), ``batch_limit`` questions of the open
-        batch (0: no limit), or no pair is left for them.
+        judge is blocked, answered ``hand_out.limit`` questions, ``hand_out.batch_limit`` of
+        the open batch, or no pair is left for them.
 
-        First releases the assignments expired at ``issued_at``. A new assignment (with the
-        given id, CSRF token and times) goes to the pair ``choose(pair_id, filled, wanted)``
-        picks among the open web batch's pairs the judge never had; ``filled`` counts answers
-        (not rejected) and open assignments, so no pair is handed out beyond ``wanted``."""
+        First releases the assignments expired at ``issued_at``. A new assignment goes to the
+        pair ``choose(pair_id, filled, wanted)`` picks among the open web batch's pairs the
+        judge never had; ``filled`` counts answers (not rejected) and open assignments, so no
+        pair is handed out beyond ``wanted``."""
         with self.transaction() as conn:
-            self._release(conn, issued_at)
-            held = self._open_assignment(conn, judge_id)
-            if held is not None:
-                return held
-            if limit and self._answered(conn, judge_id) >= limit:
-                return None
-            batch = conn.execute(
-                "SELECT iteration, status, crowd FROM batches ORDER BY iteration DESC LIMIT 1"
-            ).fetchone()
-            if batch is None or batch[1] not in ("built", "published") or batch[2] not in _WEB:
-                return None
-            if batch_limit and self._answered_in(conn, judge_id, batch[0]) >= batch_limit:
-                return None
-            candidates = np.array(
-                conn.execute(
-                    f"""
-                    SELECT p.pair_id, {_HAVE} + {_OPEN}, p.answers_wanted
-                    FROM pairs p JOIN hits h ON h.pair_id = p.pair_id AND h.crowd = 'web'
-                    WHERE p.iteration = ? AND p.pair_id NOT IN
-                          (SELECT pair_id FROM web_assignments WHERE judge_id = ?)
-                    """,
-                    (batch[0], judge_id),
-                ).fetchall(),
-                dtype=np.int64,
-            ).reshape(-1, 3)
-            chosen = choose(candidates[:, 0], candidates[:, 1], candidates[:, 2])
-            if chosen < 0:
-                return None
-            pair_id = int(candidates[chosen, 0])
-            assignment = WebAssignment(
-                assignment_id, pair_id, judge_id, csrf, issued_at, expires_at, "open"
-            )
-            conn.execute(
-                "INSERT INTO web_assignments (assignment_id, pair_id, judge_id, csrf, issued_at,"
-                " expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                astuple(assignment),
-            )
-        return assignment
+            return _issue(conn, judge_id, hand_out)
 
-    def submit_web_answer(
+    def answer_web_question(
         self,
         assignment_id: str,
         *,
@@ -312,186 +492,182 @@ class WebStore(SQLiteBase):
         background: str | None,
         comment: str | None,
         raw: str,
-    ) -> Outcome:
-        """Store the answer to an assignment and mark it submitted, in one transaction.
+        hand_out: HandOut | None = None,
+    ) -> Posted:
+        """Store the answer to an assignment, mark it submitted and, with ``hand_out``, hand
+        the judge their next question — one transaction.
 
-        ``"duplicate"`` (nothing changes) when the assignment was already answered;
-        ``"blocked"`` (nothing changes) when its judge was blocked meanwhile; ``"gone"``
-        (nothing changes) when it was released and its pair has all its answers and open
-        assignments meanwhile; else ``"stored"``, with the assignment's judge as worker and its
-        hand-out time as ``accepted_at``.
+        ``"duplicate"`` when the assignment was already answered; ``"blocked"`` when its judge
+        was blocked meanwhile; ``"gone"`` when it was released and its pair has all its
+        answers and open assignments meanwhile (nothing changes in these three); else
+        ``"stored"``, with the assignment's judge as worker and its hand-out time as
+        ``accepted_at``. The next question is handed out after a stored or duplicate answer.
         """
         with self.transaction() as conn:
-            row = conn.execute(
-                f"{_ASSIGNMENT} WHERE assignment_id = ?", (assignment_id,)
-            ).fetchone()
-            if row is None:
+            assignment = _assignment(conn, _assignments.c.assignment_id == assignment_id)
+            if assignment is None:
                 raise KeyError(assignment_id)
-            assignment = WebAssignment(*row)
-            if assignment.status == "submitted":
-                return "duplicate"
-            blocked = f"SELECT {_BLOCKED.format(judge='?')}"
-            if conn.execute(blocked, (assignment.judge_id,)).fetchone()[0]:
-                return "blocked"
-            if assignment.status == "released":
-                full = conn.execute(
-                    f"SELECT {_HAVE} + {_OPEN} >= p.answers_wanted FROM pairs p"
-                    " WHERE p.pair_id = ?",
-                    (assignment.pair_id,),
-                ).fetchone()[0]
-                if full:
-                    return "gone"
-            conn.execute(
-                "INSERT OR IGNORE INTO answers (pair_id, crowd, assignment_id, worker_id, choice,"
-                " score, seconds, accepted_at, submitted_at, background, comment, raw)"
-                " VALUES (?, 'web', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    assignment.pair_id,
-                    assignment.assignment_id,
-                    assignment.judge_id,
-                    choice,
-                    score,
-                    seconds,
-                    assignment.issued_at,
-                    submitted_at,
-                    background,
-                    comment,
-                    raw,
-                ),
+            outcome = self._store_answer(
+                conn,
+                assignment,
+                {
+                    "choice": choice,
+                    "score": score,
+                    "seconds": seconds,
+                    "submitted_at": submitted_at,
+                    "background": background,
+                    "comment": comment,
+                    "raw": raw,
+                },
             )
-            conn.execute(
-                "UPDATE web_assignments SET status = 'submitted' WHERE assignment_id = ?",
-                (assignment_id,),
-            )
+            taken = outcome in ("stored", "duplicate")
+            after = _issue(conn, assignment.judge_id, hand_out) if taken and hand_out else None
+            complete = outcome == "stored" and _batch_complete(conn, assignment.pair_id)
+        return Posted(outcome, after, complete)
+
+    @staticmethod
+    def _store_answer(
+        conn: Connection, assignment: WebAssignment, answer: dict[str, Any]
+    ) -> Outcome:
+        if assignment.status == "submitted":
+            return "duplicate"
+        if conn.execute(select(_blocked(assignment.judge_id))).scalar_one():
+            return "blocked"
+        if assignment.status == "released":
+            full = conn.execute(
+                select(_HAVE + func.coalesce(_OPEN.c.n, 0) >= _pairs.c.answers_wanted)
+                .select_from(_pairs)
+                .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+                .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
+                .where(_pairs.c.pair_id == assignment.pair_id)
+            ).scalar_one()
+            if full:
+                return "gone"
+        conn.execute(
+            insert_ignore(conn, _answers),
+            [
+                {
+                    "pair_id": assignment.pair_id,
+                    "crowd": "web",
+                    "assignment_id": assignment.assignment_id,
+                    "worker_id": assignment.judge_id,
+                    "accepted_at": assignment.issued_at,
+                    **answer,
+                }
+            ],
+        )
+        conn.execute(
+            update(_assignments)
+            .where(_assignments.c.assignment_id == assignment.assignment_id)
+            .values(status="submitted")
+        )
+        refresh_pair_counts(conn, select(literal(assignment.pair_id)))
         return "stored"
-
-    @staticmethod
-    def _answered(conn: sqlite3.Connection, judge_id: str) -> int:
-        return conn.execute(
-            "SELECT COUNT(*) FROM web_assignments WHERE judge_id = ? AND status = 'submitted'",
-            (judge_id,),
-        ).fetchone()[0]
-
-    @staticmethod
-    def _answered_in(conn: sqlite3.Connection, judge_id: str, iteration: int) -> int:
-        return conn.execute(
-            "SELECT COUNT(*) FROM web_assignments w JOIN pairs p USING (pair_id)"
-            " WHERE w.judge_id = ? AND w.status = 'submitted' AND p.iteration = ?",
-            (judge_id, iteration),
-        ).fetchone()[0]
 
     def web_answered(self, judge_id: str) -> int:
         """How many questions the judge has answered."""
-        return self._answered(self.conn, judge_id)
-
-    # --- pairs ----------------------------------------------------------------------------------
-
-    def web_pair(self, pair_id: int) -> dict[str, Any]:
-        """The ``pairs`` row of ``pair_id`` with the durations of its clips (``query_seconds``,
-        ``x_seconds``, ``y_seconds``; ``None`` while unknown; an attention check's ``x`` is the
-        query's own clip)."""
-        cursor = self.conn.execute(
-            """
-            SELECT p.*, q.seconds AS query_seconds,
-                   COALESCE(cx.seconds, CASE WHEN p.x = p.query THEN q.seconds END) AS x_seconds,
-                   cy.seconds AS y_seconds
-            FROM pairs p
-            LEFT JOIN queries q ON q.query = p.query
-            LEFT JOIN candidates cx ON cx.query = p.query AND cx.document = p.x
-            LEFT JOIN candidates cy ON cy.query = p.query AND cy.document = p.y
-            WHERE p.pair_id = ?
-            """,
-            (pair_id,),
-        )
-        row = cursor.fetchone()
-        if row is None:
-            raise KeyError(pair_id)
-        return dict(zip([d[0] for d in cursor.description], row, strict=True))
-
-    def web_batch_complete(self, pair_id: int) -> bool:
-        """Whether every pair of ``pair_id``'s batch has its answers (the pair is checked first,
-        the batch only when the pair is complete)."""
-        have_all = f"SELECT COUNT(*) FROM pairs p WHERE {{where}} AND p.answers_wanted > {_HAVE}"
-        if self.conn.execute(have_all.format(where="p.pair_id = ?"), (pair_id,)).fetchone()[0]:
-            return False
-        iteration = "p.iteration = (SELECT iteration FROM pairs WHERE pair_id = ?)"
-        return self.conn.execute(have_all.format(where=iteration), (pair_id,)).fetchone()[0] == 0
+        with self.read() as conn:
+            return _answered(conn, judge_id)
 
     # --- the researcher's summaries -------------------------------------------------------------
 
     def web_batch_progress(self) -> dict[str, Any]:
         """The last batch: ``iteration, status, crowd``, ``pairs``, ``pairs_complete``,
         ``answers`` (not rejected), ``answers_wanted`` and ``open_assignments``."""
-        row = self.conn.execute(
-            f"""
-            SELECT b.iteration, b.status, b.crowd, COUNT(t.pair_id),
-                   COALESCE(SUM(t.have >= t.wanted), 0), COALESCE(SUM(t.have), 0),
-                   COALESCE(SUM(t.wanted), 0), COALESCE(SUM(t.open), 0)
-            FROM (SELECT * FROM batches ORDER BY iteration DESC LIMIT 1) b
-            LEFT JOIN (
-                SELECT p.iteration, p.pair_id, p.answers_wanted AS wanted, {_HAVE} AS have,
-                       {_OPEN} AS open
-                FROM pairs p
-            ) t ON t.iteration = b.iteration
-            GROUP BY b.iteration
-            """
-        ).fetchone()
-        if row is None:
-            return {"iteration": None, "status": None, "crowd": None, "pairs": 0}
-        names = ("iteration", "status", "crowd", "pairs", "pairs_complete", "answers")
-        names += ("answers_wanted", "open_assignments")
-        return dict(zip(names, row, strict=True))
+        batches = t.batches
+        with self.read() as conn:
+            batch = conn.execute(
+                select(batches.c.iteration, batches.c.status, batches.c.crowd)
+                .order_by(batches.c.iteration.desc())
+                .limit(1)
+            ).first()
+            if batch is None:
+                return {"iteration": None, "status": None, "crowd": None, "pairs": 0}
+            sums = conn.execute(
+                select(
+                    func.count(_pairs.c.pair_id),
+                    func.coalesce(
+                        func.sum(case((_pairs.c.answers_wanted <= _HAVE, 1), else_=0)), 0
+                    ),
+                    func.coalesce(func.sum(_HAVE), 0),
+                    func.coalesce(func.sum(_pairs.c.answers_wanted), 0),
+                    func.coalesce(func.sum(_OPEN.c.n), 0),
+                )
+                .select_from(_pairs)
+                .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+                .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
+                .where(_pairs.c.iteration == batch.iteration)
+            ).one()
+        names = ("pairs", "pairs_complete", "answers", "answers_wanted", "open_assignments")
+        return {**batch._asdict(), **{n: int(v) for n, v in zip(names, sums, strict=True)}}
 
     def web_judge_table(self) -> pd.DataFrame:
         """Per judge (most answers first): ``judge_id, source, answers``, the shares of "equal"
         answers and of presses of "A" as the page showed it (the raw record's ``order``, else
         the choice), ``last_answer`` and ``median_seconds`` (NaN without answers)."""
+        a, j = _answers, _judges
         medians = (
-            self.frame("SELECT worker_id AS judge_id, seconds FROM answers WHERE crowd = 'web'")
+            self.frame(
+                select(a.c.worker_id.label("judge_id"), a.c.seconds).where(a.c.crowd == "web")
+            )
             .groupby("judge_id", as_index=False)["seconds"]
             .median()
             .rename(columns={"seconds": "median_seconds"})
         )
-        return self.frame(
-            """
-            SELECT j.judge_id, j.source, COUNT(a.answer_id) AS answers,
-                   AVG(a.choice = 'equal') AS equal_share,
-                   AVG(COALESCE(json_extract(a.raw, '$.order.clicked'), a.choice) = 'A')
-                       AS a_share,
-                   MAX(a.submitted_at) AS last_answer
-            FROM web_judges j
-            LEFT JOIN answers a ON a.worker_id = j.judge_id AND a.crowd = 'web'
-            GROUP BY j.judge_id ORDER BY answers DESC, j.judge_id
-            """
-        ).merge(medians, on="judge_id", how="left")
+        pressed = func.coalesce(json_field(a.c.raw, "order", "clicked"), a.c.choice)
+        answers = func.count(a.c.answer_id).label("answers")
+        table = self.frame(
+            select(
+                j.c.judge_id,
+                j.c.source,
+                answers,
+                func.avg(case((a.c.choice == "equal", 1.0), (a.c.choice.is_not(None), 0.0))).label(
+                    "equal_share"
+                ),
+                func.avg(case((pressed == "A", 1.0), (pressed.is_not(None), 0.0))).label("a_share"),
+                func.max(a.c.submitted_at).label("last_answer"),
+            )
+            .select_from(j.outerjoin(a, and_(a.c.worker_id == j.c.judge_id, a.c.crowd == "web")))
+            .group_by(j.c.judge_id, j.c.source)
+            .order_by(answers.desc(), j.c.judge_id)
+        )
+        return table.merge(medians, on="judge_id", how="left")
 
     def web_participants(self, iteration: int | None = None) -> pd.DataFrame:
         """The study-platform participants: ``judge_id, participant``, the questions each has
         ``answered`` and, of them, ``answered_in`` batch ``iteration`` (0 without one)."""
+        j, w = _judges, _assignments
         return self.frame(
-            """
-            SELECT j.judge_id, j.participant,
-                   COUNT(w.assignment_id) AS answered,
-                   COALESCE(SUM(p.iteration = ?), 0) AS answered_in
-            FROM web_judges j
-            LEFT JOIN web_assignments w ON w.judge_id = j.judge_id AND w.status = 'submitted'
-            LEFT JOIN pairs p ON p.pair_id = w.pair_id
-            WHERE j.source = 'platform'
-            GROUP BY j.judge_id ORDER BY j.judge_id
-            """,
-            (iteration,),
+            select(
+                j.c.judge_id,
+                j.c.participant,
+                func.count(w.c.assignment_id).label("answered"),
+                func.coalesce(
+                    func.sum(case((_pairs.c.iteration == iteration, 1), else_=0)), 0
+                ).label("answered_in"),
+            )
+            .select_from(
+                j.outerjoin(
+                    w, and_(w.c.judge_id == j.c.judge_id, w.c.status == "submitted")
+                ).outerjoin(_pairs, _pairs.c.pair_id == w.c.pair_id)
+            )
+            .where(j.c.source == "platform")
+            .group_by(j.c.judge_id, j.c.participant)
+            .order_by(j.c.judge_id)
         )
 
     def blocked_participants(self) -> list[str]:
         """The study-platform participants whose judges were blocked on review."""
-        return [
-            p
-            for (p,) in self.conn.execute(
-                "SELECT j.participant FROM worker_blocks b JOIN web_judges j"
-                " ON j.judge_id = b.worker_id"
-                " WHERE b.crowd = 'web' AND j.participant IS NOT NULL ORDER BY j.participant"
+        b, j = t.worker_blocks, _judges
+        with self.read() as conn:
+            return list(
+                conn.execute(
+                    select(j.c.participant)
+                    .join(b, j.c.judge_id == b.c.worker_id)
+                    .where(b.c.crowd == "web", j.c.participant.is_not(None))
+                    .order_by(j.c.participant)
+                ).scalars()
             )
-        ]
 
     def decide_web_workers(
         self,
@@ -507,46 +683,79 @@ class WebStore(SQLiteBase):
         is kept."""
         with self.transaction() as conn:
             _reject_web_answers(conn, "assignment_id", rejected_answers, decided_at)
-            conn.executemany(
-                "INSERT OR IGNORE INTO worker_blocks (crowd, worker_id, reason, decided_at,"
-                " applied_at) VALUES ('web', ?, ?, ?, ?)",
-                [(w, r, decided_at, decided_at) for w, r in rejected],
-            )
+            if rejected:
+                conn.execute(
+                    insert_ignore(conn, t.worker_blocks),
+                    [
+                        {
+                            "crowd": "web",
+                            "worker_id": w,
+                            "reason": r,
+                            "decided_at": decided_at,
+                            "applied_at": decided_at,
+                        }
+                        for w, r in rejected
+                    ],
+                )
             _reject_web_answers(conn, "worker_id", rejected, decided_at)
-            conn.executemany(
-                "UPDATE answers SET status = 'approved'"
-                " WHERE crowd = 'web' AND worker_id = ? AND status = 'submitted'",
-                [(w,) for w in approved],
-            )
+            if approved:
+                conn.execute(
+                    update(_answers)
+                    .where(
+                        _answers.c.crowd == "web",
+                        _answers.c.worker_id.in_(list(approved)),
+                        _answers.c.status == "submitted",
+                    )
+                    .values(status="approved")
+                )
 
     def web_comments(self, limit: int = 20) -> pd.DataFrame:
         """The latest web answers carrying a background or comment: ``worker_id, submitted_at,
         background, comment``, newest first."""
+        a = _answers
         return self.frame(
-            "SELECT worker_id, submitted_at, background, comment FROM answers"
-            " WHERE crowd = 'web' AND (comment IS NOT NULL OR background IS NOT NULL)"
-            " ORDER BY answer_id DESC LIMIT ?",
-            (limit,),
+            select(a.c.worker_id, a.c.submitted_at, a.c.background, a.c.comment)
+            .where(a.c.crowd == "web", or_(a.c.comment.is_not(None), a.c.background.is_not(None)))
+            .order_by(a.c.answer_id.desc())
+            .limit(limit)
         )
 
 
 def _reject_web_answers(
-    conn: sqlite3.Connection,
+    conn: Connection,
     column: Literal["assignment_id", "worker_id"],
     decisions: Sequence[tuple[str, str]],
     decided_at: str,
 ) -> None:
     """Reject (decided and applied at once) the submitted web answers whose ``column``
-    (``assignment_id`` or ``worker_id``) is each decision's key, with its reason."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO answer_reviews (crowd, assignment_id, pair_id, worker_id,"
-        " decision, reason, decided_at, applied_at) SELECT 'web', assignment_id, pair_id,"
-        " worker_id, 'reject', ?, ?, ? FROM answers"
-        f" WHERE crowd = 'web' AND {column} = ? AND status = 'submitted'",
-        [(reason, decided_at, decided_at, key) for key, reason in decisions],
+    (``assignment_id`` or ``worker_id``) is each decision's key, with its reason, and count
+    their pairs' answers again."""
+    if not decisions:
+        return
+    a, reviews = _answers, t.answer_reviews
+    reasons = dict(decisions)
+    chosen = (a.c.crowd == "web", a.c[column].in_(list(reasons)), a.c.status == "submitted")
+    found = conn.execute(
+        select(a.c.assignment_id, a.c.pair_id, a.c.worker_id, a.c[column]).where(*chosen)
+    ).all()
+    if not found:
+        return
+    conn.execute(
+        insert_ignore(conn, reviews),
+        [
+            {
+                "crowd": "web",
+                "assignment_id": assignment,
+                "pair_id": pair,
+                "worker_id": worker,
+                "decision": "reject",
+                "reason": reasons[key],
+                "decided_at": decided_at,
+                "applied_at": decided_at,
+            }
+            for assignment, pair, worker, key in found
+        ],
     )
-    conn.executemany(
-        "UPDATE answers SET status = 'rejected'"
-        f" WHERE crowd = 'web' AND {column} = ? AND status = 'submitted'",
-        [(key,) for key, _ in decisions],
-    )
+    conn.execute(update(a).where(*chosen).values(status="rejected"))
+    pairs = sorted({pair for _, pair, _, _ in found})
+    refresh_pair_counts(conn, select(_pairs.c.pair_id).where(_pairs.c.pair_id.in_(pairs)))

@@ -40,7 +40,7 @@ import pandas as pd
 from botocore.validate import ParamValidator
 from defusedxml import ElementTree as SafeElementTree
 
-from crowdprefs.campaign.store import Store
+from crowdprefs.campaign.store import Location, Store
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.hits.render import HTML_QUESTION_NS, QUESTION_LIMIT
 from crowdprefs.quality.crowd_model import simulate_answers
@@ -528,8 +528,8 @@ class SimulatedResponder:
     workers read it from the HIT.
     """
 
-    def __init__(self, state_path: Path, crowd: SimulatedCrowd) -> None:
-        self.state_path = Path(state_path)
+    def __init__(self, location: Location, crowd: SimulatedCrowd) -> None:
+        self.location = location
         self.similarity, self.pool = crowd.similarity, crowd.pool
         self.model, self.seed = crowd.model, crowd.seed
 
@@ -538,7 +538,7 @@ class SimulatedResponder:
         count = min(count, len(self.pool.ids) - first)
         if match is None or count <= 0:
             return []
-        store = Store(self.state_path)
+        store = Store(self.location, lock=False)
         try:
             stored = store.pair(int(match["pair"]))
             clips = store.clip_seconds([int(match["pair"])])
@@ -583,6 +583,6 @@ def start_for_project(project) -> tuple[FakeMTurk, str]:
     Its state lives in ``mturk-fake.sqlite`` beside the project's state, so a campaign killed at
     any moment resumes against the same HITs and answers.
     """
-    responder = SimulatedResponder(project.store.path, SimulatedCrowd.for_project(project))
+    responder = SimulatedResponder(project.store.location, SimulatedCrowd.for_project(project))
     fake = FakeMTurk(project.root / "mturk-fake.sqlite", responder)
     return fake, fake.start()

@@ -1,7 +1,7 @@
-"""The project state in one SQLite file: every change in one transaction.
+"""The project state on any engine: every change in one transaction.
 
 :class:`Store` combines the store's concerns, each a mixin in its own module over the shared
-connection of :class:`~crowdprefs.campaign.store.base.SQLiteBase`. The tables and their
+connection of :class:`~crowdprefs.campaign.store.base.StoreBase`. The tables and their
 migrations are in :mod:`crowdprefs.campaign.store.schema`.
 """
 
@@ -17,9 +17,10 @@ from crowdprefs.campaign.store.web import WebStore
 
 
 class Store(Collection, Batches, Hits, Answers, Reviews, WebStore, ProlificStore):
-    """A project's SQLite state: the collection, batches and pairs, HITs, answers, reviews, the
-    web crowd's judges and assignments, and the Prolific study.
+    """A project's state, in a SQLite file or a PostgreSQL database: the collection, batches
+    and pairs, HITs, answers, reviews, the web crowd's judges and assignments, and the Prolific
+    study.
 
-    Open it with ``Store(path)`` (``create=True`` for a new file); its first change takes the
-    project lock, held until :meth:`close`.
+    Open it with ``Store(path_or_address)`` (``create=True`` for a new one); its first change
+    takes the project lock, held until :meth:`close` (``lock=False``: never, for a web server).
     """
