@@ -1,8 +1,12 @@
 // The listening gate shared by the HIT templates (preference.html, level_judgment.html).
 // Reads the JSON block #crowdprefs-config: mode, clips (names NAME with elements clip-NAME,
-// state-NAME and hidden fields plays_NAME, listen_NAME), min_coverage and texts. The form
+// state-NAME and hidden fields plays_NAME, listen_NAME), min_coverage, slack and texts. The form
 // #crowdprefs-hit can be sent only once every clip has played to the end (in MTurk's preview
 // and in preview mode never); the browser's own validation checks the answer fields.
+// A clip counts as heard by the rule the server checks again (crowdprefs.campaign.answers.
+// check_listening): played to its end, and heard (seconds of playing, as sent in listen_NAME)
+// for at least min_coverage of its duration less slack seconds. Clips play at normal speed: a
+// faster rate is set back to 1 (heard faster, a clip would not count).
 (function () {
   "use strict";
   var config = JSON.parse(document.getElementById("crowdprefs-config").textContent);
@@ -41,6 +45,12 @@
     return audio.duration > 0 ? heard / audio.duration : 0;
   }
 
+  function heard(audio, s) {
+    var sent = Number(s.listened.toFixed(1));  // what listen_NAME reports
+    return coverage(audio) >= config.min_coverage &&
+      sent + config.slack >= config.min_coverage * audio.duration;
+  }
+
   function allPlayed() {
     return names.every(function (name) { return state[name].complete; });
   }
@@ -72,11 +82,14 @@
       update();
     }
     audio.addEventListener("playing", function () { s.started = performance.now(); });
+    audio.addEventListener("ratechange", function () {
+      if (audio.playbackRate !== 1) { audio.playbackRate = 1; }
+    });
     audio.addEventListener("pause", stop);
     audio.addEventListener("ended", function () {
       stop();
       s.plays += 1;
-      if (coverage(audio) >= config.min_coverage) { s.complete = true; }
+      if (heard(audio, s)) { s.complete = true; }
       update();
     });
   });

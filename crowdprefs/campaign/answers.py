@@ -15,7 +15,13 @@ server) checks them here, with one set of rules in two parts:
 **Listening checks** (:func:`check_listening`): every clip was played to the end at least once
 (the page sends nothing before, so anything else comes from a tampered page) and, when the
 clip's duration is known, heard for at least ``min_coverage`` of it less a slack for the page's
-timer (faster playback does not count as listening).
+timer (faster playback does not count as listening). The HIT page (``listening.js``) unlocks its
+submit button by this same rule, with :data:`PAGE_SLACK`. Where the crowd saw the seconds since
+the question was handed out (the web server: its clips are served only after the hand-out), the
+play log may not claim more than they allow: no clip heard, and no page open, for longer, and no
+clip played to its end more often than its duration allows at the fastest playback browsers
+offer (:func:`max_plays`). MTurk's work time does not bound the log: a worker may listen in
+MTurk's preview, before accepting.
 
 Each check returns :class:`Problem` records; :func:`check_answer` runs both and words them as
 one line each for an MTurk rejection. A crowd that answers differently words them its own way
@@ -41,14 +47,25 @@ PLAY_LOG = (*(f"plays_{r}" for r in ROLES), *(f"listen_{r}" for r in ROLES), "se
 SLACK_SECONDS = 1.0
 """Seconds a clip may be heard short of ``min_coverage`` of its duration, for the page's own
 timer (it measures between player events) when the log comes with a crowd's stored answer."""
+PAGE_SLACK = 0.1
+"""Seconds a clip may be heard short of ``min_coverage`` of its duration on the HIT page (which
+unlocks its submit button by this rule) and on the web server (which checks it again): the page
+reports tenths of a second. Below :data:`SLACK_SECONDS`, so what the page sends, every crowd
+accepts."""
+MAX_PLAYBACK_RATE = 16.0
+"""The fastest playback rate browsers allow (Chrome and Firefox clamp ``playbackRate`` to 16)."""
+MIN_PLAY_SECONDS = 0.1
+"""The shortest time one play of a clip to its end is taken to last, however short the clip."""
 
 
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with an answer: ``kind`` is ``choice`` (not one of :data:`CHOICES`),
     ``text`` (``name`` longer than ``limit``), ``number`` (play-log field ``name`` not a number
-    ≥ 0), ``unplayed`` (clip ``name`` never played to its end) or ``short`` (clip ``name``
-    heard for ``heard`` of its ``seconds``); ``sent`` is the text sent (cut to 20 characters)."""
+    ≥ 0, or a play count not whole), ``unplayed`` (clip ``name`` never played to its end),
+    ``short`` (clip ``name`` heard for ``heard`` of its ``seconds``) or ``claimed`` (play-log
+    field ``name`` claims ``heard``, more than the ``seconds`` since the hand-out allow); ``sent``
+    is the text sent (cut to 20 characters)."""
 
     kind: str
     name: str = ""
@@ -58,16 +75,24 @@ class Problem:
     seconds: float = 0.0
 
 
+def clean_text(value: Any, limit: int) -> tuple[str | None, bool]:
+    """A free text as stored, and whether it was longer than ``limit``: line breaks as
+    ``\\n``, stripped, cut to ``limit``, ``None`` when empty (or missing)."""
+    missing = value is None or (isinstance(value, float) and math.isnan(value))
+    text = "" if missing else str(value).replace("\r\n", "\n").strip()
+    return (text[:limit] or None), len(text) > limit
+
+
 def clean_texts(texts: pd.DataFrame, limits: Mapping[str, int] = TEXT_LIMITS) -> pd.DataFrame:
-    """The free texts ``texts`` (a column per name of ``limits``; missing: none) as stored:
-    line breaks as ``\\n``, stripped, cut to their limit, ``None`` when empty; with a boolean
-    column ``NAME_too_long`` per text that was longer than its limit."""
+    """The free texts ``texts`` (a column per name of ``limits``; missing: none) as stored
+    (:func:`clean_text`), with a boolean column ``NAME_too_long`` per text that was longer
+    than its limit."""
     out = {}
     for name, limit in limits.items():
         column = texts[name] if name in texts else pd.Series(None, index=texts.index)
-        text = column.astype(object).fillna("").astype(str).str.replace("\r\n", "\n").str.strip()
-        out[f"{name}_too_long"] = text.str.len() > limit
-        out[name] = text.str.slice(0, limit).astype(object).where(text != "", None)
+        cleaned = [clean_text(value, limit) for value in column.astype(object)]
+        out[f"{name}_too_long"] = pd.Series([long for _, long in cleaned], texts.index, bool)
+        out[name] = pd.Series([text for text, _ in cleaned], texts.index, object)
     return pd.DataFrame(out, index=texts.index)
 
 
@@ -78,7 +103,8 @@ def _number(fields: Mapping[str, Any], name: str, problems: list[Problem]) -> fl
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
+    whole = not name.startswith("plays_") or value.is_integer()
+    if not math.isfinite(value) or value < 0 or not whole:
         problems.append(Problem("number", name, text[:20]))
         return None
     return value
@@ -97,14 +123,38 @@ def check_fields(
         problems.append(Problem("choice", "choice", str(choice or "")[:20]))
         choice = None
     answer: dict[str, Any] = {"choice": choice}
-    texts = clean_texts(pd.DataFrame([{name: fields.get(name) for name in limits}]), limits)
     for name, limit in limits.items():
-        if texts[f"{name}_too_long"].iloc[0]:
+        answer[name], too_long = clean_text(fields.get(name), limit)
+        if too_long:
             problems.append(Problem("text", name, limit=limit))
-        answer[name] = texts[name].iloc[0]
     for name in PLAY_LOG:
         answer[name] = _number(fields, name, problems)
     return answer, problems
+
+
+def max_plays(elapsed: float, seconds: float | None) -> float:
+    """The most plays to its end a clip of ``seconds`` (``None``/NaN: unknown) can have had in
+    ``elapsed`` seconds: one, and one more per :data:`MAX_PLAYBACK_RATE`-times-faster play (at
+    least :data:`MIN_PLAY_SECONDS` each)."""
+    known = seconds is not None and math.isfinite(seconds)
+    shortest = max((seconds if known else 0.0) / MAX_PLAYBACK_RATE, MIN_PLAY_SECONDS)
+    return 1 + elapsed / shortest
+
+
+def _claims(
+    answer: Mapping[str, float | None], clip_seconds: Mapping[str, float | None], elapsed: float
+) -> list[Problem]:
+    """The play-log numbers that claim more than ``elapsed`` seconds allow (times with
+    :data:`SLACK_SECONDS` for the page's rounding and the way to the server)."""
+    bounds = {"seconds_on_page": elapsed + SLACK_SECONDS}
+    for role, seconds in clip_seconds.items():
+        bounds[f"listen_{role}"] = elapsed + SLACK_SECONDS
+        bounds[f"plays_{role}"] = max_plays(elapsed, seconds)
+    return [
+        Problem("claimed", name, f"{answer[name]:g}", heard=answer[name], seconds=elapsed)
+        for name, bound in bounds.items()
+        if answer.get(name) is not None and answer[name] > bound
+    ]
 
 
 def check_listening(
@@ -113,16 +163,18 @@ def check_listening(
     *,
     min_coverage: float,
     slack: float = SLACK_SECONDS,
+    elapsed: float | None = None,
 ) -> list[Problem]:
     """The listening problems of a play log (``answer``: :func:`check_fields`' numbers, an
     invalid one ``None`` and not judged again), one per clip role of ``clip_seconds`` (role →
     duration, ``None``/NaN when unknown) in its order: not played to the end at least once, or
-    heard for less than ``min_coverage`` of the duration less ``slack`` seconds.
+    heard for less than ``min_coverage`` of the duration less ``slack`` seconds. With
+    ``elapsed`` (seconds from the hand-out to the answer, as the crowd measured them), first
+    every number the log claims beyond them (:func:`_claims`).
 
     ``slack`` is the error allowed the log's listening time: :data:`SLACK_SECONDS` for a
-    crowd's stored answer; the web server, which measures the play log it serves while the
-    judge can still listen again and resend, allows less."""
-    problems = []
+    crowd's stored answer; the web server applies the page's own rule, :data:`PAGE_SLACK`."""
+    problems = [] if elapsed is None else _claims(answer, clip_seconds, elapsed)
     for role, seconds in clip_seconds.items():
         plays, heard = answer.get(f"plays_{role}"), answer.get(f"listen_{role}")
         if plays is not None and plays < 1:
@@ -148,6 +200,8 @@ def reasons(problems: list[Problem]) -> list[str]:
             lines.append(f"the {p.name} is longer than {p.limit} characters")
         elif p.kind == "number":
             lines.append(f"invalid {p.name} {p.sent!r}")
+        elif p.kind == "claimed":
+            lines.append(f"{p.name} {p.sent} is more than {p.seconds:.1f} s allow")
     unplayed = [p.name for p in problems if p.kind == "unplayed"]
     if unplayed:
         lines.append(

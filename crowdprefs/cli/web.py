@@ -11,9 +11,13 @@ import typer
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
+from crowdprefs.errors import InputError
+from crowdprefs.progress import note
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.prolific.client import ProlificClient
+    from crowdprefs.web.assign import WebSettings
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -27,6 +31,13 @@ def serve(
         str, typer.Option(help="Address to bind; anything but loopback exposes the site.")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Server processes sharing the campaign (more than 1 needs the state in "
+            "PostgreSQL: init --database, or crowdprefs migrate).",
+        ),
+    ] = 1,
     access_log: Annotated[
         bool, typer.Option(help="Log every request (the paths hold invitation tokens).")
     ] = False,
@@ -52,12 +63,20 @@ def serve(
     The researcher page's link (it holds its token) is printed when the site starts. A token of
     your own must be at least 32 random characters; it is never given on the command line,
     where other users of the machine could read it. While the project has a Prolific study, the
-    server gives it the places of each new batch (token from PROLIFIC_TOKEN).
+    server gives it the places of each new batch (token from PROLIFIC_TOKEN). The researcher's
+    other commands (invite, prolific publish, status, …) run beside it. Several workers, or
+    several hosts behind a proxy (\\[web] trusted_proxies), share a campaign kept in PostgreSQL.
+    Logs go to standard output; Ctrl-C or SIGTERM lets answers in flight finish.
     """
+    from crowdprefs.campaign.project import Project
     from crowdprefs.web.app import connect_prolific
     from crowdprefs.web.app import serve as serve_site
     from crowdprefs.web.security import is_loopback, researcher_token
 
+    with Project(directory, lock=False) as project:
+        silent = silent_clips(project)
+    if silent is not None:
+        raise InputError(f"cannot serve {directory}: {silent}")
     if not is_loopback(host):
         err_console.print(
             f"[yellow]warning:[/] binding to {escape(host)}: the site is reachable from other "
@@ -68,6 +87,7 @@ def serve(
         researcher_token(researcher_token_file),
         host=host,
         port=port,
+        workers=workers,
         access_log=access_log,
         announce=lambda url: err_console.print(
             f"researcher page: {escape(url)}", highlight=False, soft_wrap=True
@@ -121,11 +141,15 @@ def invite(
     from rich.table import Table
 
     from crowdprefs.campaign.project import Project
-    from crowdprefs.web.assign import invitation_links
+    from crowdprefs.files import output as output_file
+    from crowdprefs.web.assign import WebSettings, invitation_links
     from crowdprefs.web.security import write_secret
 
+    out = output_file(output, {"PROJECT": directory})
     with Project(directory) as project:
+        silent = silent_clips(project)
         made = invitation_links(project, judges, base_url, study)
+        web = WebSettings.from_project(project)
     table = Table(title=f"{len(made.links)} invitation link(s)")
     table.add_column("judge")
     table.add_column("link", overflow="fold")
@@ -134,6 +158,44 @@ def invite(
     console.print(table)
     if made.study_link is not None:
         console.print(f"study link: {escape(made.study_link)}", highlight=False, soft_wrap=True)
-    if output is not None:
-        write_secret(output, made.links.to_csv(index=False))
+    if out is not None:
+        write_secret(out, made.links.to_csv(index=False))
         console.print(f"wrote {escape(str(output))}", highlight=False)
+    err_console.print(escape(address_source(directory, base_url, web)), highlight=False)
+    if silent is not None:
+        note(f"warning: {silent}; 'crowdprefs serve' refuses it")
+
+
+def address_source(directory: Path, base_url: str | None, web: WebSettings) -> str:
+    """Where the links' address came from: --base-url, the project's [web] base_url, or the
+    default (this machine only)."""
+    from crowdprefs.web.assign import WebSettings
+
+    if base_url is not None:
+        return f"the links point to {base_url} (--base-url)"
+    config = directory / "crowdprefs.toml"
+    if web.base_url != WebSettings.base_url:
+        return f"the links point to {web.base_url} (base_url of the [web] section of {config})"
+    return (
+        f"the links point to {web.base_url}, the default: 'crowdprefs serve' on this machine "
+        f"only; for judges elsewhere set base_url in the [web] section of {config} (the "
+        "site's public address) or give --base-url"
+    )
+
+
+def silent_clips(project: Project) -> str | None:
+    """What of the project has no audio (``None`` when every query and candidate has): its
+    pages would show players with nothing to play, and no judge could answer."""
+    queries, candidates = project.store.queries(), project.store.candidates()
+    counts = [
+        (kind, int(frame["audio"].fillna("").astype(str).str.strip().eq("").sum()))
+        for kind, frame in (("queries", queries), ("candidates", candidates))
+    ]
+    missing = [f"{count} {kind}" for kind, count in counts if count]
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} of {project.root} have no audio, so the judges' pages would "
+        "have nothing to play; a project for judges is made from a candidates CSV with an "
+        "audio column (query,document,audio[,query_audio])"
+    )

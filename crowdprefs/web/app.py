@@ -44,9 +44,11 @@ whose answer completed the batch waits for it, the others are served meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -61,7 +63,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
@@ -77,11 +79,11 @@ from crowdprefs.campaign.answers import ROLES
 from crowdprefs.campaign.crowd import Crowd
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store.web import WebAssignment, WebJudge
+from crowdprefs.campaign.store.web import WebJudge, WebQuestion
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
 from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 from crowdprefs.crowds.web import WebCrowd
-from crowdprefs.errors import CrowdprefsError, InputError
+from crowdprefs.errors import CrowdprefsError, InputError, StateError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.quality.review import Reviewer
@@ -96,6 +98,7 @@ from crowdprefs.web.assign import (
     study_terms,
 )
 from crowdprefs.web.security import (
+    RESEARCHER_TOKEN_ENV,
     Throttle,
     check_researcher_token,
     same,
@@ -129,10 +132,19 @@ def _page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
 
-def _error(message: str, status: int, headers: dict[str, str] | None = None) -> HTMLResponse:
-    response = _page("web_error.html", status, message=message)
+def _error(
+    message: str, status: int, headers: dict[str, str] | None = None, back: str = ""
+) -> HTMLResponse:
+    """The error page: ``message``, and a link ``back`` to the page to try again from."""
+    response = _page("web_error.html", status, message=message, back=back)
     response.headers.update(headers or {})
     return response
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The posted form's text fields, each sent once (:func:`assign.form_fields`)."""
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    return assign.form_fields(form.multi_items())
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -151,11 +163,10 @@ def _set_session(response: RedirectResponse, request: Request, name: str, token:
 
 
 def _project(request: Request) -> Project:
-    """This thread's connection to the project (SQLite connections stay on their thread)."""
-    local = request.app.state.local
-    if not hasattr(local, "project"):
-        local.project = Project(request.app.state.root)
-    return local.project
+    """The server's project: its state is reached through the store's own connections, and
+    its changes never take the project lock (each is one transaction the database serialises),
+    so the researcher's commands run beside the server."""
+    return request.app.state.project
 
 
 def _settings(request: Request) -> WebSettings:
@@ -166,21 +177,24 @@ def _settings(request: Request) -> WebSettings:
 
 
 def _address(request: Request) -> str:
+    """The client's address: the peer's, or behind a proxy listed in ``[web] trusted_proxies``
+    the address that proxy forwarded (uvicorn's proxy headers, trusted from those only)."""
     return request.client.host if request.client else "unknown"
 
 
 def _throttled(request: Request) -> None:
     """Refuse (429) an address with too many failed token attempts, before checking another."""
-    wait = request.app.state.throttle.wait(_address(request))
+    wait = request.app.state.throttle.wait(_project(request).store, _address(request))
     if wait > 0:
         raise TooManyAttempts(
-            f"too many wrong links from your address: try again in {wait / 60:.0f} minutes",
+            f"too many wrong links from your address: try again in {max(wait / 60, 1):.0f} minutes",
             wait,
         )
 
 
-def _failed(request: Request) -> None:
-    request.app.state.throttle.fail(_address(request))
+def _failed(request: Request, token: str) -> None:
+    """Count a wrong ``token`` against the client (the same stale token again counts once)."""
+    request.app.state.throttle.fail(_project(request).store, _address(request), token)
     log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
 
 
@@ -191,7 +205,7 @@ def _judge(request: Request) -> WebJudge:
     _throttled(request)
     judge = assign.judge_for_token(_project(request), token)
     if judge is None:
-        _failed(request)
+        _failed(request, token)
         raise Forbidden("open your personal invitation link first")
     return judge
 
@@ -203,7 +217,7 @@ def _is_researcher(request: Request, token: str | None) -> bool:
     _throttled(request)
     if same(token_hash(token), request.app.state.researcher_sha):
         return True
-    _failed(request)
+    _failed(request, token)
     return False
 
 
@@ -248,6 +262,37 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+class Admission:
+    """Works on at most ``[web] max_in_flight`` requests at once (``/healthz`` aside); beyond,
+    answers 503
+    with a page that asks the judge to come back in a minute and reloads itself
+    (``Retry-After``), so an overloaded server says so at once instead of letting every wait
+    grow. Nothing a judge holds is lost: their question stays theirs until it expires."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app, self.active = app, 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        if self.active >= scope["app"].state.settings.max_in_flight:
+            log.warning("busy: %d requests at once, asked a judge to come back", self.active)
+            busy = _page("web_busy.html", 503, retry=BUSY_RETRY)
+            busy.headers["Retry-After"] = str(BUSY_RETRY)
+            await busy(scope, receive, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+
+
+BUSY_RETRY = 30
+"""Seconds after which the busy page reloads itself (and its ``Retry-After``)."""
+
+
 # --- judges ----------------------------------------------------------------------------------
 
 
@@ -255,7 +300,7 @@ async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
     _throttled(request)
     if assign.judge_for_token(_project(request), token) is None:
-        _failed(request)
+        _failed(request, token)
         return _error("This invitation link is not valid.", 403)
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
@@ -266,10 +311,11 @@ async def study(request: Request) -> RedirectResponse | HTMLResponse:
     settings = _settings(request)
     participant = request.query_params.get(settings.participant_param, "")
     _throttled(request)
+    key = request.path_params["key"]
     try:
-        _, token = assign.join_study(_project(request), request.path_params["key"], participant)
+        _, token = assign.join_study(_project(request), key, participant)
     except Forbidden:
-        _failed(request)
+        _failed(request, key)
         raise
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
@@ -319,14 +365,13 @@ async def held_question(request: Request) -> RedirectResponse:
     return _redirect("/welcome" if held is None else f"/hit/{held.assignment_id}")
 
 
-def _shown_pair(request: Request, assignment: WebAssignment) -> dict[str, Any]:
-    pair = _project(request).store.web_pair(assignment.pair_id)
-    return assign.shown_pair(pair, assignment.assignment_id, _settings(request))
+def _shown_pair(request: Request, question: WebQuestion) -> dict[str, Any]:
+    return assign.shown_pair(question.pair, question.assignment.assignment_id, _settings(request))
 
 
-def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
-    project = _project(request)
-    pair = _shown_pair(request, assignment)
+def _hit_page(request: Request, question: WebQuestion) -> HTMLResponse:
+    project, assignment = _project(request), question.assignment
+    pair = _shown_pair(request, question)
     base = f"/clip/{assignment.assignment_id}"
     urls: dict[str, str] = {}
     for role, path in pair_clips(project, pair).items():
@@ -346,26 +391,25 @@ def _hit_page(request: Request, assignment: WebAssignment) -> HTMLResponse:
 async def question(request: Request) -> RedirectResponse | HTMLResponse:
     judge = _judge(request)
     project = _project(request)
-    assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
-    if assignment.status != "open":
+    question = assign.question_of(project, judge, request.path_params["assignment"])
+    if question.assignment.status != "open":
         return _redirect("/next")
-    return _hit_page(request, assignment)
+    return _hit_page(request, question)
 
 
 async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     _same_origin(request)
     judge = _judge(request)
     project = _project(request)
-    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
-    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    fields = await _form(request)
     assignment_id = request.path_params["assignment"]
-    stored = assign.submit(
+    posted = assign.submit(
         project, judge, assignment_id, fields.pop("csrf", None), fields, _settings(request)
     )
-    if stored and _settings(request).advance:
-        pair_id = assign.assignment_of(project, judge, assignment_id).pair_id
-        if project.store.web_batch_complete(pair_id):
-            await run_in_threadpool(_advance_apart, request.app)
+    if posted.batch_complete and _settings(request).advance:
+        await run_in_threadpool(_advance_apart, request.app)
+    if posted.next is not None:
+        return _redirect(f"/hit/{posted.next.assignment_id}")
     return _hand_out(request, judge)
 
 
@@ -380,25 +424,75 @@ def _crowd(app: Starlette, project: Project) -> Crowd:
 
 
 def _advance(app: Starlette, project: Project) -> None:
-    """Move the campaign on; one thread at a time (after a batch's last answer it runs on a
-    worker thread, :func:`_advance_apart`, while requests go on being served). A refusal
-    (budget, Prolific, settings) stops the campaign with its line on the researcher page and in
-    the log; answers are still taken."""
-    with app.state.advancing:
-        crowd: Crowd | None = None
+    """Move the campaign on, at most one process at a time across every server process and
+    host, and never beside a command of the researcher's: it runs only while it holds the
+    project lock (:mod:`crowdprefs.campaign.store.lock`: a file lock on SQLite, an advisory
+    lock on PostgreSQL), else it is left to its holder, who moves the campaign as far as the
+    answers allow (:func:`~crowdprefs.campaign.driver.advance` reads where the campaign stands,
+    so running it again after another process is harmless). A refusal (budget, Prolific,
+    settings) stops the campaign with its line on the researcher page and in the log; answers
+    are still taken. The line is kept in the state, so every server process shows the same."""
+    if not _ADVANCING.acquire(blocking=False):
+        return  # another thread of this process is moving it on
+    try:
+        if not project.store.lock.try_acquire():
+            log.info("campaign: moved on by another process (it holds the project lock)")
+            return
+        _advance_holding_the_lock(app, project)
+    finally:
+        _ADVANCING.release()
+
+
+_ADVANCING = threading.Lock()
+"""Held by the thread of this process that moves the campaign on (the project lock belongs to
+the process: it keeps other processes out, this keeps the process's other threads out)."""
+
+
+def _advance_holding_the_lock(app: Starlette, project: Project) -> None:
+    crowd: Crowd | None = None
+    try:
+        crowd = _crowd(app, project)
+        line = advance(project, crowd, Reviewer())
+    except CrowdprefsError as error:
+        line = f"stopped: {error}"
+    finally:
+        if isinstance(crowd, ProlificCrowd):
+            crowd.client.close()
+    try:
+        project.store.set_web_campaign(line)
+    finally:
+        project.store.lock.release()
+    log.info("campaign: %s", line)
+
+
+WATCH_EVERY = 5.0
+"""Seconds between two looks of each server process for a batch whose answers are all in but
+that was not moved on (the process that took its last answer ended meanwhile)."""
+
+
+async def _watch(app: Starlette) -> None:
+    """Every :data:`WATCH_EVERY` seconds, move the campaign on when the open web batch has all
+    its answers (:func:`_advance_apart`): a server process killed while moving it on leaves
+    the work to the others, or to itself once restarted."""
+    while True:
+        await asyncio.sleep(WATCH_EVERY)
         try:
-            crowd = _crowd(app, project)
-            app.state.campaign = advance(project, crowd, Reviewer())
+            progress = app.state.project.store.web_batch_progress()
         except CrowdprefsError as error:
-            app.state.campaign = f"stopped: {error}"
-        finally:
-            if isinstance(crowd, ProlificCrowd):
-                crowd.client.close()
-    log.info("campaign: %s", app.state.campaign)
+            log.warning("cannot read the campaign: %s", error)
+            continue
+        stalled = progress["status"] == "collected" or (
+            progress["status"] in ("built", "published")
+            and progress["crowd"] in (None, "web")
+            and 0 < progress["pairs"] == progress["pairs_complete"]
+        )
+        if stalled:
+            await run_in_threadpool(_advance_apart, app)
 
 
 def _advance_apart(app: Starlette) -> None:
-    """:func:`_advance` on this (worker) thread, through a connection of its own."""
+    """:func:`_advance` on this (worker) thread, through a project opened for it (its changes
+    take the project lock, released when it is done)."""
     with Project(app.state.root) as project:
         _advance(app, project)
 
@@ -409,8 +503,8 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     role = request.path_params["role"]
     if role not in ROLES:
         return _error("No such clip.", 404)
-    assignment = assign.assignment_of(project, judge, request.path_params["assignment"])
-    file = servable_clip(pair_clips(project, _shown_pair(request, assignment))[role])
+    question = assign.question_of(project, judge, request.path_params["assignment"])
+    file = servable_clip(pair_clips(project, _shown_pair(request, question))[role])
     if file is None:
         return _error("This clip is not available.", 404)
     return FileResponse(
@@ -432,7 +526,7 @@ async def done(request: Request) -> HTMLResponse:
     return _page(
         "web_done.html",
         answered=answered,
-        waiting=not quota and request.app.state.campaign != "done",
+        waiting=not quota and project.store.web_campaign() != "done",
         code=code,
         show_code=answered > 0 if platform else bool(settings.questions_per_judge),
         return_study=platform and answered == 0,
@@ -471,8 +565,7 @@ async def headphone_sound(request: Request) -> Response:
 async def headphone_answers(request: Request) -> RedirectResponse:
     _same_origin(request)
     judge = _judge(request)
-    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
-    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    fields = await _form(request)
     screen = assign.answer_screen(_project(request), judge, fields.pop("csrf", None), fields)
     log.info("headphone check of %s: %s of %s right", judge.judge_id, screen.correct, screen.trials)
     return _hand_out(request, judge) if screen.passed else _redirect("/headphones")
@@ -533,23 +626,54 @@ async def researcher(request: Request) -> HTMLResponse:
         judges=_records(project.store.web_judge_table()),
         audit=_cached_audit(request.app, project, totals["answers"]),
         comments=project.store.web_comments(20).to_dict("records"),
-        campaign=request.app.state.campaign,
+        campaign=project.store.web_campaign() or "manual",
     )
 
 
 async def healthz(request: Request) -> PlainTextResponse:
-    return PlainTextResponse("ok")
+    """``ok`` with the database's engine and schema while the database answers; 503 and the
+    cause otherwise (a load balancer takes this process out of service)."""
+    try:
+        version = _project(request).store.version
+    except CrowdprefsError as error:
+        return PlainTextResponse(f"database unavailable: {error}", status_code=503)
+    return PlainTextResponse(f"ok: {_project(request).store.dialect} database, schema {version}")
 
 
 async def home(request: Request) -> HTMLResponse:
     return _error("Open your personal invitation link to take part.", 200)
 
 
+RETRIED = ("/hit/", "/headphones")
+"""Pages whose refused post the judge sends again from the page itself (a link back to it)."""
+
+
+def _back(request: Request, status: int) -> str:
+    """Where a judge whose post was refused with ``status`` tries again: the question or the
+    headphone check they posted (a GET shows it again), for an answer they can fix (400, 413,
+    422); else nowhere."""
+    path = request.url.path
+    fixable = request.method == "POST" and status in (400, 413, 422)
+    return path if fixable and path.startswith(RETRIED) else ""
+
+
 async def web_error(request: Request, error: Exception) -> HTMLResponse:
     assert isinstance(error, WebError)
     if isinstance(error, TooManyAttempts):
         return _error(str(error), error.status, {"Retry-After": f"{error.retry_after:.0f}"})
-    return _error(str(error), error.status)
+    return _error(str(error), error.status, back=_back(request, error.status))
+
+
+async def body_cut(request: Request, error: Exception) -> HTMLResponse:
+    """A request whose body ended before its Content-Length, or whose chunked framing broke
+    (the server then drops the connection): one log line, and 400 if the client still listens."""
+    log.warning(
+        "%s %s from %s: the request body was cut short or malformed",
+        request.method,
+        request.url.path,
+        _address(request),
+    )
+    return _error("The request's body was cut short; send it again.", 400)
 
 
 def create_app(
@@ -570,21 +694,22 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        project = Project(root)
+        project = Project(root, lock=False)
         app.state.root = root
-        app.state.local = threading.local()
-        app.state.advancing = threading.Lock()
-        app.state.local.project = project
+        app.state.project = project
         app.state.settings = WebSettings.from_project(project)
         app.state.researcher_sha = researcher_sha
         app.state.throttle = Throttle()
-        app.state.campaign = "manual"
         app.state.prolific = prolific
+        watch = None
         if app.state.settings.advance:
-            _advance(app, project)
+            await run_in_threadpool(_advance_apart, app)
+            watch = asyncio.create_task(_watch(app))
         try:
             yield
         finally:
+            if watch is not None:
+                watch.cancel()
             project.close()
 
     routes = [
@@ -608,8 +733,11 @@ def create_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(BodyLimit, limit=MAX_BODY)],
-        exception_handlers={WebError: web_error},
+        middleware=[
+            Middleware(Admission),
+            Middleware(BodyLimit, limit=MAX_BODY),
+        ],
+        exception_handlers={WebError: web_error, ClientDisconnect: body_cut},
     )
 
 
@@ -618,16 +746,45 @@ def connect_prolific() -> ProlificClient:
     return ProlificClient(token_from_environment())
 
 
-def site_url(root: Path, host: str, port: int) -> str:
+def site_url(settings: WebSettings, host: str, port: int) -> str:
     """The site's public address: ``[web] base_url`` when the project sets it, else the bound
     address."""
-    with Project(root) as project:
-        WebSettings.from_project(project)  # refuse bad settings before anything starts
-        configured = project.section("web").get("base_url")
-    if configured:
-        return str(configured).rstrip("/")
+    if settings.base_url != WebSettings.base_url:
+        return settings.base_url.rstrip("/")
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+SERVE_ROOT_ENV = "CROWDPREFS_SERVE_ROOT"
+"""Where ``serve --workers N`` tells its worker processes the project is (:func:`worker_app`)."""
+
+
+def worker_app() -> Starlette:
+    """The application of one of ``serve --workers N``'s processes (a uvicorn factory): the
+    project of :data:`SERVE_ROOT_ENV`, the researcher token of
+    :data:`~crowdprefs.web.security.RESEARCHER_TOKEN_ENV`, Prolific itself."""
+    return create_app(Path(os.environ[SERVE_ROOT_ENV]), os.environ[RESEARCHER_TOKEN_ENV])
+
+
+def log_config(level: str = "info") -> dict[str, Any]:
+    """uvicorn's logging, and crowdprefs', to standard output (where a container's logs are
+    read), one line per event with its time."""
+    handler = {"class": "logging.StreamHandler", "stream": "ext://sys.stdout", "formatter": "line"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "handlers": {"stdout": handler},
+        "loggers": {
+            name: {"handlers": ["stdout"], "level": level.upper(), "propagate": False}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "crowdprefs")
+        },
+    }
+
+
+GRACE_SECONDS = 30
+"""On SIGTERM or Ctrl-C the server stops taking connections and lets the requests in flight
+finish for at most this long (answers being posted are stored)."""
 
 
 def serve(
@@ -636,6 +793,7 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    workers: int = 1,
     access_log: bool = False,
     announce: Callable[[str], None] = lambda url: None,
     prolific: Callable[[], ProlificClient] | None = connect_prolific,
@@ -644,13 +802,51 @@ def serve(
 
     Settings, port and token are checked first; ``announce`` then receives the researcher
     page's link (it holds the token: show it only to the researcher). ``prolific``: as for
-    :func:`create_app` (by default Prolific itself, once the project has a study).
+    :func:`create_app` (by default Prolific itself, once the project has a study). ``workers``
+    server processes share the campaign through its database: more than one needs PostgreSQL
+    (one SQLite file has one writer at a time), and on SQLite a second server of the same
+    project is refused. Logs go to standard output; a stop lets requests in flight finish
+    (:data:`GRACE_SECONDS`).
     """
     if not 0 < port < 65536:
         raise InputError(f"the port must be between 1 and 65535, got {port}")
-    base = site_url(root, host, port)
-    app = create_app(root, researcher_token, prolific=prolific)
-    announce(f"{base}/researcher/{researcher_token}")
-    uvicorn.run(
-        app, host=host, port=port, access_log=access_log, log_level="info", proxy_headers=False
-    )
+    if not 1 <= workers <= 64:
+        raise InputError(f"the number of server workers must be between 1 and 64, got {workers}")
+    check_researcher_token(researcher_token)
+    with Project(root, lock=False) as project:
+        settings = WebSettings.from_project(project)  # bad settings refused before anything
+        many = project.store.many_processes
+        guard = project.store.server_lock()
+    if workers > 1 and not many:
+        raise InputError(
+            f"{workers} server workers need the state in PostgreSQL: a SQLite file takes one "
+            "writer at a time; move the state there first ('crowdprefs migrate')"
+        )
+    if workers > 1 and prolific is not connect_prolific:
+        raise InputError("several server workers reach Prolific itself, not its local fake")
+    if guard is not None and not guard.try_acquire():
+        holder = guard.path.read_text(errors="replace").strip() or "another process"
+        raise StateError(
+            f"{root} is already served ({holder}); a SQLite project has one server: stop it "
+            "first, or move the state to PostgreSQL for several"
+        )
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "access_log": access_log,
+        "log_config": log_config(),
+        "proxy_headers": bool(settings.trusted_proxies),
+        "forwarded_allow_ips": ",".join(settings.trusted_proxies) or None,
+        "timeout_graceful_shutdown": GRACE_SECONDS,
+    }
+    announce(f"{site_url(settings, host, port)}/researcher/{researcher_token}")
+    try:
+        if workers == 1:
+            uvicorn.run(create_app(root, researcher_token, prolific=prolific), **options)
+            return
+        os.environ[SERVE_ROOT_ENV] = str(Path(root).resolve())
+        os.environ[RESEARCHER_TOKEN_ENV] = researcher_token
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=workers, **options)
+    finally:
+        if guard is not None:
+            guard.release()

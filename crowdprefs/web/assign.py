@@ -19,9 +19,11 @@ judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
   with the server-measured seconds from hand-out to submission (the preference-judgments paper §5.1
   notes that MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
   assignment again changes nothing;
-- the page's listening gate is checked again on the server from its play log: every clip
-  played to its end and heard for (nearly) its duration (:func:`check_listening`); of what a
-  post carries, only the answer and the play log are kept.
+- the page's listening gate is checked again on the server from its play log, by the page's own
+  rule: every clip played to its end and heard for (nearly) its duration, and nothing claimed
+  beyond the seconds since the hand-out (:func:`check_listening`); of what a post carries, only
+  the answer and the play log are kept, and a field sent twice refuses the post
+  (:func:`form_fields`).
 
 Quality control in the style of ITU-T Rec. P.808 (crowdsourced listening tests), each a
 ``[web]`` setting with a default:
@@ -38,11 +40,13 @@ Quality control in the style of ITU-T Rec. P.808 (crowdsourced listening tests),
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import secrets
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -54,7 +58,14 @@ from crowdprefs.campaign import answers
 from crowdprefs.campaign.answers import CHOICES, PLAY_LOG, TEXT_LIMITS
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.settings import check_values
-from crowdprefs.campaign.store.web import WebAssignment, WebJudge, WebScreen
+from crowdprefs.campaign.store.web import (
+    HandOut,
+    Posted,
+    WebAssignment,
+    WebJudge,
+    WebQuestion,
+    WebScreen,
+)
 from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import HitSettings
@@ -75,10 +86,10 @@ SCORES = dict(
 """``(choice, a_is_x) → score`` from :func:`~crowdprefs.campaign.crowd.score_of`."""
 PARTICIPANT = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 CLIP_NAMES = {"query": "the original melody", "a": "variation A", "b": "variation B"}
-LISTEN_SLACK = 0.1
-"""Seconds of listening a clip may fall short on this server: less than a stored answer's
-(:data:`~crowdprefs.campaign.answers.SLACK_SECONDS`), since a judge refused here can listen
-again and resend (the page reports tenths, measured between player events)."""
+LISTEN_SLACK = answers.PAGE_SLACK
+"""Seconds of listening a clip may fall short on this server: the HIT page's own rule
+(:data:`~crowdprefs.campaign.answers.PAGE_SLACK`), less than a stored answer's, since a judge
+refused here can listen again and resend."""
 
 
 class WebError(CrowdError):
@@ -125,8 +136,34 @@ def _stamp(at: datetime) -> str:
     return at.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
+_LAPSE: list[tuple[datetime, float, float]] = []
+"""The time lapse in force (:func:`time_lapse`): its start, the wall clock's then, its speed."""
+
+
 def _now(at: datetime | None) -> datetime:
-    return at or datetime.now(UTC)
+    """``at``, else the site's clock: the wall clock, or the time lapse in force."""
+    if at is not None:
+        return at
+    if not _LAPSE:
+        return datetime.now(UTC)
+    start, wall, speed = _LAPSE[-1]
+    return start + timedelta(seconds=(time.monotonic() - wall) * speed)
+
+
+@contextlib.contextmanager
+def time_lapse(speed: float) -> Iterator[None]:
+    """Within it, the judges' site of this process tells time ``speed`` times faster than the
+    wall clock, from now on: hand-outs, answers and their seconds. Simulated judges
+    (:mod:`crowdprefs.web.judges`) then take realistic times in a fraction of them, and the
+    listening check and the audit judge those times. For simulations only (the demo): a real
+    site's times are its judges'."""
+    if not speed > 0:
+        raise InputError(f"a time lapse needs a speed above 0, got {speed}")
+    _LAPSE.append((datetime.now(UTC), time.monotonic(), speed))
+    try:
+        yield
+    finally:
+        _LAPSE.pop()
 
 
 @dataclass(frozen=True)
@@ -160,9 +197,17 @@ class WebSettings:
     """Trials a judge must get right to pass the screen (chance: 1 in 3 per trial)."""
     randomise_sides: bool = True
     """Each question shows the two variations in an order of its own (logged with the answer)."""
+    trusted_proxies: tuple[str, ...] = ()
+    """Addresses of the reverse proxies (HTTPS) in front of the server: only from these is the
+    client's address taken from the forwarded headers (empty: the peer's address is the
+    client's)."""
+    max_in_flight: int = 64
+    """Requests one server process works on at once; beyond, a judge gets a page asking to come
+    back in a minute (503) instead of an ever longer wait."""
 
     def __post_init__(self) -> None:
         check_values("web", self)
+        object.__setattr__(self, "trusted_proxies", tuple(self.trusted_proxies))
         if self.headphone_pass > self.headphone_trials:
             raise InputError(
                 f"[web] headphone_pass ({self.headphone_pass}) must not exceed headphone_trials "
@@ -214,8 +259,11 @@ def invitation_links(
     base = (base_url or settings.base_url).rstrip("/")
     if not base.startswith(("http://", "https://")):
         raise InputError(f"the site's address must start with http:// or https://: {base}")
-    if judges < 0:
-        raise InputError(f"the number of judges to invite must be 0 or more, got {judges}")
+    if judges < 0 or (judges == 0 and not study):
+        raise InputError(
+            f"the number of judges to invite must be at least 1 (or 0 with a study link), "
+            f"got {judges}"
+        )
     created = invite(project, judges) if judges else []
     links = pd.DataFrame(
         [(judge, f"{base}/invite/{token}") for judge, token in created],
@@ -259,11 +307,9 @@ def join_study(project: Project, key: str, participant: str) -> tuple[WebJudge, 
     if not PARTICIPANT.match(participant or ""):
         raise WebError("the study link carries no valid participant id")
     token = new_token()
-    project.store.join_web_participant(
+    judge = project.store.join_web_participant(
         participant, token_hash(token), completion_code(), _stamp(_now(None))
     )
-    judge = judge_for_token(project, token)
-    assert judge is not None
     return judge, token
 
 
@@ -281,23 +327,13 @@ def choose_pair(pair_id: np.ndarray, filled: np.ndarray, wanted: np.ndarray, key
     return int(order[room[order]][0])
 
 
-def next_assignment(
-    project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
-) -> WebAssignment | None:
-    """The judge's open assignment, or a new one; ``None`` when nothing is left for them (a
-    judge blocked on review gets no further question).
-
-    Raises :class:`ScreenFirst` while the judge must still pass the headphone screen."""
-    if judge.judge_id in project.store.blocked_workers("web"):
-        return None
-    if needs_screen(judge, settings):
-        screen = project.store.web_screen(judge.judge_id)
-        if screen is None or not screen.passed:
-            raise ScreenFirst("take the headphone check before the first question")
+def hand_out(judge: WebJudge, settings: WebSettings, at: datetime | None = None) -> HandOut:
+    """What the judge's next assignment gets if one is handed out at ``at``: a random id and
+    CSRF token, the deadline ``[web] timeout_minutes`` later, the judge's caps, and
+    :func:`choose_pair` with the judge's own tie-breaking key."""
     at = _now(at)
     key = judge_key(judge.token_hash)
-    return project.store.issue_web_assignment(
-        judge.judge_id,
+    return HandOut(
         assignment_id=secrets.token_urlsafe(12),
         csrf=new_token(),
         issued_at=_stamp(at),
@@ -306,6 +342,24 @@ def next_assignment(
         batch_limit=settings.questions_per_batch,
         choose=lambda pair_id, filled, wanted: choose_pair(pair_id, filled, wanted, key),
     )
+
+
+def next_assignment(
+    project: Project, judge: WebJudge, settings: WebSettings, at: datetime | None = None
+) -> WebAssignment | None:
+    """The judge's open assignment, or a new one; ``None`` when nothing is left for them (a
+    judge blocked on review gets no further question: the store checks it in the hand-out's
+    transaction).
+
+    Raises :class:`ScreenFirst` while the judge must still pass the headphone screen (a
+    blocked judge is not sent to it)."""
+    if needs_screen(judge, settings):
+        screen = project.store.web_screen(judge.judge_id)
+        if screen is None or not screen.passed:
+            if judge.judge_id in project.store.blocked_workers("web"):
+                return None
+            raise ScreenFirst("take the headphone check before the first question")
+    return project.store.issue_web_assignment(judge.judge_id, hand_out(judge, settings, at))
 
 
 # --- the headphone screen --------------------------------------------------------------------
@@ -398,12 +452,13 @@ def on_pair_sides(choice: str, shown_a_is_x: int, pair_a_is_x: int) -> str:
     return "B" if choice == "A" else "A"
 
 
-def assignment_of(project: Project, judge: WebJudge, assignment_id: str) -> WebAssignment:
-    """The judge's own assignment; :class:`Forbidden` for anyone else's or an unknown id."""
-    assignment = project.store.web_assignment(assignment_id)
-    if assignment is None or assignment.judge_id != judge.judge_id:
+def question_of(project: Project, judge: WebJudge, assignment_id: str) -> WebQuestion:
+    """The judge's own assignment with its pair; :class:`Forbidden` for anyone else's or an
+    unknown id."""
+    question = project.store.web_question(assignment_id)
+    if question is None or question.assignment.judge_id != judge.judge_id:
         raise Forbidden("this question is not yours")
-    return assignment
+    return question
 
 
 # --- answers ---------------------------------------------------------------------------------
@@ -430,6 +485,19 @@ def text_limits(settings: WebSettings) -> dict[str, int]:
     """The free texts' limits on this server: the HIT page's (:data:`TEXT_LIMITS`), lowered by
     ``[web] max_text`` where it is smaller."""
     return {name: min(limit, settings.max_text) for name, limit in TEXT_LIMITS.items()}
+
+
+def form_fields(items: Iterable[tuple[str, Any]]) -> dict[str, str]:
+    """The text fields of a posted form (``(name, value)`` in the order sent); :class:`WebError`
+    naming a field sent more than once (the pages send each once: which one counts would be a
+    guess)."""
+    fields: dict[str, str] = {}
+    for name, value in items:
+        if name in fields:
+            raise WebError(f"the form sends the field {name[:40]!r} twice; reload the page")
+        if isinstance(value, str):
+            fields[name] = value
+    return fields
 
 
 def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
@@ -461,15 +529,27 @@ def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
 
 
 def check_listening(
-    log: Mapping[str, float], seconds: Mapping[str, float | None], min_coverage: float
+    log: Mapping[str, float],
+    seconds: Mapping[str, float | None],
+    min_coverage: float,
+    elapsed: float | None = None,
 ) -> None:
     """The listening gate of the HIT page, checked again on the server by the listening checks
-    every crowd applies (:func:`crowdprefs.campaign.answers.check_listening`) with
-    :data:`LISTEN_SLACK`: every clip played to its end at least once, and heard for at least
-    ``min_coverage`` of its duration where it is known. :class:`NotListened` naming the first
-    clip otherwise."""
-    problems = answers.check_listening(log, seconds, min_coverage=min_coverage, slack=LISTEN_SLACK)
+    every crowd applies (:func:`crowdprefs.campaign.answers.check_listening`) with the page's
+    own slack (:data:`LISTEN_SLACK`): every clip played to its end at least once, and heard for
+    at least ``min_coverage`` of its duration less the slack where it is known, at normal
+    speed. With ``elapsed`` (seconds since the hand-out), a log claiming more than they allow
+    is refused first (:class:`WebError`: not sent by the page); :class:`NotListened` naming the
+    first clip not heard otherwise."""
+    problems = answers.check_listening(
+        log, seconds, min_coverage=min_coverage, slack=LISTEN_SLACK, elapsed=elapsed
+    )
     for problem in problems[:1]:
+        if problem.kind == "claimed":
+            raise WebError(
+                f"the page's play log is damaged ({problem.name} = {problem.sent} but the "
+                f"question was handed out {problem.seconds:.1f} s ago); reload it"
+            )
         clip = CLIP_NAMES[problem.name]
         if problem.kind == "unplayed":
             raise NotListened(f"{clip} was not played to its end: play every clip")
@@ -487,11 +567,14 @@ def submit(
     form: Mapping[str, str],
     settings: WebSettings,
     at: datetime | None = None,
-) -> bool:
-    """Store the judge's answer to their assignment; ``False`` when it was already stored.
+) -> Posted:
+    """Store the judge's answer to their assignment and hand them their next question, in
+    one transaction of the store (an answer stored before is not stored again; the next
+    question is handed out all the same).
 
     Raises :class:`Forbidden` (not the judge's assignment, wrong CSRF token), :class:`WebError`
-    (invalid answer), :class:`NotListened` (the clips were not heard: :func:`check_listening`
+    (invalid answer, or a play log claiming more than the seconds since the hand-out allow),
+    :class:`NotListened` (the clips were not heard: :func:`check_listening`
     with the project's ``[hit] min_coverage``) or :class:`Gone` (the judge was blocked on review
     since the hand-out, or released and the pair has all its answers meanwhile). The choice is
     stored on the pair's sides (:func:`on_pair_sides`), with the order the page showed in the
@@ -499,23 +582,24 @@ def submit(
     """
     at = _now(at)
     answer = validate_answer(form, settings)
-    assignment = assignment_of(project, judge, assignment_id)
+    question = question_of(project, judge, assignment_id)
+    assignment, pair = question.assignment, question.pair
     if not same(csrf, assignment.csrf):
         raise Forbidden("the form's security token is missing or wrong; reload the page")
-    if assignment.status == "submitted":
-        return False
-    pair = project.store.web_pair(assignment.pair_id)
     shown = shown_pair(pair, assignment_id, settings)
-    check_listening(answer.log, clip_seconds(shown), HitSettings.from_project(project).min_coverage)
     issued = datetime.fromisoformat(assignment.issued_at)
+    if assignment.status != "submitted":
+        min_coverage = HitSettings.from_project(project).min_coverage
+        elapsed = max((at - issued).total_seconds(), 0.0)
+        check_listening(answer.log, clip_seconds(shown), min_coverage, elapsed)
     a_is_x = int(shown["a_is_x"])
     order = {
         "a": pair["x"] if a_is_x else pair["y"],
         "b": pair["y"] if a_is_x else pair["x"],
         "clicked": answer.choice,
-        "question": project.store.web_answered(judge.judge_id) + 1,
+        "question": question.answered + 1,
     }
-    outcome = project.store.submit_web_answer(
+    posted = project.store.answer_web_question(
         assignment_id,
         choice=on_pair_sides(answer.choice, a_is_x, int(pair["a_is_x"])),
         score=SCORES[answer.choice, a_is_x],
@@ -524,9 +608,10 @@ def submit(
         background=answer.background,
         comment=answer.comment,
         raw=answer.raw(order),
+        hand_out=hand_out(judge, settings, at),
     )
-    if outcome == "blocked":
+    if posted.outcome == "blocked":
         raise Gone("your answers are no longer taken in this study")
-    if outcome == "gone":
+    if posted.outcome == "gone":
         raise Gone("this question expired and was answered by others meanwhile")
-    return outcome == "stored"
+    return posted

@@ -22,12 +22,15 @@ import os
 import secrets
 import stat
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crowdprefs.errors import InputError
 from crowdprefs.files import atomic_path
+
+if TYPE_CHECKING:
+    from crowdprefs.campaign.store import Store
 
 TOKEN_BYTES = 24
 RESEARCHER_TOKEN_ENV = "CROWDPREFS_RESEARCHER_TOKEN"
@@ -154,38 +157,28 @@ def researcher_token(file: Path | None = None) -> str:
 
 
 class Throttle:
-    """Failed token attempts per client address: after ``limit`` failures within ``window``
-    seconds an address must wait until the oldest of them is ``window`` seconds old. Against
-    guessing invitation, study and researcher tokens (192 random bits each: this only keeps
-    logs and the server quiet), it costs a legitimate user at most one wait."""
+    """Failed token attempts per client: once a client tried ``limit`` different wrong tokens
+    within ``window`` seconds, it must wait until the oldest of them is ``window`` seconds old.
+    Against guessing invitation, study and researcher tokens (192 random bits each: this only
+    keeps logs and the server quiet), it costs a legitimate user at most one wait. The same
+    wrong token again counts once, so a stale link reloaded, or shared by judges behind one
+    address, never locks anyone out; the client is the forwarded address behind a trusted
+    proxy (``[web] trusted_proxies``), else the peer's. The failures live in the project's
+    state (:meth:`~crowdprefs.campaign.store.Store.throttle_fail`): every server process and
+    host counts the same ones."""
 
     def __init__(
-        self, limit: int = 20, window: float = 600.0, clock: Callable[[], float] = time.monotonic
+        self, limit: int = 20, window: float = 600.0, clock: Callable[[], float] = time.time
     ) -> None:
         self.limit, self.window, self.clock = limit, window, clock
-        self.failures: dict[str, deque[float]] = {}
 
-    def _recent(self, who: str, now: float) -> deque[float]:
-        times = self.failures.get(who, deque())
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        if not times:
-            self.failures.pop(who, None)
-        return times
-
-    def wait(self, who: str) -> float:
+    def wait(self, store: Store, who: str) -> float:
         """Seconds ``who`` must wait before trying a token again (0: now)."""
-        now = self.clock()
-        times = self._recent(who, now)
-        return times[0] + self.window - now if len(times) >= self.limit else 0.0
+        return store.throttle_wait(who, self.clock(), self.limit, self.window)
 
-    def fail(self, who: str) -> None:
-        """Count a failed attempt of ``who``."""
-        now = self.clock()
-        if len(self.failures) > 10_000:  # forget addresses whose failures are all old
-            for other in list(self.failures):
-                self._recent(other, now)
-        self.failures.setdefault(who, self._recent(who, now)).append(now)
+    def fail(self, store: Store, who: str, token: str) -> None:
+        """Count ``who``'s attempt with the wrong ``token`` (only its hash is kept)."""
+        store.throttle_fail(who, token_hash(token), self.clock(), self.window)
 
 
 def is_loopback(host: str) -> bool:

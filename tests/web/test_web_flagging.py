@@ -74,7 +74,7 @@ def test_a_judge_blocked_while_holding_a_question_cannot_answer_it(tmp_path):
         project.store.decide_web_workers([(judge.judge_id, "careless")], [], CLOCK[0].isoformat())
         # The pair's slot goes back to the pool at the next hand-out, not when it expires.
         assert assign.next_assignment(project, other, settings, at=CLOCK[0]) is not None
-        assert project.store.web_assignment(held.assignment_id).status == "released"
+        assert project.store.web_question(held.assignment_id).assignment.status == "released"
         CLOCK[0] += timedelta(seconds=40)
         with pytest.raises(assign.Gone, match="no longer taken"):
             assign.submit(

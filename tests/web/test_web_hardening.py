@@ -17,6 +17,7 @@ import warnings
 
 import httpx
 import pytest
+from sqlalchemy import text
 from starlette.exceptions import StarletteDeprecationWarning
 from test_web import (
     ANSWER_A,
@@ -240,22 +241,52 @@ def test_failed_token_attempts_are_rate_limited_per_address(project_dir):
         assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
         guesser.cookies.set("crowdprefs_judge", token)
         assert guesser.get("/welcome").status_code == 429
-        server.app.state.throttle.failures.clear()
+        with server.app.state.project.store.transaction() as conn:
+            conn.execute(text("DELETE FROM web_throttle"))
         for _ in range(limit):
             assert guesser.get(f"/researcher/{new_token()}").status_code == 403
         assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
 
 
-def test_the_throttle_forgets_failures_older_than_its_window():
-    now = [0.0]
+def test_a_stale_link_reloaded_never_locks_out_the_judges_behind_one_address(project_dir):
+    """Behind a proxy every judge shares one address: one old link opened again and again is
+    one failure, so the others still get in."""
+    (token,) = invite(project_dir, 1)
+    stale = new_token()
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        everyone = TestClient(server.app)
+        for _ in range(3 * server.app.state.throttle.limit):
+            assert everyone.get(f"/invite/{stale}").status_code == 403
+        assert everyone.get(f"/invite/{token}").status_code == 200
+
+
+def test_failed_attempts_are_counted_by_every_server_process_alike(project_dir):
+    """Two server processes of one campaign (two apps on one state) share the count."""
+    (token,) = invite(project_dir, 1)
+    with (
+        TestClient(create_app(project_dir, RESEARCHER)) as one,
+        TestClient(create_app(project_dir, RESEARCHER)) as two,
+    ):
+        limit = one.app.state.throttle.limit
+        for i in range(limit):
+            server = one if i % 2 else two
+            assert TestClient(server.app).get(f"/invite/{new_token()}").status_code == 403
+        assert TestClient(one.app).get(f"/invite/{token}").status_code == 429
+        assert TestClient(two.app).get(f"/invite/{token}").status_code == 429
+
+
+def test_the_throttle_forgets_failures_older_than_its_window(project_dir):
+    now = [1_000_000.0]
     throttle = Throttle(limit=3, window=60.0, clock=lambda: now[0])
-    for _ in range(3):
-        assert throttle.wait("a") == 0
-        throttle.fail("a")
-        now[0] += 10
-    assert throttle.wait("a") == pytest.approx(30.0) and throttle.wait("b") == 0
-    now[0] = 60.5
-    assert throttle.wait("a") == 0
+    with Project(project_dir) as project:
+        store = project.store
+        for _ in range(3):
+            assert throttle.wait(store, "a") == 0
+            throttle.fail(store, "a", new_token())
+            now[0] += 10
+        assert throttle.wait(store, "a") == pytest.approx(30.0) and throttle.wait(store, "b") == 0
+        now[0] += 30.5
+        assert throttle.wait(store, "a") == 0
 
 
 @pytest.mark.parametrize("weak", ["", "short", "a" * 40, "ab" * 20, "researcher-token"])
@@ -341,3 +372,115 @@ def test_a_finished_judge_sees_the_completion_page_after_the_last_answer(tmp_pat
         assignment, csrf, _ = open_question(client)
         response = client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A})
         assert str(response.url).endswith("/done") and 'data-state="finished"' in response.text
+
+
+# --- bodies cut short, fields twice, and the way back ------------------------------------------
+
+
+def judge_path(server_url: str, token: str) -> str:
+    """The path of the question an invited judge holds on a running server."""
+    with httpx.Client(base_url=server_url, follow_redirects=True) as client:
+        client.get(f"/invite/{token}")
+        path = client.post("/next").url.path
+    assert path.startswith("/hit/"), path
+    return path
+
+
+def raw_request(port: int, head: list[str], body: bytes) -> bytes:
+    """Send a request's head and ``body`` over a plain socket, then close the sending side;
+    returns whatever the server answered (nothing when it dropped the connection)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall("\r\n".join([*head, "", ""]).encode() + body)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.slow
+def test_a_body_cut_short_or_badly_chunked_is_one_log_line_and_a_400(project_dir):
+    """A Content-Length longer than the body sent, and a chunked body with a bad chunk size:
+    the server logs one line each (no traceback), answers 400 where the client still listens,
+    and stores nothing."""
+    from crowdprefs.web.judges import ServerProcess
+
+    (token,) = invite(project_dir, 1)
+    with ServerProcess(project_dir, RESEARCHER) as server:
+        path = judge_path(server.url, token)
+        head = [
+            f"POST {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{server.port}",
+            f"Cookie: crowdprefs_judge={token}",
+            "Content-Type: application/x-www-form-urlencoded",
+        ]
+        short = raw_request(server.port, [*head, "Content-Length: 500"], b"choice=A&plays")
+        chunked = raw_request(
+            server.port, [*head, "Transfer-Encoding: chunked"], b"zz\r\nchoice=A\r\n0\r\n\r\n"
+        )
+        assert httpx.get(f"{server.url}/healthz").status_code == 200
+        server.log.seek(0)
+        log = server.log.read().decode()
+    assert short == b"" or short.startswith(b"HTTP/1.1 400"), short[:80]
+    assert chunked.startswith(b"HTTP/1.1 400"), chunked[:80]
+    assert "Traceback" not in log and "Exception in ASGI" not in log, log
+    assert log.count("the request body was cut short or malformed") == 2, log
+    assert answers_frame(project_dir).empty
+
+
+def test_a_field_sent_twice_refuses_the_post(project_dir):
+    """``choice`` twice: which one counts would be a guess, so neither does."""
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        body = f"csrf={csrf}&choice=A&choice=B&" + "&".join(f"{k}={v}" for k, v in PLAYED.items())
+        response = client.post(
+            f"/hit/{assignment}",
+            content=body.encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert response.status_code == 400
+        assert "sends the field &#39;choice&#39; twice" in response.text
+    assert answers_frame(project_dir).empty
+
+
+def test_a_refused_answer_links_back_to_its_question(project_dir):
+    """The 422 (and 400) page of an answer leads back to the question, which is shown again;
+    a refusal the judge cannot fix (403) has no such link."""
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        refused = client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
+        assert refused.status_code == 422
+        back = re.search(r'<a id="back" href="([^"]+)"', refused.text).group(1)
+        assert back == f"/hit/{assignment}"
+        again = client.get(back)
+        assert again.status_code == 200 and f'value="{csrf}"' in again.text
+        unchosen = client.post(f"/hit/{assignment}", data={"csrf": csrf, **PLAYED})
+        assert unchosen.status_code == 400 and f'href="/hit/{assignment}"' in unchosen.text
+        forged = client.post(f"/hit/{assignment}", data={"csrf": "forged", **ANSWER_A})
+        assert forged.status_code == 403 and 'id="back"' not in forged.text
+        assert client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A}).status_code == 200
+
+
+def test_a_play_log_claiming_more_than_the_server_saw_is_refused(project_dir):
+    """Posted at once after the hand-out: 1e300 s of listening, 1e30 plays or an hour on the
+    page are refused with the field named; the honest log of the same moment is stored."""
+    (token,) = invite(project_dir, 1)
+    with TestClient(create_app(project_dir, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        for field, value in [
+            ("listen_b", "1e300"),
+            ("plays_a", "1e30"),
+            ("seconds_on_page", "3600"),
+        ]:
+            form = {"csrf": csrf, **ANSWER_A, field: value}
+            response = client.post(f"/hit/{assignment}", data=form)
+            assert response.status_code == 400, (field, response.status_code)
+            assert f"({field} = {float(value):g} but the question was handed out" in response.text
+        assert answers_frame(project_dir).empty
+        assert client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A}).status_code == 200
+    assert len(answers_frame(project_dir)) == 1
