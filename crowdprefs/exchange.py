@@ -22,23 +22,37 @@ formats hold one query at a time.
 
 Ordered lists as graded qrels that ``ir_measures`` scores are in :mod:`crowdprefs.io`
 (:func:`crowdprefs.io.write_preference_qrels`).
+
+Files: :func:`read_preferences` reads a CSV of answers in the long format (``worker, query,
+left, right, label[, seconds]``) or as crowd-kit's frame; :func:`long_csv`, :func:`crowdkit_csv`
+and :func:`choix_json` give the text of each format (the caller writes it), and
+:func:`answer_ids` names each answer of a file by its content, so that reading the same file
+twice gives the same ids.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
+from crowdprefs.io import check_names
 
 PREFERENCE_COLUMNS = ["worker", "query", "left", "right", "label"]
 LABELS = ("left", "equal", "right")
 CROWDKIT_COLUMNS = ["worker", "left", "right", "label"]
 
 Ties = Literal["drop", "split"]
+FILE_FORMATS = ("long", "crowdkit")
+"""The answer files :func:`read_preferences` reads."""
 
 
 def _row_error(frame: pd.DataFrame, mask: np.ndarray, message: Callable[[int], str]) -> InputError:
@@ -55,9 +69,9 @@ def preference_frame(data: pd.DataFrame, *, query: str = "query") -> pd.DataFram
     in crowd-kit (a value equal to the row's ``left`` or ``right``; this reading wins when an
     item is itself called "left", "right" or "equal"). Without a ``query`` column every row
     belongs to one query named ``query``. An optional ``seconds`` column (the work time of each
-    answer, in seconds) is kept: the worker flags use it. Items, workers and queries are read as
-    strings; the index is kept. The first bad row raises :class:`InputError` naming its index
-    label and column.
+    answer, in seconds; empty when unknown) is kept: the worker flags use it. Items, workers and
+    queries are read as strings; the index is kept. The first bad row raises
+    :class:`InputError` naming its index label and column.
     """
     if not isinstance(data, pd.DataFrame):
         raise InputError(
@@ -77,6 +91,7 @@ def preference_frame(data: pd.DataFrame, *, query: str = "query") -> pd.DataFram
         empty = (values.isna() | (values.astype(str).str.strip() == "")).to_numpy()
         if empty.any():
             raise _row_error(data, empty, lambda _, c=column: f"column {c!r} is empty")
+        check_names(values.astype(str), "answers", column, lambda i: f"row {data.index[i]!r}")
     frame = pd.DataFrame(index=data.index)
     frame["worker"] = data["worker"].astype(str)
     frame["query"] = data["query"].astype(str) if "query" in data.columns else str(query)
@@ -107,7 +122,8 @@ def preference_frame(data: pd.DataFrame, *, query: str = "query") -> pd.DataFram
     frame["label"] = label
     if "seconds" in data.columns:
         seconds = pd.to_numeric(data["seconds"], errors="coerce").to_numpy(dtype=float)
-        wrong = ~(seconds >= 0) & ~data["seconds"].isna().to_numpy()
+        blank = data["seconds"].isna() | (data["seconds"].astype(str).str.strip() == "")
+        wrong = ~((seconds >= 0) & np.isfinite(seconds)) & ~blank.to_numpy()
         if wrong.any():
             raise _row_error(
                 data,
@@ -256,3 +272,77 @@ def from_choix(
             }
         )
     )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_preferences(
+    path: str | os.PathLike, fmt: str = "long", *, query: str | None = None
+) -> pd.DataFrame:
+    """A CSV of answers, one per row, as a preference frame (:func:`preference_frame`).
+
+    ``fmt="long"``: columns ``worker, query, left, right, label`` (``label`` = ``left``,
+    ``right``, ``equal`` or the preferred item) and an optional ``seconds``; without a ``query``
+    column every row belongs to ``query`` (default ``"query"``). ``fmt="crowdkit"``: crowd-kit's
+    ``worker, left, right, label`` (``label`` = the preferred item, no ties), every row of
+    ``query``. Other columns are ignored. Rows are numbered from 1 (the first answer) in errors,
+    which name the file. The file is decoded as :func:`crowdprefs.files.read_text` does.
+    """
+    from crowdprefs.files import read_text
+
+    if fmt not in FILE_FORMATS:
+        raise InputError(f"unknown answers format {fmt!r}: use {' or '.join(FILE_FORMATS)}")
+    path = Path(path)
+    text, _ = read_text(path, "answers file")
+    try:
+        data = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
+    data.columns = [str(c).strip() for c in data.columns]
+    data.index = pd.RangeIndex(1, len(data) + 1)
+    if fmt == "crowdkit" and "query" in data.columns:
+        data = data.drop(columns="query")
+    try:
+        if fmt == "crowdkit":
+            return from_crowdkit(data, query="query" if query is None else str(query))
+        return preference_frame(data, query="query" if query is None else str(query))
+    except InputError as error:
+        raise InputError(f"{path}: {error}") from None
+
+
+def answer_ids(answers: pd.DataFrame) -> pd.Series:
+    """An id for each answer of a file from what it holds: a digest of its worker, query, left
+    and right items, and the answer's number among the file's answers with that content (``-1``,
+    ``-2``...). Reading the same file again gives the same ids; so does another file holding
+    the same answers."""
+    content = answers["worker"] + "\x1f" + answers["query"] + "\x1f" + answers["left"]
+    content = content + "\x1f" + answers["right"]
+    digest = content.map(lambda text: hashlib.sha256(text.encode()).hexdigest()[:16])
+    number = content.groupby(content, sort=False).cumcount() + 1
+    return digest + "-" + number.astype(str)
+
+
+def long_csv(answers: pd.DataFrame) -> str:
+    """The answers as the long CSV ``worker, query, left, right, label`` (and ``seconds`` when
+    the frame has work times), the format :func:`read_preferences` reads."""
+    frame = preference_frame(answers)
+    columns = PREFERENCE_COLUMNS + (["seconds"] if "seconds" in frame.columns else [])
+    return frame[columns].to_csv(index=False, lineterminator="\n", float_format="%.6g")
+
+
+def crowdkit_csv(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:
+    """One query's answers as crowd-kit's CSV ``worker, left, right, label`` (:func:`to_crowdkit`;
+    ``ties`` as in the module docstring)."""
+    return to_crowdkit(answers, query=query, ties=ties).to_csv(index=False, lineterminator="\n")
+
+
+def choix_json(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:
+    """One query's answers as choix's data in JSON: ``{"query", "items", "comparisons"}``, the
+    comparisons being ``[winner, loser]`` indices into ``items`` (:func:`to_choix`; ``ties`` as in
+    the module docstring), read with ``data = json.load(file)`` and used as
+    ``choix.ilsr_pairwise(len(data["items"]), data["comparisons"])``."""
+    frame = _one_query(preference_frame(answers), query)
+    items, comparisons = to_choix(frame, ties=ties)
+    data = {"query": str(frame["query"].iloc[0]), "items": items, "comparisons": comparisons}
+    return json.dumps(data, ensure_ascii=False) + "\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -130,3 +132,46 @@ def test_ir_measures_compat_scores_the_groups_as_a_partial_order(tmp_path):
     io.write_preference_qrels(io.read_preference_qrels(path), again)
     for order in (["c", "a", "e"], ["d", "b", "a", "c"]):
         assert score(order, again) == score(order, path)
+
+
+def test_answer_files_read_back_what_the_writers_write(tmp_path):
+    answers = ANSWERS.assign(seconds=[3.5, None, 2.0, 7.25, 1.0])
+    path = tmp_path / "long.csv"
+    path.write_text(exchange.long_csv(answers), encoding="utf-8")
+    back = exchange.read_preferences(path)
+    assert back[exchange.PREFERENCE_COLUMNS].values.tolist() == ANSWERS.values.tolist()
+    assert back["seconds"].isna().tolist() == [False, True, False, False, False]
+    crowdkit = tmp_path / "ck.csv"
+    crowdkit.write_text(exchange.crowdkit_csv(ANSWERS, query="q1"), encoding="utf-8")
+    read = exchange.read_preferences(crowdkit, "crowdkit", query="q1")
+    assert (
+        read.values.tolist()
+        == exchange.preference_frame(DECIDED[DECIDED["query"] == "q1"]).values.tolist()
+    )
+    data = json.loads(exchange.choix_json(ANSWERS, query="q1", ties="split"))
+    assert data == {
+        "query": "q1",
+        "items": ["a", "b", "c"],
+        "comparisons": [[0, 1], [1, 0], [0, 2], [2, 0], [1, 2]],
+    }
+
+
+def test_answer_files_name_the_file_and_row_of_a_bad_answer(tmp_path):
+    path = tmp_path / "lab.csv"
+    path.write_text("worker,query,left,right,label\nw,q,a,b,left\nw,q,a,b,maybe\n")
+    with pytest.raises(InputError, match=r"lab.csv: answers row 2: label 'maybe' is neither"):
+        exchange.read_preferences(path)
+    path.write_text("worker,left,right,label\nw,a,b,equal\n")
+    with pytest.raises(InputError, match=r"lab.csv: answers row 1: crowd-kit label 'equal'"):
+        exchange.read_preferences(path, "crowdkit")
+    with pytest.raises(InputError, match="unknown answers format 'xml': use long or crowdkit"):
+        exchange.read_preferences(path, "xml")
+
+
+def test_answer_ids_follow_the_content_and_number_repeats():
+    twice = pd.concat([ANSWERS, ANSWERS.iloc[[0]]], ignore_index=True)
+    ids = exchange.answer_ids(exchange.preference_frame(twice))
+    assert ids.iloc[0].endswith("-1") and ids.iloc[5].endswith("-2")
+    assert ids.iloc[0][:-2] == ids.iloc[5][:-2] and ids.nunique() == 6
+    again = exchange.answer_ids(exchange.preference_frame(ANSWERS.iloc[::-1]))
+    assert sorted(again) == sorted(ids.iloc[:5])

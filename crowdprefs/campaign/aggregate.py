@@ -198,6 +198,21 @@ def verdicts(
     return verdict.astype(np.int8), p
 
 
+def fewest_deciding(rule: AggregationRule, most: int = 50) -> int | None:
+    """The fewest answers per pair with which ``rule`` can give a verdict other than equal (all
+    answers preferring one side), ``None`` when not even ``most`` can; 1 for the
+    ``bradley-terry`` rule, which decides from every answer of the query. Mann-Whitney's
+    smallest p-value shrinks with the answers: two-sided at α = 0.05 it needs 3 answers (4 with
+    the exact method, 5 at α = 0.01); the margin rule needs its margin."""
+    if rule.rule == "bradley-terry":
+        return 1
+    for answers in range(1, most + 1):  # the exact test's table grows with the answers
+        verdict, _ = verdicts([answers], [0], [0], rule)
+        if verdict[0] != 0:
+            return answers
+    return None
+
+
 def inter_agreement(more, equal, less) -> np.ndarray:
     """The preference-judgments paper §5.3's inter-agreement score of each pair's answers, in [0,
     1].

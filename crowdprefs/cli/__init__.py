@@ -10,7 +10,7 @@ import sys
 import typer
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import err_console, escape
+from crowdprefs.cli.console import err_console, escape, tidy_help
 from crowdprefs.errors import CrowdprefsError
 
 # Command modules, imported in the order their commands appear in --help.
@@ -36,6 +36,8 @@ def _fail(message: str, code: int) -> None:
 
 def main() -> None:
     """Console-script entry point: one clear line and a non-zero exit for every user error."""
+    if "--help" in sys.argv or len(sys.argv) <= 2:  # help may be shown: typer's help machinery
+        tidy_help()  # is loaded only then (commands start faster without it)
     try:
         code = app(prog_name="crowdprefs", standalone_mode=False)
     except CrowdprefsError as error:

@@ -15,9 +15,12 @@ from crowdprefs.cli.options import (
     DEFAULT_SEED,
     OUTPUT,
     Alpha,
+    AnswersFormat,
     BatchGap,
+    ColumnsFile,
     FeeMinimum,
     FeeRate,
+    FileQuery,
     Json,
     Margin,
     ProjectDir,
@@ -36,17 +39,71 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.quality.audit import Audit
     from crowdprefs.results_file import Columns
 
 
-def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
-    from crowdprefs.quality import audit as auditing
-    from crowdprefs.results_file import read_results
+def _results(path: Path, columns: Columns) -> pd.DataFrame:
+    """A results file read with ``columns``; a file without the HIT column is told about the
+    long format."""
+    from crowdprefs.results_file import read_results, read_table
 
     with err_console.status(f"reading {path}"):
-        answers = auditing.infer_iterations(read_results(path, columns), batch_gap)
+        try:
+            return read_results(path, columns)
+        except InputError as error:
+            if columns.hit in read_table(path)[0].columns:
+                raise
+            raise InputError(
+                f"{error}; a file of one answer per row without HIT ids reads with --format long "
+                "(columns worker,query,left,right,label)"
+            ) from None
+
+
+def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataFrame:
+    """The answers numbered in batches from their HITs' creation times; a file without any
+    creation or accept time is one batch when ``one_batch`` (said on stderr), else refused."""
+    import numpy as np
+    import pandas as pd
+
+    from crowdprefs.quality import audit as auditing
+
+    times = "creation or accept time (--created-column, --accept-column)"
+    missing = answers["created_at"].isna()
+    if missing.all() and one_batch:
+        err_console.print(
+            f"the file has no HIT {times}: its answers are audited as one batch", highlight=False
+        )
+        return answers.assign(iteration=pd.array(np.ones(len(answers), int), dtype="Int64"))
+    if missing.any():
+        hit = answers.loc[missing, "hit_id"].iloc[0]
+        raise InputError(
+            f"{answers.attrs['source']}: HIT {hit} has no {times} to place it in a batch"
+        )
+    return auditing.infer_iterations(answers, batch_gap)
+
+
+def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
+    """A recorded QuickSort campaign's results file, in batches (replay)."""
+    answers = _timed(_results(path, columns), batch_gap, one_batch=False)
+    report_reading(answers)
+    return answers
+
+
+def read_answers(
+    path: Path, fmt: str, query: str | None, columns: Columns, batch_gap: float | None = None
+) -> pd.DataFrame:
+    """An answers file in format ``fmt`` (``results``, ``long`` or ``crowdkit``) as the audit's
+    answers frame; a results file is placed in batches when ``batch_gap`` is given."""
+    from crowdprefs.exchange import read_preferences
+    from crowdprefs.quality.answer_files import preference_answers
+
+    if fmt == "results":
+        answers = _results(path, columns)
+        if batch_gap is not None:
+            answers = _timed(answers, batch_gap, one_batch=True)
+    else:
+        answers = preference_answers(read_preferences(path, fmt, query=query), str(path))
     report_reading(answers)
     return answers
 
@@ -79,31 +136,12 @@ def _cost_line(
     return float(total), f"cost: ${total} for {len(answers)} answers"
 
 
-def _write_project(
-    frame: pd.DataFrame,
-    result,
-    root: Path,
-    rule: AggregationRule,
-    reward: float | None,
-    fee_rate: float | None,
-    fee_minimum: float | None,
-    seed: int,
-) -> None:
-    """``replay --project``: the recorded campaign as a project, and what it holds."""
+def _write_project(frame: pd.DataFrame, result, root: Path, settings, seed: int) -> None:
+    """``replay --project``: the recorded campaign as a project (``settings`` checked first by
+    :func:`~crowdprefs.campaign.replay.recorded_settings`), and what it holds."""
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.project import Settings
     from crowdprefs.campaign.replay import recorded_project
 
-    paid = frame["reward"].dropna()
-    if reward is None and paid.empty:
-        raise InputError("the file has no reward: give --reward (the project prices with it)")
-    per_pair = frame[frame["choice"] != ""].groupby("pair_id").size()
-    settings = Settings(
-        answers_per_pair=int(per_pair.max()),
-        reward=float(paid.median()) if reward is None else reward,
-        aggregation=rule,
-        fees=fee_model(fee_rate, fee_minimum),
-    )
     with err_console.status(f"writing the project {root}"):
         made = recorded_project(frame, result, root, settings, seed)
     with made:
@@ -144,23 +182,89 @@ ITERATION_HEADS = (
 NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "crowd time", "agreement", "cost $")
 
 
-def _render(result: Audit, title: str, wide: bool) -> None:
+def _iteration_table(result: Audit, title: str, heads: tuple[str, ...]) -> Table:
+    """The iteration table with the columns ``heads`` (of :data:`ITERATION_HEADS`)."""
     from crowdprefs.quality import audit as auditing
 
-    shown = [i for i, head in enumerate(ITERATION_HEADS) if wide or head in NARROW]
-    table = Table(title=f"{escape(title)}: each iteration and the campaign in total")
+    shown = [ITERATION_HEADS.index(head) for head in heads]
+    table = Table(title=title)
     for i in shown:
         table.add_column(ITERATION_HEADS[i], justify="right")
     rows = result.iterations.to_dict(orient="records")
     for number, row in enumerate(rows, start=1):
         cells = auditing.table_2_cells(row)
         table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
-    table.caption = (
+    return table
+
+
+def _natural_width(table: Table) -> int:
+    """The width ``table`` takes when nothing is cut or wrapped."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def _iteration_tables(result: Audit, title: str, wide: bool) -> list[Table]:
+    """The iteration table: the columns that fit 80 columns; with ``wide`` every column, in a
+    second table when one does not fit the terminal."""
+    title = f"{escape(title)}: each iteration and the campaign in total"
+    tables = [_iteration_table(result, title, ITERATION_HEADS if wide else NARROW)]
+    if wide and _natural_width(tables[0]) > console.width:
+        rest = ("iter.", *(head for head in ITERATION_HEADS if head not in NARROW))
+        tables = [
+            _iteration_table(result, title, NARROW),
+            _iteration_table(result, "the other columns", rest),
+        ]
+    tables[-1].caption = (
         "med. s: median work time per answer; agreement: among each pair's answers; crowd time: "
         "first accept to last submit; since created: from the HITs' creation, waiting included"
         + ("" if wide else " (--wide: every column)")
     )
-    console.print(table)
+    return tables
+
+
+#: Rows of the worker table shown (the lowest agreements); --json and --csv-dir give all.
+WORKER_ROWS = 10
+
+
+def _worker_table(workers: pd.DataFrame) -> Table:
+    """The workers whose answers agree least with the pairs' verdicts: answers, agreement,
+    share of "equal", position bias and median work time."""
+    shown = workers.sort_values(
+        ["verdict_agreement", "answers"], ascending=[True, False], na_position="last"
+    ).head(WORKER_ROWS)
+    table = Table(
+        title=f"workers ({len(workers)})"
+        + (f": the {WORKER_ROWS} lowest agreements" if len(workers) > WORKER_ROWS else ""),
+        caption="agree.: with the pairs' verdicts (1 = always, ½ for 'equal' against a side); "
+        "equal: share of 'equal' answers; bias: share of A − share of B (all workers: --json "
+        "or --csv-dir)",
+    )
+    table.add_column("worker", overflow="fold")
+    for head in ("answers", "agree.", "equal", "bias", "med. s"):
+        table.add_column(head, justify="right", no_wrap=True)
+
+    def cell(value: float, text: str) -> str:
+        return "–" if value != value else text  # NaN: unknown
+
+    for worker, row in shown.iterrows():
+        table.add_row(
+            escape(str(worker)),
+            str(int(row["answers"])),
+            cell(row["verdict_agreement"], f"{row['verdict_agreement']:.3f}"),
+            cell(row["share_equal"], f"{row['share_equal']:.0%}"),
+            cell(row["position_bias"], f"{row['position_bias']:+.2f}"),
+            cell(row["median_seconds"], f"{row['median_seconds']:.1f}"),
+        )
+    return table
+
+
+def _render(result: Audit, title: str, wide: bool) -> None:
+    from crowdprefs.quality import audit as auditing
+
+    for table in _iteration_tables(result, title, wide):
+        console.print(table)
+    console.print(_worker_table(result.workers))
     flags = Table(title=f"flagged workers ({result.flags['worker_id'].nunique()})")
     flags.add_column("worker", overflow="fold")
     flags.add_column("flag", no_wrap=True)
@@ -191,6 +295,7 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     for name, rates in result.transitivity.items():
         _render_rates(name, rates)
     facts = result.facts
+    median = facts["overall_median_seconds"]
     total = result.iterations.iloc[-1]
     cost = auditing.money(total["cost"])
     console.print(
@@ -205,7 +310,8 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     console.print(
         f"{facts['answers']} answers ({facts['empty_answers']} empty, {facts['rejected_answers']}"
         f" rejected) by {facts['workers']} workers; {len(result.contradictions)} non-transitive "
-        f"verdict triples; median work time {facts['overall_median_seconds']:.1f} s"
+        "verdict triples; median work time "
+        + ("unknown" if median != median else f"{median:.1f} s")  # NaN: no work times
     )
 
 
@@ -252,8 +358,13 @@ def audit_command(
     ] = None,
     answers: Annotated[
         Path | None,
-        typer.Option(help="Audit an MTurk results CSV recorded elsewhere, without a project."),
+        typer.Option(
+            help="Audit answers recorded elsewhere, without a project: a results CSV, or "
+            "another layout named by --format."
+        ),
     ] = None,
+    fmt: AnswersFormat = "results",
+    query: FileQuery = None,
     reference: Annotated[
         Path | None,
         typer.Option(
@@ -283,6 +394,7 @@ def audit_command(
     fee_rate: FeeRate = None,
     fee_minimum: FeeMinimum = None,
     columns: Columns = None,
+    columns_file: ColumnsFile = None,
 ) -> None:
     """Audit the workers: iterations, agreement, profiles, flags, references, transitivity.
 
@@ -293,16 +405,27 @@ def audit_command(
     preferences are often intransitive).
 
     With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
-    answers are aggregated with --rule, iterations are inferred from HIT creation times and the
-    cost comes from the file's rewards (else --reward) and the fee options.
+    answers are aggregated with --rule, iterations are inferred from HIT creation times (one
+    batch when the file has none) and the cost comes from the file's rewards (else --reward) and
+    the fee options.
     """
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Project
+    from crowdprefs.files import OutputFolder
+    from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
     from crowdprefs.quality import audit as auditing
 
+    inputs = {
+        "PROJECT": directory, "--answers": answers, "--reference": reference,
+        "--split-by": split_by, "--columns": columns_file,
+    }  # fmt: skip
+    report = output_file(html, inputs)
+    tables = None if csv_dir is None else OutputFolder(csv_dir, inputs=inputs)
     if (directory is None) == (answers is None):
         raise InputError("give either a project folder or --answers results.csv (not both)")
+    if directory is not None and (fmt != "results" or query is not None):
+        raise InputError("--format and --query describe an --answers file: give one")
     lists = read_lists(reference) if reference else None
     by = None if split_by is None else auditing.read_worker_attribute(split_by)
     if directory is not None:
@@ -310,7 +433,7 @@ def audit_command(
             result = auditing.audit_project(project, reference=lists, split_by=by)
         title = str(directory)
     else:
-        frame = _recorded(answers, columns, batch_gap)
+        frame = read_answers(answers, fmt, query, columns, batch_gap)
         with err_console.status("auditing"):
             result = auditing.audit(
                 frame,
@@ -321,15 +444,14 @@ def audit_command(
                 split_by=by,
             )
         title = str(answers)
-    if csv_dir is not None:
-        written = result.write_csv(csv_dir)
-        err_console.print(f"wrote {len(written)} tables to {csv_dir}")
-    if html is not None:
-        from crowdprefs.files import write_atomic
+    if tables is not None:
+        written = result.write_csv(tables)
+        err_console.print(f"wrote {len(written)} tables to {escape(str(tables))}")
+    if report is not None:
         from crowdprefs.quality.report import render
 
-        write_atomic(html, render(result, title))
-        err_console.print(f"wrote the report to {html}")
+        report.write(render(result, title))
+        err_console.print(f"wrote the report to {escape(str(report))}")
     if as_json:
         console.print_json(json.dumps(result.to_json()))
     else:
@@ -340,21 +462,48 @@ def audit_command(
 @column_options
 def import_answers_command(
     directory: ProjectDir,
-    results: ResultsFile,
+    results: Annotated[
+        Path,
+        typer.Argument(
+            metavar="ANSWERS",
+            help="The answers file: an MTurk batch-results CSV by default (other platforms' "
+            "exports: the column options or --columns; other layouts: --format).",
+        ),
+    ],
+    fmt: AnswersFormat = "results",
+    query: FileQuery = None,
     crowd: Annotated[
-        str, typer.Option(help="Crowd name the answers are stored under (idempotence key).")
-    ] = "mturk",
+        str | None,
+        typer.Option(
+            help="Crowd name the answers are stored under (the key that makes a rerun add "
+            "nothing); default: mturk for a results file, lab for the other formats.",
+            show_default=False,
+        ),
+    ] = None,
     columns: Columns = None,
 ) -> None:
-    """Store the answers of an MTurk results CSV in a project (rerunning it adds nothing)."""
+    """Store the answers of a file in a project (rerunning it adds nothing).
+
+    Each answer is matched to the pair of the project it answers (by HIT id, else by query and
+    the two candidates); the whole file is refused, naming the row, when one matches no pair or
+    would exceed the answers a pair wants. Answers of the long and crowdkit formats are
+    identified by their worker, query and candidates. 'crowdprefs export PROJECT --format
+    pairs' writes the open batch's questions for another tool.
+    """
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.results import import_answers
-    from crowdprefs.results_file import read_results
 
-    frame = read_results(results, columns)
-    report_reading(frame)
     with Project(directory) as project:
-        summary = import_answers(project, frame, crowd)
+        if fmt == "crowdkit" and query is None:
+            queries = project.store.query_names()
+            if len(queries) != 1:
+                raise InputError(
+                    f"a crowdkit file holds one query's answers and {directory} has "
+                    f"{len(queries)} queries: name the file's with --query"
+                )
+            query = queries[0]
+        frame = read_answers(results, fmt, query, columns)
+        summary = import_answers(project, frame, crowd or ("mturk" if fmt == "results" else "lab"))
     batch = summary["batch_collected"]
     console.print(
         f"{summary['rows']} rows: {summary['new']} new answers stored, "
@@ -406,6 +555,7 @@ def replay_command(
     ] = None,
     seed: Seed = DEFAULT_SEED,
     columns: Columns = None,
+    columns_file: ColumnsFile = None,
 ) -> None:
     """Rebuild the lists of a recorded QuickSort campaign with any aggregation rule.
 
@@ -413,14 +563,20 @@ def replay_command(
     replay's; --reward and the fee options become its prices (the file's reward when it has
     one)."""
     from crowdprefs.campaign.aggregate import AggregationRule
-    from crowdprefs.campaign.replay import replay_campaign
+    from crowdprefs.campaign.replay import recorded_settings, replay_campaign
+    from crowdprefs.files import output as output_file
     from crowdprefs.io import write_lists
 
+    out = output_file(output, {"RESULTS": results, "--columns": columns_file})
     frame = _recorded(results, columns, batch_gap)
     aggregation = AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties)
+    fees = fee_model(fee_rate, fee_minimum)
+    settings = (
+        None if project is None else recorded_settings(frame, project, aggregation, reward, fees)
+    )
     result = replay_campaign(frame, aggregation, pivot_side, partial=partial)
-    if output is not None:
-        write_lists(result.lists, output, tag=f"replay-{rule}")
+    if out is not None:
+        write_lists(result.lists, out, tag=f"replay-{rule}")
     closed = sum(result.closed.values())
     cost = _cost_line(frame, reward, fee_rate, fee_minimum)
     if as_json:
@@ -454,7 +610,7 @@ def replay_command(
         )
         console.print(cost[1])
     if project is not None:
-        _write_project(frame, result, project, aggregation, reward, fee_rate, fee_minimum, seed)
+        _write_project(frame, result, project, settings, seed)
     still_open = [query for query, done in result.closed.items() if not done]
     if output is not None and still_open and not partial:
         raise InputError(

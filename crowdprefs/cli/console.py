@@ -1,7 +1,10 @@
 """The CLI's consoles: tables and results on stdout, errors beside the progress on stderr;
-``escape`` makes untrusted text (names, worker text) safe to print."""
+``escape`` makes untrusted text (names, worker text) safe to print; :func:`tidy_help` makes
+typer's help read well on narrow terminals."""
 
 from __future__ import annotations
+
+import re
 
 from rich.console import Console
 
@@ -10,4 +13,36 @@ from crowdprefs.progress import stderr as err_console
 
 console = Console()
 
-__all__ = ["console", "err_console", "escape"]
+__all__ = ["console", "err_console", "escape", "tidy_help"]
+
+#: A line break inside a help paragraph, except before a bullet ("- ") or an indented line.
+_SOFT_BREAK = re.compile(r"\n(?!- |\s)")
+
+
+def tidy_help() -> None:
+    """Make typer's help read well at 80 columns: a flag shows no type (typer prints ``<bool>``
+    beside every one), help text folds a long word (an environment variable, a CSV header)
+    onto the next line instead of cutting it with an ellipsis, and a paragraph's line breaks
+    are spaces (bullets, lines starting "- ", keep theirs), as in a command's first paragraph.
+    """
+    from rich.text import Text
+    from typer import core, rich_utils
+
+    option_type = core.TyperOption.display_type_rich
+    make_text = rich_utils._make_rich_text
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else option_type(self, ctx)
+
+    def make_rich_text(*, text: str, style: str = "", markup_mode):
+        made = make_text(text=text, style=style, markup_mode=markup_mode)
+        if isinstance(made, Text):
+            made.overflow = "fold"
+        return made
+
+    def fix_linebreaks(paragraphs: list[str], markup_mode) -> str:
+        return "\n\n".join(_SOFT_BREAK.sub(" ", paragraph) for paragraph in paragraphs)
+
+    core.TyperOption.display_type_rich = display_type_rich
+    rich_utils._make_rich_text = make_rich_text
+    rich_utils._fix_linebreaks = fix_linebreaks

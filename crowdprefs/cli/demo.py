@@ -10,11 +10,11 @@ import typer
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console
+from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.cli.options import DEFAULT_SEED, CrowdModelFile, Jobs, Seed
 
 if TYPE_CHECKING:
-    from crowdprefs.demo import DemoResult
+    import pandas as pd
 
 
 @app.command()
@@ -46,65 +46,82 @@ def demo(
     truth.qrel, midi/, project/ (with clips/), lists.qrel, preview/, audit.html, runs.txt and
     evaluation.csv in DIRECTORY.
     """
-    from crowdprefs.demo import DemoOptions, run_demo
+    from crowdprefs.demo import DEMO_FILES, DemoOptions, run_demo
     from crowdprefs.progress import make_progress
 
     options = DemoOptions(seed=seed, crowd=crowd, audio=audio, crowd_model=crowd_model, jobs=jobs)
+    files = {name: directory / path for name, path in DEMO_FILES.items()}
+    if files["project"].exists():
+        err_console.print(f"resuming the demo in {escape(str(directory))}", highlight=False)
     with make_progress(transient=True) as progress:
-        task = progress.add_task("campaign", total=None)
+        task = progress.add_task("campaign", total=None, visible=False)
 
         def advance(what: str, done: int, total: int) -> None:
-            progress.update(task, description=what, completed=done, total=total)
+            progress.update(task, description=what, completed=done, total=total, visible=True)
 
-        result = run_demo(directory, options, advance)
-    _print(result)
+        def ended(name: str, produced: dict) -> None:
+            progress.update(task, visible=False)
+            STAGE_PRINTERS[name](produced, files, crowd)
+
+        result = run_demo(directory, options, advance, ended)
+    console.print(f"demo finished in {result.seconds:.1f} s")
 
 
 def _stage(title: str) -> None:
     console.rule(f"[bold]{title}", align="left")
 
 
-def _print(result: DemoResult) -> None:
-    files = result.files
-    if result.resumed:
-        err_console.print(f"resumed the demo in {result.folder}")
+def _collection(made: dict, files: dict[str, Path], crowd: str) -> None:
     _stage("1. collection")
-    low, high = result.per_query
+    low, high = made["per_query"]
     console.print(
-        f"{result.queries} query melodies, {result.candidates} variations ({low}–{high} per "
-        f"query) in {files['midi']}; hidden truth: {result.truth_groups} groups by melodic "
+        f"{made['queries']} query melodies, {made['candidates']} variations ({low}–{high} per "
+        f"query) in {files['midi']}; hidden truth: {made['truth_groups']} groups by melodic "
         "edit distance",
         soft_wrap=True,
     )
-    if result.clips is not None:
-        _stage("2. audio clips")
-        clips = result.clips
-        console.print(
-            f"{clips.count} clips rendered, trimmed, loudness-normalised and encoded in "
-            f"{files['clips']}: {clips.shortest:.1f}–{clips.longest:.1f} s, "
-            f"mean {clips.mean:.1f} s",
-            soft_wrap=True,
-        )
-    _stage(f"3. campaign ({result.crowd} crowd)")
-    console.print(_iteration_table(result))
-    if result.web is not None:
-        console.print(
-            f"{result.web.answers} answers posted over HTTP, {len(result.web.refused)} refused; "
-            f"submit latency p95 {1000 * result.web.p95():.0f} ms"
-        )
+
+
+def _clips(made: dict, files: dict[str, Path], crowd: str) -> None:
+    clips = made["clips"]
+    if clips is None:
+        return
+    _stage("2. audio clips")
     console.print(
-        f"wrote {files['lists']}: {result.list_groups} groups; ADR of the crowd's lists against "
-        f"the truth {result.adr:.3f}; {result.contradictions} non-transitive triples met",
+        f"{clips.count} clips rendered, trimmed, loudness-normalised and encoded in "
+        f"{files['clips']}: {clips.shortest:.1f}–{clips.longest:.1f} s, mean {clips.mean:.1f} s",
         soft_wrap=True,
     )
+
+
+def _campaign(made: dict, files: dict[str, Path], crowd: str) -> None:
+    _stage(f"3. campaign ({crowd} crowd)")
+    console.print(_iteration_table(made["iterations"], crowd))
+    web = made["web"]
+    if web is not None:
+        console.print(
+            f"{web.answers} answers posted over HTTP, {len(web.refused)} refused; "
+            f"submit latency p95 {1000 * web.p95():.0f} ms"
+        )
+    console.print(
+        f"wrote {files['lists']}: {made['list_groups']} groups; ADR of the crowd's lists against "
+        f"the truth {made['adr']:.3f}; {made['contradictions']} non-transitive triples met",
+        soft_wrap=True,
+    )
+
+
+def _previews(made: dict, files: dict[str, Path], crowd: str) -> None:
     _stage("4. HIT previews")
     console.print(
-        f"the {result.previews} HITs of batch 1 rendered to {files['preview']} "
+        f"the {made['previews']} HITs of batch 1 rendered to {files['preview']} "
         "(open index.html; add ?assignmentId=x to a HIT's address to answer it)",
         soft_wrap=True,
     )
+
+
+def _audit(made: dict, files: dict[str, Path], crowd: str) -> None:
     _stage("5. worker audit")
-    audit = result.audit
+    audit = made["audit"]
     total = audit.iterations.iloc[-1]
     flags = audit.flags
     console.print(
@@ -114,24 +131,36 @@ def _print(result: DemoResult) -> None:
         soft_wrap=True,
     )
     console.print(
-        f"against the planted bots and careless workers: precision {result.flag_precision:.2f}, "
-        f"recall {result.flag_recall:.2f}",
+        f"against the planted bots and careless workers: precision "
+        f"{made['flag_precision']:.2f}, recall {made['flag_recall']:.2f}",
         soft_wrap=True,
     )
+
+
+def _evaluation(made: dict, files: dict[str, Path], crowd: str) -> None:
     _stage("6. evaluation")
-    console.print(_evaluation_table(result))
-    console.print(f"demo finished in {result.seconds:.1f} s")
+    console.print(_evaluation_table(made["evaluation"]))
+
+
+#: What ``demo`` prints as each stage of :data:`crowdprefs.demo.STAGES` ends.
+STAGE_PRINTERS = {
+    "collection": _collection,
+    "clips": _clips,
+    "campaign": _campaign,
+    "previews": _previews,
+    "audit": _audit,
+    "evaluation": _evaluation,
+}
 
 
 def _cell(value: float, digits: int) -> str:
     return "-" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _iteration_table(result: DemoResult) -> Table:
-    table = Table(title=f"demo campaign ({result.crowd} crowd)")
+def _iteration_table(rows: pd.DataFrame, crowd: str) -> Table:
+    table = Table(title=f"demo campaign ({crowd} crowd)")
     for name in ("iter.", "pairs", "answers", "workers", "agree.", "med. s", "cost $"):
         table.add_column(name, justify="right")
-    rows = result.iterations
     for row in rows.itertuples(index=False):
         table.add_row(
             str(row.iteration),
@@ -155,14 +184,14 @@ def _iteration_table(result: DemoResult) -> Table:
     return table
 
 
-def _evaluation_table(result: DemoResult) -> Table:
+def _evaluation_table(evaluation: pd.DataFrame) -> Table:
     from crowdprefs.demo import DEMO_MEASURES
 
     table = Table(title="synthetic systems scored against the crowd's lists / the truth")
     table.add_column("system")
     for measure in DEMO_MEASURES:
         table.add_column(f"{measure} crowd / truth", justify="right")
-    wide = result.evaluation.pivot(index="system", columns="measure")
+    wide = evaluation.pivot(index="system", columns="measure")
     for system in wide.sort_values(("crowd", DEMO_MEASURES[0]), ascending=False).index:
         table.add_row(
             system,

@@ -64,6 +64,16 @@ EffectsOpt = Annotated[
         "variances); a trained model learns them from the judgments.",
     ),
 ]
+CutoffOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--cutoff",
+        min=1,
+        help="k of AG@k: each run's first k documents count (default: the runs' depth, the "
+        "most documents of a system on a query).",
+        show_default=False,
+    ),
+]
 TargetOpt = Annotated[float, typer.Option("--target", help="Target confidence in the ranking.")]
 DeltaOpt = Annotated[
     float, typer.Option("--delta", help="Minimum effect δ (AG@k units, 0-1) for confidences.")
@@ -145,6 +155,7 @@ def next_(
     ] = None,
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
+    cutoff: CutoffOpt = None,
     estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
@@ -167,14 +178,18 @@ def next_(
 ) -> None:
     """Write the query–candidate pairs to judge next ('query document' lines), optionally HITs."""
     from crowdprefs.evaluation import mtc
+    from crowdprefs.files import OutputFolder, output
 
     _flagged("--hit-scale", mtc.check_hit_scale, hit_scale)  # before anything is read
     _flagged("--audio-url", mtc.check_clip_pattern, audio_url)
+    read = {"--runs": runs, "--judgments": judgments, "--metadata": metadata, "--model": model}
+    written = output(out, read)
+    pages = None if hits is None else OutputFolder(hits, inputs=read)
     with _option_hints():
-        inputs = mtc.load_inputs(runs, judgments, metadata, scale)
+        inputs = mtc.load_inputs(runs, judgments, metadata, scale, cutoff)
         chosen = mtc.next_batch(
-            inputs, out, estimator=estimator, model=_model(model), effects=effects,
-            selection=selection, batch=batch, batch_size=batch_size, target=target, hits=hits,
+            inputs, written, estimator=estimator, model=_model(model), effects=effects,
+            selection=selection, batch=batch, batch_size=batch_size, target=target, hits=pages,
             audio_url=audio_url, hit_scale=hit_scale,
         )  # fmt: skip
     _say_estimator(chosen.estimator, chosen.note)
@@ -192,6 +207,7 @@ def estimate(
     ] = None,
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
+    cutoff: CutoffOpt = None,
     estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
@@ -204,7 +220,7 @@ def estimate(
     from crowdprefs.evaluation import mtc
 
     with _option_hints():
-        inputs = mtc.load_inputs(runs, judgments, metadata, scale)
+        inputs = mtc.load_inputs(runs, judgments, metadata, scale, cutoff)
         ranking = mtc.estimate_ranking(
             inputs, estimator=estimator, model=_model(model), effects=effects, delta=delta,
             rule=combine, level=level,
@@ -230,6 +246,7 @@ def simulate(
     ],
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
+    cutoff: CutoffOpt = None,
     estimator: EstimatorOpt = "auto",
     model: ModelOpt = None,
     effects: EffectsOpt = True,
@@ -257,15 +274,24 @@ def simulate(
         bool, typer.Option("--keep-going", help="Do not stop at the target (draw the curve).")
     ] = False,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="PNG of accuracy and confidence vs judgments.")
+        Path | None,
+        typer.Option(
+            "--plot", help="Figure of accuracy and confidence vs judgments (PNG, PDF, SVG)."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Simulate MTC against complete judgments: judgments needed, accuracy, τ, calibration."""
     from crowdprefs.evaluation import mtc
+    from crowdprefs.files import output
 
+    figure = output(
+        plot,
+        {"--runs": runs, "--judgments": judgments, "--metadata": metadata, "--model": model},
+        plot=True,
+    )
     with _option_hints():
-        inputs = mtc.load_inputs(runs, judgments, metadata, scale)
+        inputs = mtc.load_inputs(runs, judgments, metadata, scale, cutoff)
         report = mtc.run_simulation(
             inputs, estimator=estimator, model=_model(model), effects=effects,
             selection=selection, batches=batches, batch_size=batch_size, compat=compat,
@@ -273,9 +299,9 @@ def simulate(
             keep_going=keep_going, progress=True,
         )  # fmt: skip
     _say_estimator(report.estimator, report.note)
-    if plot is not None:
+    if figure is not None:
         title = f"MTC: {report.estimator.name}, {report.selection} selection"
-        mtc.plot_simulation(report.sim.log, plot, title)
+        mtc.plot_simulation(report.sim.log, figure, title)
     if as_json:
         console.print_json(json.dumps(report.to_dict()))
         return
@@ -322,7 +348,9 @@ def train(
     held-out system folds × query folds of this collection); use it with --model.
     """
     from crowdprefs.evaluation import mtc
+    from crowdprefs.files import output
 
+    written = output(out, {"--runs": runs, "--judgments": judgments, "--metadata": metadata})
     if system_folds < 2 or query_folds < 2:
         raise InputError(
             f"--system-folds and --query-folds must be at least 2 (got {system_folds}, "
@@ -330,7 +358,7 @@ def train(
         )
     with _option_hints():
         inputs = mtc.load_inputs(runs, judgments, metadata, scale)
-        model = mtc.train_model(inputs, out, system_folds, query_folds)
+        model = mtc.train_model(inputs, written, system_folds, query_folds)
     console.print(f"gain model on the {model.scale} scale, trained on {model.judgments} judgments")
     table = Table()
     table.add_column("feature")

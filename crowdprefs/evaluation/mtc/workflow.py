@@ -46,7 +46,7 @@ from crowdprefs.evaluation.mtc.trained import (
     train_gain_model,
     trained_features,
 )
-from crowdprefs.files import atomic_path, write_atomic
+from crowdprefs.files import Output, OutputFolder, save_figure, write_atomic
 from crowdprefs.hits.render import LEVEL_SCALES, render_level_hit
 from crowdprefs.io import read_levels, read_runs
 from crowdprefs.progress import make_progress
@@ -90,12 +90,29 @@ def check_rule(name: str) -> Rule:
 
 
 def load_inputs(
-    runs: Path, judgments: Path | None = None, metadata: Path | None = None, scale: str = "fine"
+    runs: Path,
+    judgments: Path | None = None,
+    metadata: Path | None = None,
+    scale: str = "fine",
+    cutoff: int | None = None,
 ) -> Inputs:
     """Read the runs (``system query document`` or TREC), the level judgments (``query
-    document gain`` or qrels) and the metadata (``document artist genre``) of a collection."""
+    document gain`` or qrels) and the metadata (``document artist genre``) of a collection.
+
+    The measure is AG@k with k the ``cutoff`` (each run cut to its first ``cutoff`` documents;
+    at most the runs' depth), else the runs' depth (the most documents of a system on a query).
+    """
     sc = check_scale(scale)
-    col = build_collection(read_runs(runs))
+    ranked = read_runs(runs)
+    if cutoff is not None:
+        depth = int(ranked.groupby(["system", "query"], sort=False).size().max())
+        if not 1 <= cutoff <= depth:
+            raise InputError(
+                f"the cutoff must lie in 1..{depth} (the runs' depth: the most documents of a "
+                f"system on a query), got {cutoff}"
+            )
+        ranked = ranked.groupby(["system", "query"], sort=False).head(cutoff)
+    col = build_collection(ranked)
     gains = gains_vector(col, read_levels(judgments) if judgments else None, sc)
     meta = pair_metadata(col, read_metadata(metadata)) if metadata else None
     return Inputs(col, gains, meta, sc)
@@ -277,7 +294,7 @@ def next_batch(
     batch: int = 20,
     batch_size: int = 1,
     target: float = 0.95,
-    hits: Path | None = None,
+    hits: Path | OutputFolder | None = None,
     audio_url: str = "{id}.mp3",
     hit_scale: str = "both",
 ) -> NextBatch:
@@ -289,7 +306,9 @@ def next_batch(
     check_clip_pattern(audio_url)
     check_hit_scale(hit_scale)
     if batch < 1 or batch_size < 1:
-        raise InputError(f"--batch and --batch-size must be 1 or more, got {batch}, {batch_size}")
+        raise InputError(
+            f"the batch and the batch size must be 1 or more, got {batch} and {batch_size}"
+        )
     if not 0 < target < 1:
         raise InputError(f"the target confidence must lie in (0, 1), got {target}")
     col, scale = inputs.col, inputs.scale
@@ -303,15 +322,15 @@ def next_batch(
         render_level_hit(query, document, clips_of(audio_url, query, document), hit_scale)
         for query, document in (frame.itertuples(index=False) if hits is not None else ())
     ]
+    names = [f"level_{number:04d}.html" for number in range(1, len(pages) + 1)]
+    folder = hits if hits is None or isinstance(hits, OutputFolder) else OutputFolder(hits)
+    written = [] if folder is None else folder.files(names)
     write_atomic(out, frame.to_csv(sep="\t", header=False, index=False, lineterminator="\n"))
-    written = []
-    if hits is not None:
-        hits.mkdir(parents=True, exist_ok=True)
-        for number, html in enumerate(pages, start=1):
-            written.append(hits / f"level_{number:04d}.html")
-            write_atomic(written[-1], html)
+    for page, html in zip(written, pages, strict=True):
+        page.write(html)
     return NextBatch(
-        frame, int(est.judged.sum()), col.n_pairs, ranking_confidence(stats), tuple(written),
+        frame, int(est.judged.sum()), col.n_pairs, ranking_confidence(stats),
+        tuple(page.path for page in written),
         setup.choice, setup.note,
     )  # fmt: skip
 
@@ -333,9 +352,11 @@ class Ranking:
     note: str | None
 
     def to_dict(self) -> dict:
-        """JSON-ready: estimator, why, judgments, pairs_total, confidence, systems, pairs."""
+        """JSON-ready: estimator, why, k (of AG@k), judgments, pairs_total, confidence, systems,
+        pairs."""
         return {
             "estimator": self.estimator.name,
+            "k": self.k,
             "why": self.estimator.reason,
             "note": self.note,
             "judgments": self.judged,
@@ -486,8 +507,8 @@ def run_simulation(
     note = setup.note
     if compat:
         warning = (
-            "--compat reproduces the reference tool, whose stop is overconfident on new "
-            "systems: the confidence it states may not be reached"
+            "the reference tool's behaviour (compat) stops overconfidently on new systems: "
+            "the confidence it states may not be reached"
         )
         note = warning if note is None else f"{note}; {warning}"
     return SimulationReport(
@@ -495,8 +516,9 @@ def run_simulation(
     )  # fmt: skip
 
 
-def plot_simulation(log: pd.DataFrame, path: Path, title: str) -> None:
-    """A PNG of the accuracy and the confidence in the ranking against judgments."""
+def plot_simulation(log: pd.DataFrame, path: Path | Output, title: str) -> None:
+    """A figure (PNG, PDF or SVG, by the extension) of the accuracy and the confidence in the
+    ranking against judgments."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -511,8 +533,7 @@ def plot_simulation(log: pd.DataFrame, path: Path, title: str) -> None:
     axis.grid(alpha=0.3)
     axis.legend()
     try:
-        with atomic_path(path) as temporary:
-            figure.savefig(temporary, dpi=110, bbox_inches="tight")
+        save_figure(figure, path, dpi=110, bbox_inches="tight")
     finally:
         plt.close(figure)
 

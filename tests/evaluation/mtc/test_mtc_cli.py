@@ -160,7 +160,7 @@ def test_cli_simulate_with_compat_warns_that_its_stop_is_overconfident(files, cl
     )  # fmt: skip
     code, _, err = cli(*base, "--compat")
     assert code == 0, err
-    assert "--compat reproduces the reference tool, whose stop is overconfident" in err
+    assert "the reference tool's behaviour (compat) stops overconfidently" in err
     code, _, err = cli(*base)
     assert code == 0, err
     assert "overconfident" not in err
