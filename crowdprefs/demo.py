@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -140,6 +140,19 @@ DEMO_FILES = {
 
 #: ``progress(what, done, total)``: called as a long stage advances.
 Progress = Callable[[str, int, int], None]
+#: ``stage(name, produced)``: called as each stage of :func:`run_demo` ends, with the
+#: :class:`DemoResult` fields it produced (see :data:`STAGES`), so a caller can show each stage
+#: as it happens.
+Stage = Callable[[str, dict[str, Any]], None]
+STAGES = {
+    "collection": ("queries", "candidates", "per_query", "truth_groups"),
+    "clips": ("clips",),
+    "campaign": ("iterations", "web", "list_groups", "adr", "contradictions"),
+    "previews": ("previews",),
+    "audit": ("audit", "flag_precision", "flag_recall"),
+    "evaluation": ("evaluation",),
+}
+"""The stages of :func:`run_demo` in order, each with the :class:`DemoResult` fields it makes."""
 
 
 @dataclass(frozen=True)
@@ -207,13 +220,17 @@ class DemoResult:
 
 
 def run_demo(
-    folder: Path, options: DemoOptions = DemoOptions(), progress: Progress | None = None
+    folder: Path,
+    options: DemoOptions = DemoOptions(),
+    progress: Progress | None = None,
+    stage: Stage | None = None,
 ) -> DemoResult:
     """Every stage of the pipeline on synthetic melodies, in ``folder`` (created, or resumed
     when it holds a demo): MIDI melodies and their variations (the hidden truth is their edit
     distance to the query), audio clips prepared for the HITs, every iteration of the campaign,
     HIT previews of the first batch, the worker audit, and synthetic systems scored against the
-    crowd's lists and the truth. Writes the files of :data:`DEMO_FILES`.
+    crowd's lists and the truth. Writes the files of :data:`DEMO_FILES`. ``progress`` follows
+    the campaign; ``stage`` hears of each stage of :data:`STAGES` as it ends.
     """
     from crowdprefs.campaign import driver
     from crowdprefs.evaluation.evaluate import compare_lists, evaluate
@@ -226,6 +243,13 @@ def run_demo(
     folder = Path(folder)
     files = {name: folder / path for name, path in DEMO_FILES.items()}
     resumed = files["project"].exists()
+    made: dict[str, Any] = {}
+
+    def ended(name: str, **produced: Any) -> None:
+        made.update(produced)
+        if stage is not None:
+            stage(name, produced)
+
     if resumed:
         project = Project(files["project"])
     else:
@@ -239,19 +263,35 @@ def run_demo(
     with project:
         frame = project.store.candidates()
         sizes = frame.groupby("query").size()
-        clips = _prepare_clips(project, options.jobs) if options.audio else None
+        ended(
+            "collection",
+            queries=len(sizes),
+            candidates=len(frame),
+            per_query=(int(sizes.min()), int(sizes.max())),
+            truth_groups=int(truth.groupby("query")["group"].max().sum()),
+        )
+        ended("clips", clips=_prepare_clips(project, options.jobs) if options.audio else None)
         web = _run_campaign(project, options, progress)
         lists = driver.lists(project)
         write_lists(lists, files["lists"])
         quality = compare_lists(
             truth, lists, permutations=100, seed=options.seed, names=("truth", "crowd")
         )
-        contradictions = len(driver.query_contradictions(project))
-        previews = write_preview(project, 1, files["preview"])
+        ended(
+            "campaign",
+            iterations=_iteration_table(project),
+            web=web,
+            list_groups=int(lists.groupby("query")["group"].max().sum()),
+            adr=float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0]),
+            contradictions=len(driver.query_contradictions(project)),
+        )
+        ended("previews", previews=len(write_preview(project, 1, files["preview"])))
         audited = auditing.audit_project(project, reference=truth)
         files["audit"].write_text(render(audited, str(files["project"])), encoding="utf-8")
-        flags = auditing.flag_quality(audited.flags, _planted_kinds(project))
-        iterations = _iteration_table(project)
+        flags = auditing.flag_quality(audited.flags, _planted_kinds(project, options.crowd))
+        ended(
+            "audit", audit=audited, flag_precision=flags["precision"], flag_recall=flags["recall"]
+        )
     runs = example_runs(truth, seed=options.seed)
     write_runs(runs, files["runs"])
     by_crowd = evaluate(runs, lists, list(DEMO_MEASURES), test=None)
@@ -262,26 +302,16 @@ def run_demo(
         on=["system", "measure"],
         suffixes=("_crowd", "_truth"),
     )
+    ended(
+        "evaluation",
+        evaluation=evaluation.rename(columns={"mean_crowd": "crowd", "mean_truth": "truth"}),
+    )
     return DemoResult(
         folder=folder,
         files=files,
         crowd=options.crowd,
         resumed=resumed,
-        queries=len(sizes),
-        candidates=len(frame),
-        per_query=(int(sizes.min()), int(sizes.max())),
-        truth_groups=int(truth.groupby("query")["group"].max().sum()),
-        clips=clips,
-        iterations=iterations,
-        list_groups=int(lists.groupby("query")["group"].max().sum()),
-        adr=float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0]),
-        contradictions=contradictions,
-        previews=len(previews),
-        audit=audited,
-        flag_precision=flags["precision"],
-        flag_recall=flags["recall"],
-        evaluation=evaluation.rename(columns={"mean_crowd": "crowd", "mean_truth": "truth"}),
-        web=web,
+        **made,
         seconds=time.perf_counter() - started,
     )
 
@@ -368,9 +398,17 @@ def _iteration_table(project: Project) -> pd.DataFrame:
     ]
 
 
-def _planted_kinds(project: Project) -> pd.Series:
-    """The kind (honest, careless, bot) of each worker the simulated crowd planted."""
+def _planted_kinds(project: Project, crowd: str) -> pd.Series:
+    """The kind (honest, careless, bot) of each worker the simulated crowd planted; on the web
+    crowd, of each simulated judge, by the worker whose answers it gives
+    (:func:`~crowdprefs.web.judges.judge_worker`)."""
     from crowdprefs.crowds import get_crowd
 
     pool = get_crowd("simulated", project).pool
-    return pd.Series(pool.kind, index=pool.ids)
+    if crowd != "web":
+        return pd.Series(pool.kind, index=pool.ids)
+    from crowdprefs.web.judges import judge_worker
+
+    judges = project.store.web_judge_table()["judge_id"]
+    workers = [judge_worker(judge, len(pool.ids)) for judge in judges]
+    return pd.Series(pool.kind[workers], index=judges.to_numpy())

@@ -1,46 +1,288 @@
-"""Atomic file writes: a crash never leaves half a file, and no reader ever sees one.
+"""Writing files: atomically, and never over what a command must not destroy.
 
-Every file crowdprefs writes (lists, runs, reports, plots, settings) goes through a temporary
-sibling that is renamed onto the target only once it is complete.
+Every file crowdprefs writes goes through a temporary sibling that is renamed onto the target
+only once it is complete, so a crash never leaves half a file and no reader ever sees one.
+
+A file a user names as a command's output is an :class:`Output`, checked before the command does
+any work: it refuses, in one line, a project's own files, the command's inputs (the same path,
+a symbolic link or a hard link to one), special files and folders, and a missing folder. A
+symbolic link is followed (its target is rewritten, the link kept).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from crowdprefs.errors import InputError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
+PROJECT_MARKER = "crowdprefs.toml"
+"""The file that makes a folder a project (``crowdprefs.campaign.settings.CONFIG_NAME``)."""
+PROJECT_FILES = ("crowdprefs.toml", "state.", "mturk-fake.sqlite", "prolific-fake.sqlite")
+"""What crowdprefs owns beside a project's marker: files named so or starting so (the state,
+its SQLite companions ``-wal``, ``-shm``, ``-journal``, its lock and a moved state; the local
+fakes' stores)."""
+PROJECT_FOLDERS = ("clips",)
+"""Folders of a project whose every file crowdprefs owns (the prepared clips)."""
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+"""The figure formats a ``--plot`` file may have."""
+
+
+def _owned(root: Path, target: Path) -> bool:
+    """Whether ``target`` (resolved) is a file crowdprefs owns in the project folder ``root``."""
+    parts = target.relative_to(root).parts
+    if len(parts) == 1:
+        return parts[0].startswith(PROJECT_FILES)
+    return parts[0] in PROJECT_FOLDERS
+
+
+def project_file(target: Path) -> Path | None:
+    """The project folder that owns ``target`` (a resolved path), or ``None``."""
+    for root in target.parents:
+        if (root / PROJECT_MARKER).is_file() and _owned(root, target):
+            return root
+    return None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of an existing file (symbolic links followed), else ``None``."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _protected(name: str, path: Path) -> Iterator[tuple[Path, str]]:
+    """The files an input protects, each with how a message names it: a file itself; the files a
+    project folder's crowdprefs owns; the files directly inside any other folder."""
+    if not path.is_dir():
+        yield path, f"the command's input {name} {path}"
+    elif (path / PROJECT_MARKER).is_file():
+        for child in path.iterdir():
+            if child.name.startswith(PROJECT_FILES):
+                yield child, f"a file of the project {path} ({child.name})"
+    else:
+        for child in path.iterdir():
+            if child.is_file():
+                yield child, f"{child.name}, read from the command's input {name} {path}"
+
+
+class Output:
+    """A file a command writes, named by the user: checked when made (before the command does
+    any work) and again when written.
+
+    ``inputs`` maps how each input is named to the user (``"--runs"``) to its path (``None``: not
+    given); an input folder protects what it holds (a project's own files, any other folder's
+    files). ``suffixes`` are the allowed extensions (e.g. :data:`PLOT_SUFFIXES`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        inputs: Mapping[str, str | os.PathLike | None] | None = None,
+        suffixes: tuple[str, ...] = (),
+    ) -> None:
+        self.path = Path(path)
+        self.inputs = {name: Path(p) for name, p in (inputs or {}).items() if p is not None}
+        self.suffixes = suffixes
+        self.check()
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"Output({str(self.path)!r})"
+
+    @property
+    def target(self) -> Path:
+        """The file written: the path with every symbolic link followed."""
+        return Path(os.path.realpath(self.path))
+
+    def _refuse(self, why: str) -> InputError:
+        return InputError(f"cannot write {self.path}: {why}")
+
+    def check(self) -> None:
+        """Raise :class:`InputError` (one line) when the file must not or cannot be written."""
+        target = self.target
+        folder = target.parent
+        if not folder.is_dir():
+            raise self._refuse(f"the folder {self.path.parent} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise self._refuse(f"the folder {self.path.parent} is not writable")
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            info = None
+        except OSError as error:
+            raise self._refuse(error.strerror or str(error)) from None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise self._refuse("it is a folder, not a file")
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise self._refuse("it is a special file (a device, FIFO or socket), not a file")
+        root = project_file(target)
+        if root is not None:
+            raise self._refuse(f"it is a file of the project {root}; choose another path")
+        identity = None if info is None else (info.st_dev, info.st_ino)
+        for name, given in self.inputs.items():
+            for path, label in _protected(name, given):
+                if Path(os.path.realpath(path)) == target or (
+                    identity is not None and _identity(path) == identity
+                ):
+                    raise self._refuse(f"it is {label}; choose another path")
+        if self.suffixes and self.path.suffix.lower() not in self.suffixes:
+            allowed = ", ".join(s.lstrip(".").upper() for s in self.suffixes)
+            raise self._refuse(
+                f"unknown extension {self.path.suffix or '(none)'!r}; use one of {allowed} "
+                f"({', '.join(self.suffixes)})"
+            )
+
+    @contextmanager
+    def temporary(self) -> Iterator[Path]:
+        """A temporary sibling of the target (same suffix) to write; renamed onto the target
+        when the block succeeds, removed when it fails (see :func:`atomic_path`)."""
+        self.check()
+        with atomic_path(self.target, shown=self.path) as temporary:
+            yield temporary
+
+    def write(self, data: str | bytes) -> None:
+        """Write text (UTF-8, newlines as given) or bytes, atomically."""
+        with self.temporary() as temporary:
+            _write(temporary, data)
+
+
+class OutputFolder:
+    """A folder a command writes files into, named by the user: checked when made (not a file,
+    not a project folder nor one crowdprefs owns in it, not an input folder), and each file it
+    will hold checked as an :class:`Output` with the same ``inputs`` before any is written
+    (:meth:`files`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        inputs: Mapping[str, str | os.PathLike | None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.inputs = {name: Path(p) for name, p in (inputs or {}).items() if p is not None}
+        self.check()
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def check(self) -> None:
+        """Raise :class:`InputError` (one line) when files must not be written into the folder."""
+        target = Path(os.path.realpath(self.path))
+        if target.exists() and not target.is_dir():
+            raise InputError(f"cannot write into {self.path}: it is a file, not a folder")
+        if (target / PROJECT_MARKER).is_file():
+            raise InputError(
+                f"cannot write into {self.path}: it is a project folder; choose another folder"
+            )
+        for root in (target, *target.parents):
+            inside = target.relative_to(root).parts
+            if inside and inside[0] in PROJECT_FOLDERS and (root / PROJECT_MARKER).is_file():
+                raise InputError(
+                    f"cannot write into {self.path}: crowdprefs keeps the project {root}'s "
+                    f"{inside[0]} there; choose another folder"
+                )
+        for name, given in self.inputs.items():
+            if Path(os.path.realpath(given)) == target:
+                raise InputError(
+                    f"cannot write into {self.path}: it is the command's input {name}; "
+                    "choose another folder"
+                )
+
+    def files(self, names: Iterable[str]) -> list[Output]:
+        """The :class:`Output` of each file ``names`` in the folder, every one checked (the
+        folder is made first when missing)."""
+        self.check()
+        self.path.mkdir(parents=True, exist_ok=True)
+        return [Output(self.path / name, inputs=self.inputs) for name in names]
+
+
+def output(
+    path: str | os.PathLike | None,
+    inputs: Mapping[str, str | os.PathLike | None] | None = None,
+    *,
+    plot: bool = False,
+) -> Output | None:
+    """The :class:`Output` of a path a user gave (``None`` when none was): what every command
+    that writes a file calls first, naming its inputs once; ``plot``: a figure (PNG, PDF, SVG)."""
+    if path is None:
+        return None
+    return Output(path, inputs=inputs, suffixes=PLOT_SUFFIXES if plot else ())
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8", newline="")
+
 
 @contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike | Output, *, shown: Path | None = None) -> Iterator[Path]:
     """A temporary sibling of ``path`` (same suffix) to write; renamed onto ``path`` when the
-    block succeeds, removed when it fails. The file gets a normally created file's permissions."""
+    block succeeds, removed when it fails. An :class:`Output` is checked first and its target
+    written. The file gets an existing file's permissions, else a new file's. A failure to
+    write names ``path`` (``shown`` when given), never the temporary file."""
+    if isinstance(path, Output):
+        with path.temporary() as temporary:
+            yield temporary
+        return
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
-    )
+    shown = shown or path
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_UMASK
+    try:
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
+        )
+    except OSError as error:
+        raise InputError(f"cannot write {shown}: {error.strerror or error}") from None
     os.close(handle)
     try:
-        os.chmod(temporary, 0o666 & ~_UMASK)
+        os.chmod(temporary, mode)
         yield Path(temporary)
         os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise InputError(f"cannot write {shown}: {error.strerror or error}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write text (UTF-8, newlines as given) or bytes to ``path`` atomically."""
+def write_atomic(path: str | os.PathLike | Output, data: str | bytes) -> None:
+    """Write text (UTF-8, newlines as given) or bytes to ``path`` atomically (an
+    :class:`Output` is checked first)."""
     with atomic_path(path) as temporary:
-        if isinstance(data, bytes):
-            temporary.write_bytes(data)
-        else:
-            temporary.write_text(data, encoding="utf-8", newline="")
+        _write(temporary, data)
+
+
+def save_figure(figure, path: str | os.PathLike | Output, **options) -> None:
+    """Save a matplotlib figure atomically in the format its extension names (PNG, PDF, SVG)."""
+    if not isinstance(path, Output):
+        path = Output(path, suffixes=PLOT_SUFFIXES)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format=path.path.suffix.lower().lstrip("."), **options)
 
 
 ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
@@ -62,7 +304,6 @@ def read_text(path: str | os.PathLike, what: str = "file") -> tuple[str, str]:
     older platforms often are Windows-1252 or Latin-1): UTF-8 (a byte-order mark is dropped),
     else Windows-1252, else Latin-1, with a note on stderr saying which. A missing or
     unreadable file raises :class:`~crowdprefs.errors.InputError` naming it as ``what``."""
-    from crowdprefs.errors import InputError
     from crowdprefs.progress import note
 
     path = Path(path)

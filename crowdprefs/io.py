@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,56 @@ from crowdprefs.files import read_text, write_atomic
 RUN_COLUMNS = ["system", "query", "document", "rank"]
 LEVEL_COLUMNS = ["query", "document", "gain"]
 LIST_COLUMNS = ["query", "document", "group"]
+
+
+# --------------------------------------------------------------------------- names
+
+HIDDEN = (
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+"""Characters a name must not hold: control characters (a terminal obeys them), zero-width
+characters (two names that look the same) and bidirectional overrides and isolates (a printed
+list that looks reordered; Boucher & Anderson, *Trojan Source*, 2021)."""
+
+
+def check_names(
+    values: pd.Series, source: str | os.PathLike, what: str, where: Callable[[int], str]
+) -> None:
+    """Refuse the first of ``values`` (names of queries, documents, systems, workers, HITs read
+    from an input file) that holds a :data:`HIDDEN` character: one line naming ``source``,
+    ``where(i)`` (its line or row, ``i`` its position), ``what`` and the value, escaped."""
+    hidden = values.astype(str).str.contains(HIDDEN, regex=True).to_numpy()
+    if hidden.any():
+        i = int(np.flatnonzero(hidden)[0])
+        value = str(values.iloc[i])
+        char = re.search(HIDDEN, value).group()
+        raise InputError(
+            f"{source}: {where(i)}: {what} {value!r} holds the invisible or control character "
+            f"U+{ord(char):04X}; a name must be visible text"
+        )
+
+
+URL_SCHEMES = ("http", "https")
+"""The only address schemes a clip may have (a ``file:`` or ``javascript:`` address would be put
+in the HIT page as it is); anything else is a path relative to the file."""
+
+
+def check_audio_urls(frame: pd.DataFrame, source: str | os.PathLike) -> None:
+    """Refuse the first clip address (columns ``audio``, ``query_audio`` of a candidates file,
+    line 1 = the header) whose scheme is not http or https, naming it and what is allowed."""
+    for column in ("audio", "query_audio"):
+        if column not in frame:
+            continue
+        values = frame[column].fillna("").astype(str)
+        scheme = values.str.extract(r"^\s*([A-Za-z][A-Za-z0-9+.\-]+):", expand=False)
+        bad = (scheme.notna() & ~scheme.str.lower().isin(URL_SCHEMES)).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{source}: line {i + 2}: {column} {values.iloc[i]!r} is not an http(s) address "
+                "or a path (allowed: http://, https:// or a path relative to the file)"
+            )
 
 
 # --------------------------------------------------------------------------- low-level parsing
@@ -90,6 +141,8 @@ def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
         row = int(np.flatnonzero(short)[0])
         have = int((frame.iloc[row] != "").sum())
         raise InputError(f"{path}: line {_line_number(path, row)} has {have} fields, expected {n}")
+    for column in frame.columns:
+        check_names(frame[column], path, "value", lambda i: f"line {_line_number(path, i)}")
     return frame.astype(str)
 
 
@@ -248,7 +301,7 @@ def write_lists(lists: pd.DataFrame, path: str | os.PathLike, tag: str = "crowdp
             "group": ordered["group"],
         }
     )
-    write_atomic(Path(path), _lines(out))
+    write_atomic(path, _lines(out))
 
 
 def read_truth(path: str | os.PathLike, kind: str = "auto") -> pd.DataFrame:

@@ -38,9 +38,10 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError
 from crowdprefs.files import read_text, write_atomic
+from crowdprefs.io import check_names
 
 FRAME_COLUMNS = (
     "iteration",
@@ -186,6 +188,11 @@ the keys are also the keys of a ``--columns`` TOML file)."""
 
 REQUIRED = ("hit", "worker", "query", "a", "b", "answer")
 
+MAX_SECONDS = 365 * 24 * 3600
+"""The longest work or listening time a row may claim: a year, MTurk's longest assignment."""
+MAX_REWARD = 1000.0
+"""The largest reward a row may claim, as ``[crowd] reward`` allows."""
+
 
 def read_columns(path: str | os.PathLike, base: Columns = Columns()) -> Columns:
     """:class:`Columns` from a TOML file of ``field = "value"`` lines (the fields of
@@ -196,63 +203,100 @@ def read_columns(path: str | os.PathLike, base: Columns = Columns()) -> Columns:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: not valid TOML: {error}") from None
-    data = data.get("columns", data)
-    known = {f.name for f in fields(Columns)}
-    unknown = sorted(set(data) - known)
+    if "columns" in data:
+        table = data.pop("columns")
+        if not isinstance(table, dict):
+            raise InputError(
+                f"{path}: columns must be a table ([columns] then lines such as "
+                f'answer = "Answer.radio"), got {table!r}'
+            )
+        if data:
+            raise InputError(f"{path}: {next(iter(data))} is outside [columns]")
+        data = table
+    unknown = sorted(set(data) - set(COLUMN_OPTIONS))
     if unknown:
         raise InputError(
             f"{path}: unknown key(s) {', '.join(unknown)} (known: {', '.join(COLUMN_OPTIONS)})"
         )
     bad = [k for k, v in data.items() if not isinstance(v, str)]
     if bad:
-        raise InputError(f"{path}: {bad[0]} must be a text in quotes")
+        raise InputError(
+            f"{path}: {bad[0]} must be a column name or value in quotes, got {data[bad[0]]!r}"
+        )
+    keys = list(data)
+    check_names(pd.Series(data.values(), dtype=object), path, "column", lambda i: keys[i])
     return replace(base, **data)
 
 
-def parse_times(values: pd.Series, source: str) -> pd.Series:
-    """UTC timestamps from MTurk's ``Wed Apr 14 10:23:45 PDT 2010`` or ISO 8601 text.
+TIME_FORMS = "MTurk's 'Wed Apr 14 10:23:45 PDT 2010' or ISO 8601 '2010-04-14T17:23:45Z'"
+"""The forms of time a results file may hold, as the messages name them."""
+TIME_RANGE = (pd.Timestamp("1970-01-01", tz="UTC"), pd.Timestamp("2199-12-31 23:59:59", tz="UTC"))
+"""The times accepted (a year out of this range is a typing error, not an answer)."""
+MTURK_TIME = r"^\w{3} (\w{3} +\d+ [\d:]+) (\w+) (\d{4})$"
 
-    Empty values give NaT; anything else unreadable raises :class:`InputError` naming it.
+
+def parse_times(values: pd.Series, source: str, column: str = "time") -> pd.Series:
+    """UTC timestamps from MTurk's ``Wed Apr 14 10:23:45 PDT 2010`` or ISO 8601 text (the one
+    date parser of every results file and command).
+
+    Empty values give NaT; a date or time that does not exist (``Apr 31``, hour 25), a year out
+    of :data:`TIME_RANGE` or any other text raises :class:`InputError` naming ``source``, the row
+    (1 = the first value), the ``column`` and the value, with the forms allowed.
     """
-    text = values.fillna("").astype(str).str.strip()
-    result = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
-    parts = text.str.extract(r"^\w{3} (\w{3} +\d+ [\d:]+) (\w+) (\d{4})$")
+    text = values.fillna("").astype(str).str.strip().reset_index(drop=True)
+    parts = text.str.extract(MTURK_TIME)
     mturk = parts[0].notna()
-    if mturk.any():
-        zone = parts.loc[mturk, 1].str.upper()
-        unknown = ~zone.isin(list(TIMEZONES))
-        if unknown.any():
-            raise InputError(f"{source}: unknown time zone {zone[unknown].iloc[0]!r}")
-        local = pd.to_datetime(
-            parts.loc[mturk, 0] + " " + parts.loc[mturk, 2], format="%b %d %H:%M:%S %Y"
-        )
-        offset = pd.to_timedelta(zone.map(TIMEZONES).astype(float), unit="h")
-        result[mturk] = (local - offset).dt.tz_localize("UTC")
-    iso = ~mturk & (text != "")
-    if iso.any():
-        try:
-            result[iso] = pd.to_datetime(text[iso], utc=True, format="ISO8601")
-        except (ValueError, TypeError):
-            bad = text[iso].iloc[0]
-            raise InputError(f"{source}: unreadable time {bad!r}") from None
-    return result
+    zone = parts[1].str.upper()
+    _first(
+        mturk & ~zone.isin(list(TIMEZONES)),
+        source,
+        f"unknown time zone {{value}} in {column} (known: {', '.join(TIMEZONES)})",
+        zone,
+    )
+    local = pd.to_datetime(parts[0] + " " + parts[2], format="%b %d %H:%M:%S %Y", errors="coerce")
+    offset = pd.to_timedelta(zone.map(TIMEZONES).astype(float), unit="h")
+    from_mturk = (local - offset).dt.tz_localize("UTC")
+    iso = text.where(~mturk & (text != ""))
+    from_iso = pd.to_datetime(iso, utc=True, format="ISO8601", errors="coerce")
+    parsed = from_mturk.where(mturk, from_iso)
+    _first(
+        (text != "") & ~parsed.between(*TIME_RANGE),
+        source,
+        f"unreadable time {{value}} in {column}: not a date and time that exists "
+        f"(allowed: {TIME_FORMS}, years {TIME_RANGE[0].year}-{TIME_RANGE[1].year})",
+        text,
+    )
+    return parsed.set_axis(values.index).dt.as_unit("ns")
 
 
-def _money(values: pd.Series, source: str) -> pd.Series:
-    text = values.fillna("").astype(str).str.strip().str.lstrip("$").str.replace(",", "")
-    numbers = pd.to_numeric(text.where(text != ""), errors="coerce")
-    bad = numbers.isna() & (text != "")
-    if bad.any():
-        raise InputError(f"{source}: unreadable amount {values[bad].iloc[0]!r}")
-    return numbers
-
-
-def _numbers(values: pd.Series, source: str) -> pd.Series:
+def _numbers(
+    values: pd.Series,
+    source: str,
+    column: str,
+    *,
+    low: float = 0.0,
+    high: float = math.inf,
+    integer: bool = False,
+    money: bool = False,
+) -> pd.Series:
+    """A numeric column (empty values give NaN): every value given must be finite, whole when
+    ``integer``, and in [``low``, ``high``]; ``money`` strips a leading ``$`` and thousands
+    commas. The first bad value is refused naming its row, the column and what is allowed."""
     text = values.fillna("").astype(str).str.strip()
+    if money:
+        text = text.str.lstrip("$").str.replace(",", "")
     numbers = pd.to_numeric(text.where(text != ""), errors="coerce")
-    bad = numbers.isna() & (text != "")
-    if bad.any():
-        raise InputError(f"{source}: not a number: {values[bad].iloc[0]!r}")
+    given = (text != "").to_numpy()
+    known = numbers.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        fine = np.isfinite(known) & (~integer | (np.round(known) == known))
+        noun = "an amount such as $0.02" if money else "a whole number" if integer else "a number"
+        _first(given & ~fine, source, f"{column} {{value}} is not {noun}", values)
+        allowed = f"allowed: {low:g} to {high:g}"
+        below = f"{'negative ' if low == 0 else ''}{column} {{value}} ({allowed})"
+        _first(given & (known < low), source, below, values)
+        too_large = f"{column} {{value}} is too large ({allowed})"
+        _first(given & (known > high), source, too_large, values)
     return numbers
 
 
@@ -276,6 +320,42 @@ def _first(mask, source: str, message: str, values: pd.Series | None = None) -> 
         row = int(np.flatnonzero(mask)[0])
         value = repr(values.iloc[row]) if values is not None else ""
         raise InputError(f"{source}: row {row + 1}: {message.replace('{value}', value)}")
+
+
+def _one_pair_per_hit(
+    hit: pd.Series, query: pd.Series, a: pd.Series, b: pd.Series, source: str, columns: Columns
+) -> None:
+    """Refuse a HIT whose rows name two different pairs (query and the two variations, in
+    either order): its answers would be pooled as one pair's."""
+    pair = query + "\x1f" + np.minimum(a, b) + "\x1f" + np.maximum(a, b)
+    first = pair.groupby(hit.to_numpy()).transform("first")
+    differs = (pair != first).to_numpy()
+    if differs.any():
+        i = int(np.flatnonzero(differs)[0])
+        j = int(np.flatnonzero((hit == hit.iloc[i]).to_numpy())[0])
+        raise InputError(
+            f"{source}: rows {j + 1} and {i + 1}: {columns.hit} {hit.iloc[i]!r} names two pairs "
+            f"({query.iloc[j]!r}: {a.iloc[j]!r} vs {b.iloc[j]!r}, and {query.iloc[i]!r}: "
+            f"{a.iloc[i]!r} vs {b.iloc[i]!r}); one HIT asks one pair"
+        )
+
+
+def _one_answer_per_worker(
+    hit: pd.Series, worker: pd.Series, answered: pd.Series, source: str, columns: Columns
+) -> None:
+    """Refuse a worker answering one HIT twice (MTurk lets a worker take a HIT once); rows
+    without an answer (``answered`` false) do not count."""
+    key = pd.DataFrame({"hit": hit, "worker": worker})[answered.to_numpy()]
+    twice = np.zeros(len(hit), dtype=bool)
+    twice[np.flatnonzero(answered.to_numpy())[key.duplicated().to_numpy()]] = True
+    if twice.any():
+        i = int(np.flatnonzero(twice)[0])
+        same = (hit == hit.iloc[i]) & (worker == worker.iloc[i]) & answered
+        j = int(np.flatnonzero(same.to_numpy())[0])
+        raise InputError(
+            f"{source}: rows {j + 1} and {i + 1}: {columns.worker} {worker.iloc[i]!r} answered "
+            f"{columns.hit} {hit.iloc[i]!r} twice; a worker answers a HIT once"
+        )
 
 
 def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.DataFrame:
@@ -306,14 +386,22 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
         return pd.Series("", index=raw.index)
 
     def times(field: str) -> pd.Series:
-        return parse_times(text(field), f"{source}: {getattr(columns, field)}")
+        return parse_times(text(field), source, getattr(columns, field))
+
+    def numbers(field: str, **bounds) -> pd.Series:
+        return _numbers(text(field), source, getattr(columns, field), **bounds)
 
     doc_a, doc_b, query = text("a"), text("b"), text("query")
     for field in ("hit", "worker", "query", "a", "b"):
         values = text(field)
         _first(values == "", source, f"empty {getattr(columns, field)}")
+        check_names(values, source, getattr(columns, field), lambda i: f"row {i + 1}")
     same = doc_a == doc_b
     _first(same, source, "variations A and B are both {value}", doc_a)
+    # only an attention check shows the query itself as a variation
+    itself = ((query == doc_a) | (query == doc_b)) & (text("check") == "")
+    _first(itself, source, "the query {value} is also shown as a variation", query)
+    _one_pair_per_hit(text("hit"), query, doc_a, doc_b, source, columns)
 
     values = {columns.a_value: "A", columns.b_value: "B", columns.equal_value: "equal", "": ""}
     answer = text("answer")
@@ -371,18 +459,17 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
             f"{source}: rows {rows[0]} and {rows[1]}: the same answer twice "
             f"({identity} {', '.join(map(repr, first.tolist()))})"
         )
-    seconds = _numbers(text("seconds"), f"{source}: {columns.seconds}")
-    _first(seconds < 0, source, f"negative {columns.seconds}")
+    if columns.assignment in raw.columns:
+        _one_answer_per_worker(hit, worker, choice != "", source, columns)
+    seconds = numbers("seconds", high=MAX_SECONDS)
     frame = pd.DataFrame(
         {
             "iteration": pd.array([pd.NA] * len(raw), dtype="Int64"),
             "pair_id": pd.factorize(hit)[0].astype(np.int64),
             "hit_id": hit,
             "created_at": times("created"),
-            "max_assignments": _numbers(
-                text("max_assignments"), f"{source}: {columns.max_assignments}"
-            ),
-            "reward": _money(text("reward"), f"{source}: {columns.reward}"),
+            "max_assignments": numbers("max_assignments", low=1, high=1e6, integer=True),
+            "reward": numbers("reward", high=MAX_REWARD, money=True),
             "query": query,
             "x": x,
             "y": y,
@@ -396,9 +483,7 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
             "choice": choice,
             "score": score,
             "seconds": seconds,
-            "listen_seconds": _numbers(
-                text("listen_seconds"), f"{source}: {columns.listen_seconds}"
-            ),
+            "listen_seconds": numbers("listen_seconds", high=MAX_SECONDS),
             "accepted_at": times("accepted"),
             "submitted_at": times("submitted"),
             "background": background,
@@ -426,7 +511,13 @@ def iso_time(values: pd.Series) -> pd.Series:
 def write_results(
     answers: pd.DataFrame, path: str | os.PathLike, columns: Columns = Columns()
 ) -> None:
-    """Write an answers frame as a results file in ``columns`` (UTF-8, atomically).
+    """Write an answers frame as a results file in ``columns`` (UTF-8, atomically): the text
+    of :func:`results_text`."""
+    write_atomic(Path(path), results_text(answers, columns))
+
+
+def results_text(answers: pd.DataFrame, columns: Columns = Columns()) -> str:
+    """An answers frame as the text of a results file in ``columns``.
 
     Variation A is ``x`` when ``a_is_x``; ``Input.pivot`` is ``y``. Numbers are written as they
     are (MTurk writes whole seconds; other tools fractions) and times as ISO 8601 UTC with
@@ -465,4 +556,4 @@ def write_results(
             columns.comment: answers["comment"].fillna(""),
         }
     )
-    write_atomic(Path(path), out.to_csv(index=False, quoting=csv.QUOTE_ALL))
+    return out.to_csv(index=False, quoting=csv.QUOTE_ALL)

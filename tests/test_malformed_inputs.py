@@ -10,6 +10,7 @@ web app). A few command-line cases also run through ``python -m crowdprefs`` in 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
@@ -701,7 +702,8 @@ def workspace(tmp_path_factory) -> Workspace:
 
 def fingerprint(project: Path) -> dict[str, str | None]:
     """Hashes of the project's settings and state: the state's rows (every table but the
-    sort cache, which only saves recomputation), or its bytes when SQLite cannot read it."""
+    sort cache, which only saves recomputation, and the web server's count of wrong tokens,
+    which a refused request is meant to grow), or its bytes when SQLite cannot read it."""
     found = {}
     for name in ("state.sqlite", CONFIG_NAME):
         path = project / name
@@ -710,7 +712,11 @@ def fingerprint(project: Path) -> dict[str, str | None]:
     if found["state.sqlite"] is not None:
         try:
             with closing(sqlite3.connect(f"{state.as_uri()}?mode=ro", uri=True)) as db:
-                rows = [line for line in db.iterdump() if "sort_cache" not in line]
+                rows = [
+                    line
+                    for line in db.iterdump()
+                    if "sort_cache" not in line and "web_throttle" not in line
+                ]
             found["state.sqlite"] = hashlib.sha256("\n".join(rows).encode()).hexdigest()
         except sqlite3.DatabaseError:
             pass
@@ -784,7 +790,8 @@ def test_a_malformed_input_is_refused_by_the_installed_program(name, workspace, 
 @dataclass(frozen=True)
 class Request:
     """A request to the web app by an invited judge who has a question open (``{a}`` in the
-    path is its assignment, ``{csrf}`` in the form its token) or by a stranger."""
+    path is its assignment, ``{csrf}`` in the form or body its token) or by a stranger, and the
+    status and words of the refusal it must get."""
 
     name: str
     method: str
@@ -793,49 +800,150 @@ class Request:
     judge: bool = True
     content: bytes | None = None
     headers: dict | None = None
+    status: int = 400
+    says: str = ""
 
 
 PLAYED = {
     **{f"plays_{clip}": "1" for clip in ("query", "a", "b")},
     **{f"listen_{clip}": "0.3" for clip in ("query", "a", "b")},
-    "seconds_on_page": "4.2",
+    "seconds_on_page": "0.9",
 }
 ANSWER = {**PLAYED, "choice": "A", "csrf": "{csrf}"}
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+TOKEN = "security token is missing or wrong"
+NOT_YOURS = "this question is not yours"
+INVITE_FIRST = "open your personal invitation link first"
+DAMAGED = "play log is damaged"
+
+
+def answer(name: str, says: str, status: int = 400, **fields: str) -> Request:
+    """An answer whose form is :data:`ANSWER` with ``fields`` changed."""
+    return Request(name, "POST", "/hit/{a}", {**ANSWER, **fields}, status=status, says=says)
+
 
 HTTP = [
-    Request("answer without csrf", "POST", "/hit/{a}", {**PLAYED, "choice": "A"}),
-    Request("answer with a wrong csrf", "POST", "/hit/{a}", {**ANSWER, "csrf": "nope"}),
-    Request("answer with an unknown choice", "POST", "/hit/{a}", {**ANSWER, "choice": "C"}),
-    Request("answer without a choice", "POST", "/hit/{a}", {**PLAYED, "csrf": "{csrf}"}),
-    Request("answer without listening", "POST", "/hit/{a}", {"choice": "A", "csrf": "{csrf}"}),
-    Request("answer with negative plays", "POST", "/hit/{a}", {**ANSWER, "plays_a": "-1"}),
-    Request("answer with text plays", "POST", "/hit/{a}", {**ANSWER, "plays_a": "many"}),
-    Request("answer with nan listening", "POST", "/hit/{a}", {**ANSWER, "listen_a": "nan"}),
-    Request("answer to an unknown assignment", "POST", "/hit/nope", ANSWER),
-    Request("answer by a stranger", "POST", "/hit/{a}", ANSWER, judge=False),
-    Request("answer with a huge comment", "POST", "/hit/{a}", {**ANSWER, "comment": "x" * 5000}),
+    Request(
+        "answer without csrf", "POST", "/hit/{a}", {**PLAYED, "choice": "A"}, status=403, says=TOKEN
+    ),
+    answer("answer with a wrong csrf", TOKEN, 403, csrf="nope"),
+    answer("answer with an unknown choice", "choose one of the three answers", choice="C"),
+    Request(
+        "answer without a choice",
+        "POST",
+        "/hit/{a}",
+        {**PLAYED, "csrf": "{csrf}"},
+        says="choose one of the three answers",
+    ),
+    Request(
+        "answer without listening",
+        "POST",
+        "/hit/{a}",
+        {"choice": "A", "csrf": "{csrf}"},
+        status=422,
+        says="was not played to its end",
+    ),
+    answer("answer with negative plays", f"{DAMAGED} (plays_a = '-1')", plays_a="-1"),
+    answer("answer with text plays", f"{DAMAGED} (plays_a = 'many')", plays_a="many"),
+    answer("answer with half a play", f"{DAMAGED} (plays_a = '1.5')", plays_a="1.5"),
+    answer("answer with nan listening", f"{DAMAGED} (listen_a = 'nan')", listen_a="nan"),
+    answer(
+        "answer claiming 1e300 s of listening",
+        "listen_a = 1e+300 but the question was handed out",
+        listen_a="1e300",
+    ),
+    answer("answer claiming 1e30 plays", "plays_b = 1e+30 but the question", plays_b="1e30"),
+    answer(
+        "answer claiming an hour on the page", "seconds_on_page = 3600 but", seconds_on_page="3600"
+    ),
+    answer(
+        "answer heard at four times the speed",
+        "variation A lasts 0.2 s but was heard for 0.1 s",
+        422,
+        listen_a="0.06",
+    ),
+    Request(
+        "answer with two choices",
+        "POST",
+        "/hit/{a}",
+        headers=FORM,
+        content=b"csrf={csrf}&choice=A&choice=B&"
+        + "&".join(f"{k}={v}" for k, v in PLAYED.items()).encode(),
+        says="sends the field 'choice' twice",
+    ),
+    Request(
+        "answer to an unknown assignment", "POST", "/hit/nope", ANSWER, status=403, says=NOT_YOURS
+    ),
+    Request(
+        "answer by a stranger",
+        "POST",
+        "/hit/{a}",
+        ANSWER,
+        judge=False,
+        status=403,
+        says=INVITE_FIRST,
+    ),
+    answer(
+        "answer with a huge comment",
+        "the comment is longer than 2000 characters",
+        comment="x" * 5000,
+    ),
     Request(
         "a body above the limit",
         "POST",
         "/hit/{a}",
         content=b"x" * (3 << 20),
-        headers={"content-type": "application/x-www-form-urlencoded"},
+        headers=FORM,
+        status=413,
+        says="too large",
     ),
-    Request("a question page of someone else", "GET", "/hit/nope"),
-    Request("a clip of an unknown role", "GET", "/clip/{a}/zzz"),
-    Request("a clip of an unknown assignment", "GET", "/clip/nope/a"),
-    Request("an unknown invitation", "GET", "/invite/not-a-token", judge=False),
-    Request("an unknown study key", "GET", "/study/not-a-key?PROLIFIC_PID=x", judge=False),
-    Request("a question for a stranger", "POST", "/next", judge=False),
-    Request("the researcher page without a token", "GET", "/researcher", judge=False),
-    Request("a wrong researcher token", "GET", "/researcher/wrong-token", judge=False),
-    Request("an unknown page", "GET", "/etc/passwd"),
+    Request("a question page of someone else", "GET", "/hit/nope", status=403, says=NOT_YOURS),
+    Request("a clip of an unknown role", "GET", "/clip/{a}/zzz", status=404, says="No such clip"),
+    Request("a clip of an unknown assignment", "GET", "/clip/nope/a", status=403, says=NOT_YOURS),
+    Request(
+        "an unknown invitation",
+        "GET",
+        "/invite/not-a-token",
+        judge=False,
+        status=403,
+        says="This invitation link is not valid",
+    ),
+    Request(
+        "an unknown study key",
+        "GET",
+        "/study/not-a-key?PROLIFIC_PID=x",
+        judge=False,
+        status=403,
+        says="this study link is not valid",
+    ),
+    Request(
+        "a question for a stranger", "POST", "/next", judge=False, status=403, says=INVITE_FIRST
+    ),
+    Request(
+        "the researcher page without a token",
+        "GET",
+        "/researcher",
+        judge=False,
+        status=403,
+        says="Open the researcher link",
+    ),
+    Request(
+        "a wrong researcher token",
+        "GET",
+        "/researcher/wrong-token",
+        judge=False,
+        status=403,
+        says="This researcher link is not valid",
+    ),
+    Request("an unknown page", "GET", "/etc/passwd", status=404, says="Not Found"),
     Request(
         "a cross-site answer",
         "POST",
         "/hit/{a}",
         ANSWER,
         headers={"origin": "https://evil.example"},
+        status=403,
+        says="cross-site form posts are refused",
     ),
 ]
 
@@ -867,16 +975,18 @@ def test_a_malformed_request_gets_a_4xx_and_changes_nothing(request_, web_projec
             client = TestClient(server.app)
         path = request_.path.format(a=assignment)
         form = {k: v.format(csrf=csrf) for k, v in (request_.form or {}).items()}
+        content = request_.content and request_.content.replace(b"{csrf}", csrf.encode())
         response = client.request(
             request_.method,
             path,
             data=form or None,
-            content=request_.content,
+            content=content,
             headers=request_.headers,
             follow_redirects=False,
         )
         after = fingerprint(web_project)
-    assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
+    assert response.status_code == request_.status, (response.status_code, response.text[:300])
+    assert request_.says in html.unescape(response.text), response.text[-600:]
     assert "Traceback" not in response.text
     assert after == before
 
@@ -897,3 +1007,381 @@ def test_the_table_covers_every_kind_with_150_cases_or_more():
         "state",
         "http",
     }
+
+
+# --- issue 28, class 5: a message names the value and the field, never an internal ---------------
+
+COLUMNS_NOT_A_TABLE = Case(
+    "results",
+    'a columns file whose columns is text (columns = "x")',
+    lambda ws, t: ["replay", ws.results, "--columns", write(t / "columns.toml", 'columns = "x"\n')],
+    "columns must be a table",
+)
+MESSAGES = [
+    mtc_model_case(lambda d: d.update(sigma=math.nan), "sigma holds a number that is not finite",
+                   "a NaN sigma is named"),
+    mtc_model_case(lambda d: d.update(high=[math.inf] * len(d["high"])),
+                   "high holds a number that is not finite", "an infinite range is named"),
+    mtc_model_case(lambda d: d.update(spread=[0.0] * len(d["spread"])),
+                   "spread holds a value of 0 or less", "a zero spread is named"),
+    mtc_model_case(lambda d: d.update(theta=["a", "b"]), "theta must be a list of numbers",
+                   "text thresholds are named"),
+    mtc_model_case(lambda d: d.update(tau=[1.0]), "tau must be a number", "a list for a number"),
+    mtc_model_case(lambda d: d.pop("judgments"), "no 'judgments' field", "a field missing"),
+    mtc_model_case(lambda d: "[1, 2]", "not a JSON object", "a JSON list"),
+    COLUMNS_NOT_A_TABLE,
+]  # fmt: skip
+
+
+#: Python's own words, which a message must never show.
+INTERNALS = (
+    "not supported between", "could not convert", "object has no attribute", "unhashable",
+    "invalid literal", "Errno", "/.",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", MESSAGES, ids=[f"{c.kind}: {c.name}" for c in MESSAGES])
+def test_a_message_names_the_field_and_no_internal(case, workspace, tmp_path, cli):
+    ws, args, before = prepared(case, workspace, tmp_path)
+    code, out, err = cli(*args)
+    line = check_refusal(code, out, err, case.says)
+    assert not any(internal in line for internal in INTERNALS), line
+    assert fingerprint(ws.project) == before
+
+
+# --- issue 28, classes 2 and 3: files, settings and evaluation ----------------------------------
+# Each class is fixed once in its shared mechanism (the one date parser and numeric columns of
+# results_file, the one name check of crowdprefs.io, the settings schema's bounds shared with
+# crowd-model files, the measures' parser, the shared --seed), and tested here over its cases.
+
+FULL_HEADER = (
+    "HITId,WorkerId,AssignmentId,CreationTime,SubmitTime,WorkTimeInSeconds,Reward,"
+    "MaxAssignments,Input.query,Input.docA,Input.docB,Answer.choice\n"
+)
+
+
+def full_row(**change: str) -> str:
+    """One valid row of :data:`FULL_HEADER` with ``change`` applied (keys: its columns)."""
+    row = {
+        "HITId": "H1",
+        "WorkerId": "W1",
+        "AssignmentId": "A1",
+        "CreationTime": TIME,
+        "SubmitTime": TIME,
+        "WorkTimeInSeconds": "20",
+        "Reward": "$0.02",
+        "MaxAssignments": "4",
+        "Input.query": "q01",
+        "Input.docA": "q01-v01",
+        "Input.docB": "q01-v02",
+        "Answer.choice": "A",
+    }
+    row.update(change)
+    return ",".join(row.values()) + "\n"
+
+
+def rows(*changes: dict) -> str:
+    return FULL_HEADER + "".join(full_row(**c) for c in changes)
+
+
+DATES = [
+    ("Fri Apr 31 10:00:00 PST 2026", "no 31 April"),
+    ("Mon Nov 23 25:00:00 PST 2026", "hour 25"),
+    ("2026-02-30T10:00:00Z", "ISO 30 February"),
+    ("9999-01-01T00:00:00Z", "year 9999"),
+]
+TRACEBACKS = [  # class 2
+    *(
+        case
+        for when, name in DATES
+        for case in results_case(rows({"CreationTime": when}), "unreadable time", name)
+    ),
+    *results_case(rows({"SubmitTime": "Mon Nov 23 10:61:00 PST 2026"}), "SubmitTime", "minute 61"),
+    *(
+        Case(
+            "results",
+            f"--columns holding {name}",
+            lambda ws, t, text=text: ["replay", ws.results, "--columns", write(t / "c.toml", text)],
+            says,
+        )
+        for text, says, name in [
+            ("answer = 5\n", "answer must be a column name", "a number"),
+            ('answer = ["a", "b"]\n', "got ['a', 'b']", "a list"),
+            ("[columns]\nanswer = 1.5\n", "answer must be a column name", "a number in [columns]"),
+            ("[columns.answer]\nx = 1\n", "answer must be a column name", "a table for a name"),
+            ('[columns]\nanswer = "x"\n[other]\n', "outside [columns]", "a table beside it"),
+        ]
+    ),
+    *(  # every numeric key of the simulated crowd, too large; a few negative or not finite
+        crowd_model_case(f"[simulated]\n{key} = {value}\n", key, f"{key} = {value}")
+        for key, value in [
+            *(
+                (key, 10**30 if spec.kind == "int" else "1e300")
+                for key, spec in SCHEMA["simulated"].items()
+                if spec.kind in ("int", "float") and key != "seed"
+            ),
+            ("completion_hours", "-1.0"),
+            ("median_seconds", "-inf"),
+            ("round_hours", "inf"),
+            ("answers_per_hour", "nan"),
+        ]
+    ),
+    *(
+        option(
+            f"evaluate -m {measure}",
+            lambda ws, t, m=measure: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "-m", m],
+            says,
+        )
+        for measure, says in [
+            ("nDCG(b=nan)@5", "b='nan' is not a finite number"),
+            ("nDCG(b=inf)@5", "b='inf' is not a finite number"),
+            ("nDCG(b=1e300)@5", "b=1e+300 must be in (1, 1e+06]"),
+            ("P(rel=nan)@5", "rel='nan'"),
+            ("AG@99999999999", "at most 10000"),
+        ]
+    ),
+    option(
+        "evaluate --k 99999999999",
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--k", 99999999999],
+        "at most 10000",
+    ),
+    option(
+        "compare-lists --seed -1",
+        lambda ws, t: ["compare-lists", ws.truth, ws.truth, "--seed", -1],
+        "--seed",
+    ),
+    option(
+        "compare-lists --permutations 10**10",
+        lambda ws, t: ["compare-lists", ws.truth, ws.truth, "--permutations", 10**10],
+        "permutations must be at least 1 and at most 169491 for lists of 118 documents",
+    ),
+    option("plan --seed -1", plan_args("--seed", -1), "--seed"),
+    option("plan --seed 2**64", plan_args("--seed", 2**64), "9223372036854775807"),
+    option("plan --campaigns 10**11", plan_args("--campaigns", 10**11), "[1, 10000]"),
+    option(
+        "crowd-model fit --bootstrap 10**9",
+        lambda ws, t: ["crowd-model", "fit", ws.results, "--bootstrap", 10**9, "-o", t / "m"],
+        "less than or equal to 10000",
+    ),
+    set_case("simulated", "bots", 10**30, "bots must be a whole number in [0, 100000]", "run"),
+    set_case("simulated", "median_seconds", 1e300, "median_seconds must be a number in [0, "),
+    set_case("simulated", "completion_hours", -1.0, "completion_hours", "next"),
+    set_case("aggregation", "margin", 10**30, "margin must be a whole number in [1, 1000]"),
+    damaged("the stored seed is missing", lambda p: stored_seed(p, None), "seed fixed at init"),
+    damaged("the stored seed is text", lambda p: stored_seed(p, "abc"), "'abc'"),
+]
+
+
+def stored_seed(project: Path, value: str | None) -> None:
+    """Damage the state's seed: remove it (``None``) or replace it by ``value``."""
+    with closing(sqlite3.connect(project / "state.sqlite")) as db:
+        if value is None:
+            db.execute("DELETE FROM meta WHERE key = 'seed'")
+        else:
+            db.execute("UPDATE meta SET value = ? WHERE key = 'seed'", (value,))
+        db.commit()
+
+
+HIDDEN_NAMES = {"right-to-left override": "\u202e", "zero-width space": "\u200b", "escape": "\x1b"}
+SILENT_CASES = [  # class 3
+    *(
+        case
+        for name, char in HIDDEN_NAMES.items()
+        for case in [
+            init_with(f"query,document\nq,a{char}\nq,b\n", f"U+{ord(char):04X}", f"{name}: doc"),
+            *runs_case(f"sysA{char} q01 q01-v01\n", f"U+{ord(char):04X}", f"{name}: system"),
+            *results_case(rows({"WorkerId": f"W{char}1"}), f"U+{ord(char):04X}", f"{name}: worker"),
+        ]
+    ),
+    *qrels_case("t q01\u2066 q01-v01 1\n", "U+2066", "an isolate in a query"),
+    *levels_case("q01 q01-v01\u200d 50\n", "U+200D", "a zero-width joiner in a document"),
+    init_with("query,document\nq,q\nq,b\n", "its own candidate", "a query as its candidate"),
+    *(
+        init_with(f'query,document,audio\nq,a,"{url}"\nq,b,b.wav\n', url, f"audio {url}")
+        for url in ("file:///etc/passwd", "javascript:alert(1)", "data:audio/wav;base64,AAAA")
+    ),
+    *(
+        case
+        for change, says, name in [
+            ({"WorkTimeInSeconds": "inf"}, "WorkTimeInSeconds 'inf' is not a number", "inf time"),
+            ({"WorkTimeInSeconds": "1e300"}, "too large", "a huge time"),
+            ({"Reward": "$-0.02"}, "negative Reward", "a negative reward"),
+            ({"Reward": "$inf"}, "Reward '$inf' is not an amount", "an infinite reward"),
+            ({"MaxAssignments": "-1"}, "MaxAssignments '-1'", "negative MaxAssignments"),
+            ({"MaxAssignments": "2.5"}, "not a whole number", "half an assignment"),
+            ({"Input.docA": "q01"}, "also shown as a variation", "the query as a variation"),
+        ]
+        for case in results_case(rows(change), says, name)
+    ),
+    *results_case(
+        rows({}, {"AssignmentId": "A2"}), "answered HITId 'H1' twice", "a worker answering twice"
+    ),
+    *results_case(
+        rows({}, {"WorkerId": "W2", "AssignmentId": "A2", "Input.docB": "q01-v03"}),
+        "names two pairs",
+        "a HIT naming two pairs",
+    ),
+    *(
+        Case(
+            "results",
+            f"a long answers file with {name}",
+            lambda ws, t, text=text: [
+                "audit",
+                "--answers",
+                write(t / "long.csv", "worker,query,left,right,label,seconds\n" + text),
+                "--format",
+                "long",
+            ],
+            says,
+        )
+        for text, says, name in [
+            ("w\u202e1,q,a,b,left,3\n", "U+202E", "an override in a worker"),
+            ("w1,q,a\u200b,b,left,3\n", "U+200B", "a zero-width space in an item"),
+            ("w1,q,a,b,left,inf\n", "holds inf", "infinite seconds"),
+        ]
+    ),
+    crowd_model_case("[simulatd]\nworkers = 3\n", "did you mean [simulated]", "a misspelt table"),
+    crowd_model_case("workers = 3\n", "top-level key 'workers'", "a key outside the table"),
+    crowd_model_case("[fit]\npairs = 3\n", "no [simulated] table", "no [simulated] table"),
+    crowd_model_case("[simulated]\nbotz = 3\n", "did you mean 'bots'", "an unknown key"),
+    option("invite --judges 0", lambda ws, t: ["invite", ws.project, "--judges", 0], "at least 1"),
+]
+ISSUE_28 = TRACEBACKS + SILENT_CASES
+
+
+@pytest.mark.parametrize("case", ISSUE_28, ids=[f"{c.kind}: {c.name}" for c in ISSUE_28])
+def test_issue_28_inputs_are_refused_in_one_line(case, workspace, tmp_path, cli):
+    ws, args, before = prepared(case, workspace, tmp_path)
+    if case.fresh:
+        before = fingerprint(ws.project)
+    code, out, err = cli(*args)
+    check_refusal(code, out, err, case.says)
+    assert fingerprint(ws.project) == before
+
+
+@pytest.mark.parametrize("name", ["results: replay: no 31 April", f"crowd-model: bots = {10**30}"])
+def test_issue_28_cases_through_the_installed_program(name, workspace, tmp_path):
+    (case,) = [c for c in ISSUE_28 if f"{c.kind}: {c.name}" == name]
+    ws, args, before = prepared(case, workspace, tmp_path)
+    done = subprocess.run(["crowdprefs", *args], capture_output=True, text=True, check=False)
+    check_refusal(done.returncode, done.stdout, done.stderr, case.says)
+
+
+def test_every_numeric_setting_has_finite_bounds():
+    unbounded = [
+        f"[{section}] {key}"
+        for section, keys in SCHEMA.items()
+        for key, spec in keys.items()
+        if spec.kind in ("int", "float") and (spec.low is None or spec.high is None)
+    ]
+    assert not unbounded
+
+
+def one_line(code, err: str, says: str) -> None:
+    """A refusal: non-zero exit, one ``error:`` line holding ``says``, no traceback."""
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code not in (0, None) and "Traceback" not in err, err
+    assert len(errors) == 1 and says in errors[0], err
+
+
+def set_crowd(project: Path, **crowd) -> None:
+    """Replace ``crowdprefs.toml``'s [crowd] table (the seed kept)."""
+    import tomllib
+
+    data = tomllib.loads((project / CONFIG_NAME).read_text())
+    data["crowd"] = crowd
+    (project / CONFIG_NAME).write_text(tomli_w.dumps(data))
+
+
+def test_a_missing_or_lowered_budget_never_means_no_budget(workspace, tmp_path, cli):
+    project = tmp_path / "p"
+    assert cli("init", project, "--candidates", workspace.candidates, "--budget", 50)[0] == 0
+    (project / CONFIG_NAME).write_text("")  # the settings file emptied before any spend
+    before = fingerprint(project)
+    code, out, err = cli("run", project)
+    one_line(code, err, "has no [crowd] budget, but this project had a budget of $50.00")
+    assert fingerprint(project) == before
+    set_crowd(project, budget=50.0)
+    for step in ("next", "publish", "collect", "aggregate", "next"):
+        assert cli(step, project)[0] == 0
+    set_crowd(project, budget=5.0)  # below what batch 1 committed
+    code, out, err = cli("publish", project)
+    one_line(code, err, "the budget of $5.00 is below the $")
+    set_crowd(project)  # the budget removed after spending
+    code, out, err = cli("publish", project)
+    one_line(code, err, "had a budget of $50.00")
+
+
+def test_settings_changed_after_next_are_noted(workspace, tmp_path, cli):
+    project = tmp_path / "p"
+    assert cli("init", project, "--candidates", workspace.candidates)[0] == 0
+    assert cli("next", project)[0] == 0
+    set_crowd(project, answers_per_pair=10, reward=0.03)
+    code, out, err = cli("publish", project)
+    assert code == 0, err
+    assert "changed since 'next' built batch 1: [crowd] reward 0.02 → 0.03" in err
+
+
+def test_answers_of_one_crowd_are_not_imported_as_another(workspace, tmp_path, cli):
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.results_file import write_results
+
+    project = tmp_path / "p"
+    assert cli("init", project, "--candidates", workspace.candidates)[0] == 0
+    for step in ("next", "publish", "collect"):
+        assert cli(step, project)[0] == 0
+    with Project(project) as opened:
+        answers = opened.store.audit_answers().head(5)
+    answers = answers.assign(
+        pivot_known=True, assignment_id="copy-" + answers["assignment_id"].astype(str)
+    )
+    write_results(answers, tmp_path / "copy.csv")
+    before = fingerprint(project)
+    code, out, err = cli("import-answers", project, tmp_path / "copy.csv")
+    one_line(code, err, "batch 1 was published to the simulated crowd, not 'mturk'")
+    assert fingerprint(project) == before
+
+
+def test_a_fit_says_what_the_file_could_not_inform(workspace, tmp_path, cli):
+    import tomllib
+
+    output = tmp_path / "model.toml"
+    code, out, err = cli("crowd-model", "fit", workspace.results, "--bootstrap", 2, "-o", output)
+    assert code == 0, err
+    assert "not fitted: no work times in the file" in out  # the file has no WorkTimeInSeconds
+    fit = tomllib.loads(output.read_text())["fit"]
+    assert {"median_seconds", "completion_hours", "round_hours"} <= set(fit["not_fitted"])
+    assert "median_seconds" not in fit["intervals"]
+
+
+def test_replay_project_is_checked_before_anything_is_printed_or_written(tmp_path, cli):
+    many = "".join(
+        full_row(WorkerId=f"W{i}", AssignmentId=f"A{i}", MaxAssignments="1001") for i in range(1001)
+    )
+    results = write(tmp_path / "r.csv", FULL_HEADER + many)
+    lists, project = tmp_path / "lists.txt", tmp_path / "p"
+    code, out, err = cli("replay", results, "-o", lists, "--project", project)
+    one_line(code, err, "HIT 'H1' has 1001 answers")
+    assert out == "" and not lists.exists() and not project.exists()
+
+
+def test_a_recorded_project_commits_what_its_replay_prices(workspace, tmp_path, cli):
+    text = workspace.results.read_text().splitlines()
+    text[5] = text[5].rsplit(",", 1)[0] + ","  # one paid assignment without an answer
+    results = write(tmp_path / "r.csv", "\n".join(text) + "\n")
+    project = tmp_path / "p"
+    code, out, err = cli("replay", results, "--reward", 0.02, "--project", project)
+    assert code == 0, err
+    priced = next(line for line in out.splitlines() if line.startswith("cost: $"))
+    code, out, err = cli("status", project)
+    committed = next(line for line in out.splitlines() if "committed" in line)
+    assert priced.split()[1] == committed.split()[1] == "$4.80"
+
+
+def test_an_attention_check_may_show_the_query_as_a_variation(tmp_path):
+    from crowdprefs.results_file import read_results
+
+    header = FULL_HEADER.replace("Answer.choice", "Input.check,Answer.choice")
+    check = full_row(**{"Input.docA": "q01"}).replace(",A\n", ",B,A\n")  # Input.check = B
+    frame = read_results(write(tmp_path / "r.csv", header + check))
+    assert frame["kind"].tolist() == ["check"]

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 
 
 class Crowd(Protocol):
-    """A source of answers for the pairs of a batch."""
+    """A source of answers for the pairs of a batch.
+
+    An adapter may also offer ``check(project, pairs) -> None``: raise
+    :class:`~crowdprefs.errors.InputError` when it cannot answer ``pairs`` (the driver calls it
+    before a batch is built for the crowd or published to it, so a refused step writes nothing).
+    """
 
     name: str
     #: A pair offered for fewer answers than this can never be offered this many or more

@@ -26,10 +26,18 @@ import numpy as np
 
 from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
-from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
+from crowdprefs.campaign.budget import (
+    batch_cost,
+    check_budget,
+    check_spending,
+    hit_costs,
+    project_budget,
+    remember_budget,
+)
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
 from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.settings import note_settings_changes, remember_settings
 from crowdprefs.campaign.sorting import (
     SortState,
     StateCounts,
@@ -71,6 +79,19 @@ def _cached_sort(
 ) -> dict[str, State]:
     """Per query, its cached state ``read`` from JSON, or replayed, cached and ``convert``-ed
     when its verdicts' fingerprint changed since (:func:`sort_states`)."""
+    states, stale = _replayed(project, fingerprints, read, convert)
+    if stale:
+        project.store.cache_states(stale)
+    return states
+
+
+def _replayed(
+    project: Project,
+    fingerprints: Mapping[str, str],
+    read: Callable[[str], State],
+    convert: Callable[[SortState], State],
+) -> tuple[dict[str, State], list[tuple[str, str, str]]]:
+    """:func:`_cached_sort` without writing: the states, and the rows the cache lacks."""
     store = project.store
     cached = store.cached_states()
     states: dict[str, State | None] = {}
@@ -89,38 +110,93 @@ def _cached_sort(
         few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
         verdicts = store.verdict_maps(list(stale) if few else None)
         fresh = {q: replay(orders[q], verdicts.get(q, {})) for q in stale}
-        store.cache_states([(q, stale[q], state.to_json()) for q, state in fresh.items()])
         states.update({q: convert(state) for q, state in fresh.items()})
-    return states
+        return states, [(q, stale[q], state.to_json()) for q, state in fresh.items()]
+    return states, []
 
 
-def next_batch(project: Project) -> int | None:
+def next_batch(
+    project: Project, crowd: Crowd | None = None, *, partial: bool = False
+) -> int | None:
     """The iteration whose batch is open, building it when the last one is aggregated.
 
     Returns ``None`` when every query's list is closed. The pairs of a new batch come in a random
     order and with a random side shown as variation A (the preference-judgments paper §4.2), both
     fixed by the project seed and the iteration number; attention checks are mixed in when
     ``[checks]`` asks for them (:mod:`crowdprefs.campaign.checks`).
+
+    With the ``crowd`` the batch is built for (``run``, ``advance``, ``mturk publish``), a new
+    batch is built only when that crowd can answer it and the budget covers it (all of it, or
+    with ``partial`` its first pair): a refused step writes nothing.
     """
     store = project.store
     last = store.last_batch()
     if last is not None and last["status"] != "aggregated":
         return last["iteration"]
-    states = sort_states(project)
+    rule = stopping_rule(project)  # a bad [adaptive] section is refused before any work
+    fingerprints = store.verdict_fingerprints()
+    states, stale = _replayed(project, fingerprints, SortState.from_json, lambda state: state)
     needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
     if not needed:
+        if stale:
+            store.cache_states(stale)
         return None
     iteration = 1 if last is None else last["iteration"] + 1
     rng = np.random.default_rng([project.seed, iteration, 0xBA7C])
     position = rng.permutation(len(needed))
     a_is_x = rng.integers(0, 2, len(needed))
-    rule = stopping_rule(project)
     wanted = project.settings.answers_per_pair if rule is None else rule.initial
     pairs = pd.DataFrame(needed, columns=["query", "x", "y"]).assign(
         a_is_x=a_is_x.astype(int), position=position, kind="sort", answers_wanted=wanted
     )
-    store.create_batch(iteration, add_checks(project, iteration, pairs, states))
+    batch = add_checks(project, iteration, pairs, states)
+    if crowd is not None:
+        ordered = batch.sort_values("position", kind="stable")
+        check_crowd(project, crowd, ordered)
+        affordable(project, ordered["answers_wanted"].to_numpy(), partial=partial)
+    if stale:  # the cache is written only once the step is sure to be taken
+        store.cache_states(stale)
+    store.create_batch(iteration, batch)
+    remember_settings(project)
     return iteration
+
+
+def check_crowd(project: Project, crowd: Crowd, pairs: pd.DataFrame) -> None:
+    """Raise :class:`InputError`, before anything is written, when ``crowd`` cannot answer
+    ``pairs`` as the project asks: its own ``check`` (e.g. the simulated crowd's workers and
+    truth), and an adaptive maximum beyond what the crowd can extend a HIT to."""
+    rule, barrier = stopping_rule(project), crowd.extension_barrier
+    if rule is not None and barrier is not None and rule.initial < barrier <= rule.maximum:
+        raise InputError(
+            f"[adaptive] maximum = {rule.maximum} cannot be reached on MTurk ({crowd.name}): a "
+            f"HIT created with fewer than {barrier} assignments (initial = {rule.initial}) is "
+            f"never extended to {barrier} or more; set maximum = {barrier - 1} or initial >= "
+            f"{barrier}"
+        )
+    check = getattr(crowd, "check", None)  # optional: see Crowd
+    if check is not None:
+        check(project, pairs)
+
+
+def affordable(project: Project, sizes: np.ndarray, *, partial: bool = False) -> int:
+    """How many of the HITs of ``sizes`` assignments (in publishing order) the budget covers:
+    all of them, else :class:`BudgetError`; with ``partial`` the most that fit, at least one."""
+    settings = project.settings
+    committed = committed_cost(project)
+    budget = project_budget(project)
+    try:
+        check_budget(batch_cost(settings.reward, sizes, settings.fees), committed, budget)
+    except BudgetError:
+        if not partial:
+            raise
+        unit = settings.fees.per_assignment(settings.reward, sizes) * sizes
+        fits = int(np.searchsorted(np.cumsum(unit), budget - committed + 1e-9, side="right"))
+        if fits == 0:
+            raise
+        remember_budget(project)
+        return fits
+    remember_budget(project)
+    return len(sizes)
 
 
 def committed_cost(project: Project) -> float:
@@ -148,7 +224,7 @@ class PublishQuote:
 def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
     """The cost of the open batch's pairs not yet published to ``crowd_name`` (one HIT each)."""
     iteration = _open_batch(project, ("built", "published"))
-    wanted = project.store.unpublished_pairs(iteration, crowd_name)["answers_wanted"].to_numpy()
+    wanted = project.store.unpublished_sizes(iteration, crowd_name)
     settings = project.settings
     return PublishQuote(
         hits=len(wanted),
@@ -163,6 +239,21 @@ def partly_published(project: Project, iteration: int) -> str | None:
     """The crowd holding part of a batch still ``built`` (a partial publish waiting for
     budget), ``None`` when no pair of it is published."""
     return project.store.batch_crowd(iteration)
+
+
+def campaign_crowd(project: Project) -> str | None:
+    """The crowd the campaign's batch belongs to: the crowd the latest batch was published to
+    (all of it, or part while it waits for budget); for a batch no crowd holds, the crowd of
+    the latest answers (a results file is imported under its crowd's name); ``None`` while no
+    crowd holds or answered a batch. A bare ``publish`` or ``collect`` goes to this crowd."""
+    last = project.store.last_batch()
+    if last is not None and last["crowd"]:
+        return last["crowd"]
+    if last is not None and last["status"] == "built":
+        held = partly_published(project, last["iteration"])
+        if held:
+            return held
+    return next(reversed(project.store.answer_crowds()), None)
 
 
 def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:
@@ -184,6 +275,7 @@ def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None 
         raise StateError(
             f"batch {last['iteration']} belongs to the {last['crowd']} crowd, not {crowd.name}"
         )
+    note_settings_changes(project, last["iteration"])
     return last["iteration"]
 
 
@@ -195,34 +287,13 @@ def publish(project: Project, crowd: Crowd, *, partial: bool = False) -> int:
     is ``published`` once the crowd holds every pair.
     """
     iteration = _open_batch(project, ("built", "published"), crowd)
-    rule, barrier = stopping_rule(project), crowd.extension_barrier
-    if rule is not None and barrier is not None and rule.initial < barrier <= rule.maximum:
-        raise InputError(
-            f"[adaptive] maximum = {rule.maximum} cannot be reached on MTurk ({crowd.name}): a "
-            f"HIT created with fewer than {barrier} assignments (initial = {rule.initial}) is "
-            f"never extended to {barrier} or more; set maximum = {barrier - 1} or initial >= "
-            f"{barrier}"
-        )
     store = project.store
     pairs = store.unpublished_pairs(iteration, crowd.name)
-    settings = project.settings
+    check_crowd(project, crowd, pairs)
     if len(pairs):
-        committed = committed_cost(project)
-        sizes = pairs["answers_wanted"].to_numpy()
-        try:
-            check_budget(
-                batch_cost(settings.reward, sizes, settings.fees), committed, settings.budget
-            )
-        except BudgetError:
-            if not partial:
-                raise
-            unit = settings.fees.per_assignment(settings.reward, sizes) * sizes
-            fits = int(
-                np.searchsorted(np.cumsum(unit), settings.budget - committed + 1e-9, side="right")
-            )
-            if fits == 0:
-                raise
-            pairs = pairs.iloc[:fits]
+        pairs = pairs.iloc[
+            : affordable(project, pairs["answers_wanted"].to_numpy(), partial=partial)
+        ]
         crowd.publish(project, pairs)
     store.advance_batch(iteration, "published", crowd=crowd.name)
     return len(pairs)
@@ -270,7 +341,7 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
         np.sum(hit_costs(prices, after, settings.reward, settings.fees))
         - np.sum(hit_costs(prices, before, settings.reward, settings.fees))
     )
-    check_budget(round(extra, 2), committed_cost(project), settings.budget)
+    check_spending(project, round(extra, 2), committed_cost(project))
     store.resize_pairs(
         crowd.name,
         wanted=dict(zip(grown, new, strict=True)),
@@ -436,7 +507,7 @@ def run_iteration(
 ) -> IterationSummary | None:
     """Take the campaign through one whole iteration (resuming wherever it stands)."""
     started = time.perf_counter()
-    iteration = next_batch(project)
+    iteration = next_batch(project, crowd, partial=partial)
     if iteration is None:
         return None
     store = project.store
@@ -501,7 +572,7 @@ def advance(project: Project, crowd: Crowd, review: Review | None = None) -> str
     """
     store = project.store
     while True:
-        if next_batch(project) is None:
+        if next_batch(project, crowd) is None:
             return "done"
         batch = store.last_batch()
         if batch["crowd"] not in (None, crowd.name):

@@ -40,7 +40,9 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
+from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.campaign.project import Project, Settings
+from crowdprefs.campaign.settings import SCHEMA
 from crowdprefs.campaign.sorting import Segment, lookup, settle, split
 from crowdprefs.errors import InputError, StateError
 
@@ -224,6 +226,42 @@ def sort_order(documents: list[Hashable], pivots: pd.DataFrame) -> list[Hashable
     return sorted(documents, key=lambda d: rank[d])
 
 
+def recorded_settings(
+    answers: pd.DataFrame,
+    root: Path,
+    rule: AggregationRule,
+    reward: float | None,
+    fees: FeeModel,
+) -> Settings:
+    """The settings of the project :func:`recorded_project` would write at ``root``, checked
+    before anything is replayed, printed or written: ``root`` must be new or an empty folder,
+    the reward known (``reward``, else the file's median reward) and every pair's answers
+    within ``[crowd] answers_per_pair``'s range (a recording with thousands of answers per pair
+    replays, but cannot become a project)."""
+    root = Path(root)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise StateError(f"{root} exists and is not an empty folder; choose another folder")
+    paid = answers["reward"].dropna()
+    if reward is None and paid.empty:
+        raise InputError("the file has no reward: give --reward (the project prices with it)")
+    per_pair = answers[answers["choice"] != ""].groupby("pair_id").size()
+    most = int(per_pair.max()) if len(per_pair) else 1
+    allowed = SCHEMA["crowd"]["answers_per_pair"]
+    if not allowed.accepts(most):
+        hit = answers.loc[answers["pair_id"] == per_pair.idxmax(), "hit_id"].iloc[0]
+        raise InputError(
+            f"HIT {hit!r} has {most} answers, and a project's pair takes {allowed.expected()} "
+            "([crowd] answers_per_pair): this recording replays, but not as a project "
+            "(leave out --project)"
+        )
+    return Settings(
+        answers_per_pair=most,
+        reward=float(paid.median()) if reward is None else reward,
+        aggregation=rule,
+        fees=fees,
+    )
+
+
 def recorded_project(
     answers: pd.DataFrame,
     replayed: Replay,
@@ -303,13 +341,17 @@ def recorded_project(
             )
             created = batch.groupby("pair_id")["created_at"].min().reindex(pairs.index)
             reward = batch.groupby("pair_id")["reward"].first().reindex(pairs.index)
+            # a HIT's size is what was paid: every assignment not rejected, an empty one too
+            # (MTurk pays it), so the project commits what the replay prices
+            paid = batch[batch["status"] != "rejected"].groupby("pair_id").size()
+            paid = paid.reindex(pairs.index)
             project.store.add_hits(
                 crowd,
                 pd.DataFrame(
                     {
                         "pair_id": pair_id.to_numpy(),
                         "hit_id": batch.groupby("pair_id")["hit_id"].first().reindex(pairs.index),
-                        "max_assignments": pairs["answers_wanted"].to_numpy(),
+                        "max_assignments": paid.to_numpy(),
                         "created_at": _iso(created),
                         "reward": reward.fillna(settings.reward).to_numpy(),
                     }

@@ -20,8 +20,8 @@ from crowdprefs.cli.options import (
     OUTPUT,
     Alpha,
     AnswersPerPair,
+    CampaignCrowd,
     Candidates,
-    Crowd,
     Json,
     Margin,
     PartialLists,
@@ -30,14 +30,16 @@ from crowdprefs.cli.options import (
     Reward,
     Rule,
     Seed,
+    SimulatedOnReal,
     Ties,
+    one_of,
 )
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.progress import note
 
 if TYPE_CHECKING:
     from crowdprefs.campaign import driver
-    from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign.project import Project, Settings
 
 
 def _iteration_table(title: str) -> Table:
@@ -78,15 +80,16 @@ def _add_total(table: Table, summaries: list[driver.IterationSummary]) -> None:
 
 
 def run_with_progress(
-    project: Project, crowd_name: str, title: str
+    project: Project, crowd_name: str, title: str, *, simulated_on_real: bool = False
 ) -> list[driver.IterationSummary]:
-    """Run the campaign to the end, with a progress bar over closed queries and a live table."""
+    """Run the campaign to the end, with a progress bar over closed queries and a live table
+    (``simulated_on_real``: see :func:`crowdprefs.cli.prolific.crowd_backend`)."""
     from crowdprefs.campaign import driver
     from crowdprefs.cli.prolific import crowd_backend
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.review import Reviewer
 
-    crowd = crowd_backend(crowd_name, project)
+    crowd = crowd_backend(crowd_name, project, simulated_on_real=simulated_on_real)
     total = len(project.store.candidates()["query"].unique())
     summaries: list[driver.IterationSummary] = []
     with make_progress(transient=True) as progress:
@@ -126,11 +129,22 @@ def init(
     budget: Annotated[
         float | None, typer.Option(help="Spending limit in US$ (rewards plus fees).")
     ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            help="Keep the state in this empty PostgreSQL database "
+            "(postgresql://user@host/name; the password from PGPASSWORD or ~/.pgpass) "
+            "instead of the file state.sqlite.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project).
 
     The seed fixes every random choice of the campaign: the candidates' initial orders, which
-    side of a HIT shows which candidate, and the order of a batch.
+    side of a HIT shows which candidate, and the order of a batch. The state lives in the
+    project's state.sqlite unless --database names a PostgreSQL database (for a study served
+    by several processes or hosts).
     """
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Settings, init_project
@@ -141,12 +155,66 @@ def init(
         budget=budget,
         aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
     )
-    with init_project(directory, candidates, seed=seed, settings=settings) as project:
+    with init_project(
+        directory, candidates, seed=seed, settings=settings, database=database
+    ) as project:
         frame = project.store.candidates()
         console.print(
             f"created {directory}: {frame['query'].nunique()} queries, "
             f"{len(frame)} candidates, seed {seed}"
+            + (f", state in {project.store.location}" if database else ""),
+            soft_wrap=True,
         )
+    warn_if_undecidable(settings)
+
+
+@app.command()
+def migrate(
+    directory: ProjectDir,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="Where the state goes: a PostgreSQL database (postgresql://user@host/name, "
+            "empty; the password from PGPASSWORD or ~/.pgpass), or 'sqlite' for the "
+            "project's own state.sqlite.",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Copy the project's state to another database and point the project at it.
+
+    Every table is copied in one transaction and counted on both sides before the project's
+    crowdprefs.toml is changed; the old state is kept (a SQLite file is renamed to
+    state.sqlite.moved). Stop 'crowdprefs serve' first.
+    """
+    from crowdprefs.campaign.project import migrate_state
+
+    with console.status("copying the state…"):
+        moved = migrate_state(directory, to)
+    console.print(
+        f"copied {moved.rows:,} rows of {moved.tables} tables from {moved.source} to "
+        f"{moved.target}; {moved.kept}",
+        soft_wrap=True,
+    )
+
+
+def warn_if_undecidable(settings: Settings) -> None:
+    """Say on stderr when the project's rule can never split a pair with the answers a pair
+    gets: every verdict would be equal and every list one group."""
+    from crowdprefs.campaign.aggregate import fewest_deciding
+
+    rule, answers = settings.aggregation, settings.answers_per_pair
+    fewest = fewest_deciding(rule)
+    if fewest is not None and answers >= fewest:
+        return
+    named = f"margin {rule.margin}" if rule.rule == "margin" else f"α = {rule.alpha:g}"
+    note(
+        f"warning: with {answers} answer(s) per pair the {rule.rule} rule ({named}) never "
+        "splits a pair: every verdict will be 'equal' and every list one group; "
+        + (f"it needs {fewest} answers per pair" if fewest else "choose another rule")
+        + " (answers_per_pair in the [crowd] section of crowdprefs.toml)"
+    )
 
 
 def next_step(
@@ -160,48 +228,109 @@ def next_step(
 ) -> str:
     """The command that takes the campaign on from where it stands (for hints after an error).
 
-    ``crowd`` is the option naming the crowd (``--crowd web``, ``--fake``), repeated in the
-    publish and collect commands; ``mturk`` names the MTurk ones (which build a batch too).
-    With the ``crowd_name`` publishing to, a batch the budget cannot cover asks for more budget.
-    ``totals`` are the campaign's totals when the caller already has them (``driver.status``).
+    A batch belongs to its crowd: a published one is collected from the crowd it went to, and
+    a new one goes to the campaign's crowd (:func:`~crowdprefs.campaign.driver.campaign_crowd`)
+    unless ``crowd_name`` names the crowd being published to (a batch moves to another crowd
+    only before it is published). ``crowd`` is the option naming an MTurk target (``--fake``)
+    and ``mturk`` says an MTurk command asks (they build a batch too), for a campaign no crowd
+    answered yet. With the crowd publishing to, a batch the budget cannot cover asks for more
+    budget. ``totals`` are the campaign's totals when the caller already has them.
     """
     from crowdprefs.campaign import driver
 
     last = project.store.last_batch()
     state = None if last is None else last["status"]
     where = shlex.quote(str(directory))
-    crowd_commands = "crowdprefs mturk" if mturk else "crowdprefs"
-    with_crowd = f" {crowd}" if crowd else ""
+    if state == "published":
+        step = f"next: {_collect_from(project, where, last['crowd'])}"
+        if crowd_name and crowd_name != last["crowd"]:
+            step += (
+                f" (batch {last['iteration']} stays with the {last['crowd']} crowd it was "
+                f"published to; once it is aggregated, the next batch can go to {crowd_name}: "
+                f"{_publish_to(project, where, crowd_name, mturk=mturk)})"
+            )
+        return step
+    if state == "collected":
+        return f"next: crowdprefs aggregate {where}"
+    owner = driver.campaign_crowd(project)
+    held = None if state != "built" else driver.partly_published(project, last["iteration"])
+    target = held or crowd_name or owner
+    if target is None and mturk:
+        target = {"--fake": "mturk-fake", "--live": "mturk"}.get(crowd, "mturk-sandbox")
+    imported = target == owner and owner not in (None, SIMULATED, *project.store.batch_crowds())
     if state == "built":
-        step = f"{crowd_commands} publish {where}{with_crowd}"
-        crowd_name = crowd_name or driver.partly_published(project, last["iteration"])
-        quote = None if crowd_name is None else driver.publish_quote(project, crowd_name)
+        step = _publish_to(project, where, target, imported, mturk)
+        quote = None if target is None else driver.publish_quote(project, target)
         if quote and quote.budget is not None and quote.committed + quote.cost > quote.budget:
             config = shlex.quote(str(directory / "crowdprefs.toml"))
             return f"raise budget in the [crowd] section of {config}, then: {step}"
         return f"next: {step}"
-    if state == "published":
-        if not crowd and not mturk and last["crowd"]:  # the crowd the batch was published to
-            return f"next: {_collect_from(project, where, last['crowd'])}"
-        return f"next: {crowd_commands} collect {where}{with_crowd}"
-    if state == "collected":
-        return f"next: crowdprefs aggregate {where}"
     totals = totals or driver.status(project)["totals"]
     if totals["closed"] == totals["queries"]:
         return f"every list is closed; next: crowdprefs export {where}"
-    if mturk:
-        return f"next: crowdprefs mturk publish {where}{with_crowd} (it builds the batch)"
+    if target in MTURK_OPTIONS and not imported:
+        return f"next: {_publish_to(project, where, target, mturk=True)} (it builds the batch)"
     return f"next: crowdprefs next {where}"
+
+
+SIMULATED = "simulated"
+MTURK_OPTIONS = {"mturk": " --live", "mturk-fake": " --fake", "mturk-sandbox": ""}
+"""The MTurk crowds and the option of the ``mturk`` commands that reaches each."""
+
+
+def _publish_to(
+    project: Project,
+    where: str,
+    crowd_name: str | None,
+    imported: bool = False,
+    mturk: bool = False,
+) -> str:
+    """How a batch is published to ``crowd_name`` (``None``: the default, simulated crowd of a
+    new campaign): by the ``mturk`` commands for live MTurk, or when ``mturk`` (an MTurk
+    command asks, or the batch is still to be built: they build it); with ``imported``, the
+    campaign's answers came from results files imported under that crowd's name, so their way
+    is said first."""
+    if imported:
+        return (
+            f"import its answers with 'crowdprefs import-answers {where} RESULTS.csv --crowd "
+            f"{shlex.quote(str(crowd_name))}', or publish it to a crowd with 'crowdprefs "
+            f"publish {where} --crowd NAME'"
+        )
+    if crowd_name in MTURK_OPTIONS and (mturk or crowd_name == "mturk"):
+        return f"crowdprefs mturk publish {where}{MTURK_OPTIONS[crowd_name]}"
+    if crowd_name in (None, SIMULATED):
+        return f"crowdprefs publish {where}"
+    if crowd_name == "web" and project.section("web").get("advance", True):
+        return f"`crowdprefs serve {where}` publishes it and moves the campaign on"
+    return f"crowdprefs publish {where} --crowd {shlex.quote(crowd_name)}"
 
 
 def _collect_from(project: Project, where: str, crowd_name: str) -> str:
     """How a batch published to ``crowd_name`` is collected (its own commands and options)."""
-    mturk_option = {"mturk": " --live", "mturk-fake": " --fake", "mturk-sandbox": ""}
-    if crowd_name in mturk_option:
-        return f"crowdprefs mturk collect {where}{mturk_option[crowd_name]}"
+    if crowd_name in MTURK_OPTIONS:
+        return f"crowdprefs mturk collect {where}{MTURK_OPTIONS[crowd_name]}"
     if crowd_name == "web" and project.section("web").get("advance", True):
         return f"the judges answer; `crowdprefs serve {where}` moves the campaign on"
-    return f"crowdprefs collect {where} --crowd {crowd_name}"
+    return f"crowdprefs collect {where} --crowd {shlex.quote(crowd_name)}"
+
+
+def chosen_crowd(project: Project, directory: Path, crowd: str | None) -> str:
+    """The crowd a ``publish``, ``collect`` or ``run`` goes to: ``--crowd`` when given, else
+    the crowd the campaign's batch belongs to (:func:`~crowdprefs.campaign.driver.
+    campaign_crowd`), the simulated crowd for a new campaign. A campaign whose crowd these
+    commands do not reach (live MTurk, results files) is refused with its own next step."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.cli.options import CROWDS
+
+    if crowd is not None:
+        return crowd
+    name = driver.campaign_crowd(project) or SIMULATED
+    if name not in CROWDS:
+        raise StateError(
+            f"the campaign's batches go to the {name} crowd, which this command does not reach; "
+            f"{next_step(project, directory, crowd_name=name)}"
+        )
+    return name
 
 
 @contextmanager
@@ -298,24 +427,34 @@ def next_(directory: ProjectDir) -> None:
             )
             return
         pairs, queries = project.store.batch_size(iteration)
+        settings = project.settings
     console.print(f"batch {iteration}: {pairs} pairs over {queries} queries")
+    if iteration == 1:  # later batches load no pandas: status and next stay quick
+        warn_if_undecidable(settings)
 
 
 @app.command()
 def publish(
     directory: ProjectDir,
-    crowd: Crowd = "simulated",
+    crowd: CampaignCrowd = None,
     partial: PartialPublish = False,
+    simulated_on_real: SimulatedOnReal = False,
 ) -> None:
-    """Publish the open batch to a crowd, after checking the budget."""
+    """Publish the open batch to a crowd, after checking the budget.
+
+    Without --crowd, the batch goes to the crowd the campaign's batches go to (the simulated
+    crowd for a new campaign). The simulated crowd never answers a project holding other
+    crowds' answers unless --simulated-on-real says so.
+    """
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.cli.prolific import crowd_backend
 
-    again = f"crowdprefs publish {shlex.quote(str(directory))} {crowd_option(crowd)}".strip()
     with Project(directory) as project:
-        backend = crowd_backend(crowd, project)
-        hint = {"crowd": crowd_option(crowd), "crowd_name": backend.name}
+        crowd = chosen_crowd(project, directory, crowd)
+        again = f"crowdprefs publish {shlex.quote(str(directory))} {crowd_option(crowd)}".strip()
+        backend = crowd_backend(crowd, project, simulated_on_real=simulated_on_real)
+        hint = {"crowd_name": backend.name}
         with hinting_next_step(project, directory, **hint):
             try:
                 count = driver.publish(project, backend, partial=partial)
@@ -338,16 +477,19 @@ def publish(
 
 
 @app.command()
-def collect(directory: ProjectDir, crowd: Crowd = "simulated") -> None:
-    """Collect the answers of the published batch."""
+def collect(directory: ProjectDir, crowd: CampaignCrowd = None) -> None:
+    """Collect the answers of the published batch.
+
+    Without --crowd, from the crowd the batch was published to.
+    """
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.cli.prolific import crowd_backend
     from crowdprefs.quality.review import Reviewer
 
     with Project(directory) as project:
-        backend = crowd_backend(crowd, project)
-        hint = {"crowd": crowd_option(crowd), "crowd_name": backend.name}
+        backend = crowd_backend(chosen_crowd(project, directory, crowd), project)
+        hint = {"crowd_name": backend.name}
         with hinting_next_step(project, directory, **hint):
             new = driver.collect(project, backend, Reviewer())
         batch = project.store.last_batch()
@@ -373,54 +515,187 @@ def aggregate(directory: ProjectDir) -> None:
 
 
 @app.command()
-def run(directory: ProjectDir, crowd: Crowd = "simulated") -> None:
-    """Run iterations until every list is closed or the budget stops the campaign."""
+def run(
+    directory: ProjectDir,
+    crowd: CampaignCrowd = None,
+    simulated_on_real: SimulatedOnReal = False,
+) -> None:
+    """Run iterations until every list is closed or the budget stops the campaign.
+
+    Without --crowd, with the crowd the campaign's batches go to; see publish for
+    --simulated-on-real.
+    """
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
 
     with Project(directory) as project:
+        crowd = chosen_crowd(project, directory, crowd)
         try:
-            run_with_progress(project, crowd, f"campaign {directory}")
+            run_with_progress(
+                project, crowd, f"campaign {directory}", simulated_on_real=simulated_on_real
+            )
         except BudgetError as error:
             raise BudgetError(f"stopped: {error}") from None
         report = driver.status(project)["totals"]
         console.print(f"{report['closed']}/{report['queries']} lists closed")
 
 
+#: ``export --format``: each format and the file it writes when -o is not given.
+EXPORT_FORMATS = {
+    "qrels": "lists.qrel",
+    "preference-qrels": "lists.grades.qrel",
+    "long": "answers.csv",
+    "results": "results.csv",
+    "crowdkit": "crowdkit.csv",
+    "choix": "choix.json",
+    "pairs": "pairs.csv",
+}
+LIST_FORMATS = ("qrels", "preference-qrels")
+ONE_QUERY_FORMATS = ("crowdkit", "choix")
+
+
 @app.command()
 def export(
     directory: ProjectDir,
-    output: Annotated[Path, typer.Option(*OUTPUT, help="File to write.")] = Path("lists.qrel"),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            *OUTPUT,
+            help="File to write; default: lists.qrel (qrels), lists.grades.qrel, answers.csv "
+            "(long), results.csv, crowdkit.csv, choix.json or pairs.csv.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Annotated[
-        str, typer.Option("--format", help="Output format: qrels (tag query document group).")
+        str,
+        typer.Option(
+            "--format",
+            callback=lambda value: one_of(value, tuple(EXPORT_FORMATS)),
+            help=f"What to write: {', '.join(EXPORT_FORMATS)} (see above).",
+        ),
     ] = "qrels",
     partial: PartialLists = False,
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query",
+            help="The query whose answers a crowdkit or choix file holds (they hold one; "
+            "default: the only query answered).",
+            show_default=False,
+        ),
+    ] = None,
+    split_ties: Annotated[
+        bool,
+        typer.Option(
+            "--split-ties",
+            help="Write each 'equal' answer as two comparisons, one won by each side "
+            "(crowdkit, choix; default: left out).",
+        ),
+    ] = False,
 ) -> None:
-    """Write the ordered lists as group qrels: tag query document group (1 = most similar).
+    """Write the ordered lists, the answers or the open batch's pairs in the field's formats.
+
+    - qrels: the lists as group qrels, tag query document group (1 = most similar).
+    - preference-qrels: the lists as graded TREC qrels, query 0 document grade (the first
+    group graded highest), which ir_measures' Compat scores as the groups order them.
+    - long: every usable answer as worker,query,left,right,label,seconds (left: the candidate
+    shown as A; label: left, right or equal), as 'import-answers --format long' and 'audit
+    --answers --format long' read it.
+    - results: every answer (rejected and empty ones too) as a results CSV with HIT, worker,
+    times and choice; 'import-answers' reads it back.
+    - crowdkit: one query's answers as crowd-kit's worker,left,right,label (label: the
+    preferred item), for crowdkit.aggregation.BradleyTerry.
+    - choix: one query's answers as JSON {query, items, comparisons}, each comparison
+    \\[winner, loser] indices into items, for choix.ilsr_pairwise.
+    - pairs: the open batch's pairs as query,left,right,answers_wanted (left: shown as A), to
+    ask them with another tool; the answers come back with 'import-answers --format long'.
+
+    crowd-kit and choix know no ties: an 'equal' answer is left out, or with --split-ties
+    written as two comparisons, one won by each side (half a win each).
 
     Lists whose sort is still open are left out unless --partial (their open segments are then
     written as groups too).
     """
-    from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
-    from crowdprefs.io import write_lists
+    from crowdprefs.files import output as output_file
+    from crowdprefs.files import write_atomic
 
-    if fmt != "qrels":
-        raise InputError(f"unknown export format {fmt!r}: use qrels")
+    out = output_file(output or Path(EXPORT_FORMATS[fmt]), {"PROJECT": directory})
+    if query is not None and fmt not in ONE_QUERY_FORMATS:
+        raise InputError("--query picks the query of --format crowdkit or choix")
+    if split_ties and fmt not in ONE_QUERY_FORMATS:
+        raise InputError("--split-ties applies to --format crowdkit and choix")
+    if partial and fmt not in LIST_FORMATS:
+        raise InputError("--partial applies to the lists (--format qrels or preference-qrels)")
     with Project(directory) as project:
-        totals = driver.status(project)["totals"]
-        still_open = totals["queries"] - totals["closed"]
-        if still_open and not partial:
-            hint = next_step(project, directory, totals=totals)
-            if not totals["closed"]:
-                raise StateError(
-                    f"no list is closed yet ({still_open} open); export them as they stand "
-                    f"with --partial, or finish the campaign; {hint}"
-                )
-            note(
-                f"{still_open} of {totals['queries']} lists are still open and left out "
-                f"(--partial exports them as they stand); {hint}"
+        if fmt in LIST_FORMATS:
+            _export_lists(project, directory, fmt, partial, out)
+            return
+        text, what = _export_text(project, directory, fmt, query, split_ties)
+    write_atomic(out, text)
+    console.print(f"wrote {what} to {escape(str(out))}", highlight=False)
+
+
+def _export_lists(project: Project, directory: Path, fmt: str, partial: bool, out) -> None:
+    """``export`` of the lists: closed ones (all with ``partial``) as group or graded qrels."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.io import write_lists, write_preference_qrels
+
+    totals = driver.status(project)["totals"]
+    still_open = totals["queries"] - totals["closed"]
+    if still_open and not partial:
+        hint = next_step(project, directory, totals=totals)
+        if not totals["closed"]:
+            raise StateError(
+                f"no list is closed yet ({still_open} open); export them as they stand "
+                f"with --partial, or finish the campaign; {hint}"
             )
-        frame = driver.lists(project, partial=partial)
-    write_lists(frame, output)
-    console.print(f"wrote {frame['query'].nunique()} lists ({len(frame)} documents) to {output}")
+        note(
+            f"{still_open} of {totals['queries']} lists are still open and left out "
+            f"(--partial exports them as they stand); {hint}"
+        )
+    frame = driver.lists(project, partial=partial)
+    (write_lists if fmt == "qrels" else write_preference_qrels)(frame, out)
+    console.print(
+        f"wrote {frame['query'].nunique()} lists ({len(frame)} documents) to {escape(str(out))}",
+        highlight=False,
+    )
+
+
+def _export_text(
+    project: Project, directory: Path, fmt: str, query: str | None, split_ties: bool
+) -> tuple[str, str]:
+    """``(text, what it holds)`` of ``export`` in an answers format or ``pairs``."""
+    from crowdprefs import exchange
+    from crowdprefs.quality.answer_files import open_pairs, project_preferences
+
+    if fmt == "pairs":
+        with hinting_next_step(project, directory):
+            pairs = open_pairs(project)
+        batch = project.store.last_batch()["iteration"]
+        text = pairs.to_csv(index=False, lineterminator="\n")
+        return text, f"the {len(pairs)} pairs of batch {batch}"
+    if fmt == "results":
+        from crowdprefs.quality.audit import project_answers
+        from crowdprefs.results_file import results_text
+
+        answers = project_answers(project)
+        if answers.empty:
+            raise InputError(f"{directory} has no answers yet")
+        return results_text(answers), f"{len(answers)} answers"
+    answers = project_preferences(project)
+    if fmt == "long":
+        return exchange.long_csv(answers), f"{len(answers)} answers"
+    queries = answers["query"].unique()
+    if query is None and len(queries) > 1:
+        raise InputError(
+            f"a {fmt} file holds one query's answers and {directory} has answers for "
+            f"{len(queries)} queries: name one with --query (--format long writes them all)"
+        )
+    ties = "split" if split_ties else "drop"
+    query = queries[0] if query is None else query
+    if fmt == "crowdkit":
+        text = exchange.crowdkit_csv(answers, query=query, ties=ties)
+        return text, f"{text.count(chr(10)) - 1} comparisons of query {escape(query)}"
+    text = exchange.choix_json(answers, query=query, ties=ties)
+    return text, f"the comparisons of query {escape(query)}"

@@ -15,6 +15,7 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.cli.options import Alpha, Correction, OneSided, Runs, Seed, Wide
+from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,7 +169,10 @@ def evaluate(
     ] = Format.table,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Save a figure: per-system means with intervals, PR curves."),
+        typer.Option(
+            "--plot",
+            help="Save a figure (PNG, PDF or SVG): per-system means with intervals, PR curves.",
+        ),
     ] = None,
     rel: Annotated[
         float, typer.Option("--rel", help="Minimum gain of a relevant document for the PR curves.")
@@ -182,9 +186,11 @@ def evaluate(
     import pandas as pd
 
     from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.files import output
     from crowdprefs.io import read_runs, read_truth
     from crowdprefs.progress import make_progress
 
+    figure = output(plot, {"--truth": truth, "--runs": runs}, plot=True)
     names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
@@ -202,8 +208,8 @@ def evaluate(
             correction=correction,
         )
         progress.update(step, advance=2, description="plotting")
-        if plot is not None:
-            E.plot(result.summary, plot, E.pr_curves(run_table, truth_table, rel=rel))
+        if figure is not None:
+            E.plot(result.summary, figure, E.pr_curves(run_table, truth_table, rel=rel))
         progress.update(step, advance=1)
     if result.ignored_rows:
         err_console.print(
@@ -230,8 +236,8 @@ def evaluate(
                 else:
                     count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
                     console.print(f"{name}: {count} significant pairs (see --format json)")
-    if plot is not None:
-        err_console.print(f"figure saved to {escape(str(plot))}")
+    if figure is not None:
+        err_console.print(f"figure saved to {escape(str(figure))}")
 
 
 @app.command("compare-lists")
@@ -246,31 +252,59 @@ def compare_lists(
     ] = 1000,
     seed: Seed = 0,
     output_format: Annotated[
-        Format, typer.Option("--format", help="Output as a table, CSV or JSON.")
+        Format,
+        typer.Option(
+            "--format",
+            help="Output as a table, CSV or JSON (with --runs: JSON {lists, rankings}; CSV "
+            "holds the ADR table only).",
+        ),
     ] = Format.table,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            "--runs",
+            help="Also rank these systems' runs against each set of lists and give Kendall's τ "
+            "between the two rankings (TREC runs or 'system query document' lines).",
+        ),
+    ] = None,
+    measure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--measure",
+            "-m",
+            help="Measure(s) ranking the systems of --runs; repeatable or comma-separated.",
+        ),
+    ] = None,
 ) -> None:
     """How far two sets of ordered lists agree: average dynamic recall (ADR) of each vs the other.
 
     The lists read as results are ranked with each group in a random order; the table gives the
-    minimum, mean and maximum ADR over the permutations."""
+    minimum, mean and maximum ADR over the permutations. With --runs, the systems are also
+    ranked by their mean score against each set of lists (on the queries both hold) and the two
+    rankings compared with Kendall's τ-b: 1 when the lists rank the systems alike, and the
+    number of system pairs they order oppositely."""
     from crowdprefs.evaluation import evaluate as E
-    from crowdprefs.io import read_lists
+    from crowdprefs.evaluation.rankings import ranking_agreement
+    from crowdprefs.io import read_lists, read_runs
     from crowdprefs.progress import make_progress
 
+    if measure and runs is None:
+        raise InputError("--measure ranks the systems of --runs: give --runs too")
+    names = _split_measures(measure or []) or ["AG@5"]
     with make_progress() as progress:
         step = progress.add_task("comparing lists", total=1)
+        lists = read_lists(a), read_lists(b)
         table = E.compare_lists(
-            read_lists(a),
-            read_lists(b),
-            permutations=permutations,
-            seed=seed,
-            names=(a.stem, b.stem),
+            *lists, permutations=permutations, seed=seed, names=(a.stem, b.stem)
         )
+        ranked = None if runs is None else ranking_agreement(read_runs(runs), *lists, names)
         progress.update(step, advance=1)
     if output_format is Format.csv:
         _write(table.to_csv(index=False, lineterminator="\n"))
     elif output_format is Format.json:
-        _write(json.dumps(_records(table), indent=1) + "\n")
+        records = _records(table)
+        payload = records if ranked is None else {"lists": records, "rankings": _records(ranked)}
+        _write(json.dumps(payload, indent=1) + "\n")
     else:
         out = Table(title=f"ADR between ordered lists ({permutations} permutations within groups)")
         for column in ("ground truth", "results", "mean ADR", "[min, max]", "queries"):
@@ -286,3 +320,22 @@ def compare_lists(
                 str(row.queries),
             )
         console.print(out)
+        if ranked is not None:
+            console.print(_tau_table(ranked, a.stem, b.stem))
+
+
+def _tau_table(ranked: pd.DataFrame, a: str, b: str) -> Table:
+    """Kendall's τ between the system rankings two sets of lists give, per measure."""
+    table = Table(title=f"systems ranked against {escape(a)} and against {escape(b)}")
+    for column in ("measure", "systems", "queries", "Kendall τ", "p", "swapped pairs"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    for row in ranked.itertuples():
+        table.add_row(
+            escape(row.measure),
+            str(row.systems),
+            str(row.queries),
+            "–" if row.tau != row.tau else f"{row.tau:.3f}",  # NaN: a ranking is all ties
+            "–" if row.p_value != row.p_value else f"{row.p_value:.3g}",
+            str(row.swaps),
+        )
+    return table

@@ -100,8 +100,10 @@ def preview(
     """Render a batch's HITs to local HTML files to try them in a browser before paying."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
+    from crowdprefs.files import OutputFolder
     from crowdprefs.hits.render import write_preview
 
+    pages = OutputFolder(output or directory / "preview", inputs={"PROJECT": directory})
     with Project(directory) as project:
         if iteration is None:
             iteration = driver.next_batch(project)
@@ -110,11 +112,10 @@ def preview(
                 if last is None:
                     raise StateError("the project has no batch to preview")
                 iteration = last["iteration"]
-        folder = output or directory / "preview"
-        files = write_preview(project, iteration, folder)
-    console.print(f"wrote {len(files)} HITs of batch {iteration} and index.html to {folder}")
+        files = write_preview(project, iteration, pages.path)
+    console.print(f"wrote {len(files)} HITs of batch {iteration} and index.html to {pages}")
     if open_:
-        _serve(folder, port)
+        _serve(pages.path, port)
 
 
 class _PreviewHandler(SimpleHTTPRequestHandler):
@@ -167,12 +168,12 @@ def publish(
 
     target = _target(live, fake)
     with Project(directory) as project:
-        iteration = driver.next_batch(project)
+        crowd = _crowd(project, live, fake)  # its settings are checked before a batch is built
+        iteration = driver.next_batch(project, crowd, partial=partial)
         if iteration is None:
             hint = next_step(project, directory, crowd=target, mturk=True)
             console.print(f"nothing to publish: {hint}", highlight=False)
             return
-        crowd = _crowd(project, live, fake)
         if live:
             quote = driver.publish_quote(project, crowd.name)
             budget = "no budget set" if quote.budget is None else f"budget ${quote.budget:.2f}"

@@ -132,10 +132,66 @@ Candidates = Annotated[
     Path,
     typer.Option("--candidates", help="CSV with columns query,document[,audio][,query_audio]."),
 ]
+
+
+def seed_value(value: int) -> int:
+    """``--seed`` checked against the range of a project's seed (one line, not numpy's error)."""
+    from crowdprefs.campaign.settings import SCHEMA
+
+    if not SCHEMA["project"]["seed"].accepts(value):
+        raise typer.BadParameter(f"must be {SCHEMA['project']['seed'].expected()}, got {value}")
+    return value
+
+
 Seed = Annotated[
-    int, typer.Option("--seed", help="Seed of every random choice (same seed, same result).")
+    int,
+    typer.Option(
+        "--seed",
+        callback=seed_value,
+        help="Seed of every random choice (same seed, same result).",
+    ),
 ]
-Crowd = Annotated[str, typer.Option("--crowd", help=f"Crowd backend: {', '.join(CROWDS)}.")]
+
+
+def crowd_name(value: str) -> str:
+    """The ``--crowd`` value checked (live MTurk is reached only by its own command)."""
+    if value == "mturk":
+        raise typer.BadParameter(
+            "live MTurk spends real money: it is reached only with 'crowdprefs mturk publish "
+            "--live'"
+        )
+    return one_of(value, CROWDS)
+
+
+Crowd = Annotated[
+    str,
+    typer.Option("--crowd", callback=crowd_name, help=f"Crowd backend: {', '.join(CROWDS)}."),
+]
+
+
+def campaign_crowd_name(value: str | None) -> str | None:
+    """``--crowd`` checked when given (:func:`crowd_name`); ``None``: the campaign's own crowd."""
+    return None if value is None else crowd_name(value)
+
+
+CampaignCrowd = Annotated[
+    str | None,
+    typer.Option(
+        "--crowd",
+        callback=campaign_crowd_name,
+        show_default=False,
+        help=f"Crowd backend: {', '.join(CROWDS)}; default: the crowd the campaign's batches "
+        "go to (simulated for a new campaign).",
+    ),
+]
+SimulatedOnReal = Annotated[
+    bool,
+    typer.Option(
+        "--simulated-on-real",
+        help="Let the simulated crowd answer a project holding other crowds' answers (its "
+        "invented answers then mix into them).",
+    ),
+]
 CrowdModelFile = Annotated[
     Path | None,
     typer.Option(
@@ -209,6 +265,29 @@ ResultsFile = Annotated[
         "column options or --columns).",
     ),
 ]
+#: ``crowdprefs.exchange.FILE_FORMATS``, after the results file
+ANSWER_FORMATS = ("results", "long", "crowdkit")
+AnswersFormat = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        callback=lambda value: one_of(value, ANSWER_FORMATS),
+        help="How the answers file is laid out: results (an MTurk batch-results CSV, or another "
+        "platform's export read with the column options), long (one answer per row: "
+        "worker,query,left,right,label[,seconds], label being left, right, equal or the "
+        "preferred item; no HIT ids or times needed) or crowdkit (crowd-kit's "
+        "worker,left,right,label, label the preferred item; one query, named by --query).",
+    ),
+]
+FileQuery = Annotated[
+    str | None,
+    typer.Option(
+        "--query",
+        help="The query of every answer of a crowdkit file (or of a long file without a query "
+        "column).",
+        show_default=False,
+    ),
+]
 # What answers cost when the file does not say (every command that prints cost).
 RewardPaid = Annotated[
     float | None,
@@ -260,7 +339,9 @@ def column_options(command: Callable) -> Callable:
 
     The command declares a parameter ``columns`` (a :class:`crowdprefs.results_file.Columns`);
     it receives the file's mapping over the library's defaults, with the options given on the
-    command line over both. One definition, so every reading command spells them alike.
+    command line over both. One definition, so every reading command spells them alike. A
+    command that also needs the file's path (an input its outputs must not overwrite) declares
+    ``columns_file: ColumnsFile = None`` too.
     """
     # the command's own annotations, evaluated where it was written ("Columns" may be a
     # type-checking-only name there: it is the parameter replaced here)
@@ -285,18 +366,21 @@ def column_options(command: Callable) -> Callable:
         )
         for field, (option, default, text) in COLUMNS.items()
     ]
-    added.append(
-        inspect.Parameter(
-            "columns_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ColumnsFile
+    keeps_file = "columns_file" in signature.parameters
+    if not keeps_file:
+        added.append(
+            inspect.Parameter(
+                "columns_file", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ColumnsFile
+            )
         )
-    )
     positional = [p for p in kept if p.kind is not inspect.Parameter.KEYWORD_ONLY]
     keyword = [p for p in kept if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         given = {field: kwargs.pop(f"column_{field}") for field in COLUMNS}
-        kwargs["columns"] = results_columns(kwargs.pop("columns_file"), given)
+        path = kwargs["columns_file"] if keeps_file else kwargs.pop("columns_file")
+        kwargs["columns"] = results_columns(path, given)
         return command(*args, **kwargs)
 
     parameters = [*positional, *keyword, *added]

@@ -18,6 +18,7 @@ from crowdprefs.cli.options import (
     Alpha,
     AnswersPerPair,
     Candidates,
+    ColumnsFile,
     CrowdModelFile,
     Margin,
     ResultsFile,
@@ -130,11 +131,15 @@ def plan(
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
     from crowdprefs.errors import InputError
+    from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
     from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
 
+    out = output_file(
+        csv_out, {"--candidates": candidates, "--truth": truth, "--crowd-model": crowd_model}
+    )
     frame = read_candidates(candidates)
     hidden = read_lists(truth) if truth else random_truth(frame, seed)
     known = set(zip(hidden["query"], hidden["document"], strict=True))
@@ -180,8 +185,8 @@ def plan(
             seed=seed,
             on_campaign=lambda _: progress.advance(task),
         )
-    if csv_out:
-        results.to_csv(csv_out, index=False)
+    if out is not None:
+        out.write(results.to_csv(index=False, lineterminator="\n"))
     table = _design_table(compare_designs(results, next(iter(designs))), list(designs))
     table.title = (
         f"{campaigns} simulated campaigns per design: {frame['query'].nunique()} queries, "
@@ -239,17 +244,24 @@ def fit(
     rule: Rule = "mann-whitney",
     level: Alpha = 0.05,
     margin: Margin = 2,
-    bootstrap: Annotated[
-        int, typer.Option(min=0, help="Bootstrap replicates (over workers) for the intervals.")
+    bootstrap: Annotated[  # max: crowdprefs.quality.planning.MAX_CAMPAIGNS, checked first
+        int,
+        typer.Option(
+            min=0, max=10_000, help="Bootstrap replicates (over workers) for the intervals."
+        ),
     ] = 50,
     campaigns: Annotated[
-        int, typer.Option(help="Simulated campaigns of the predictive check (needs --lists).")
+        int,
+        typer.Option(
+            min=1, max=10_000, help="Simulated campaigns of the predictive check (needs --lists)."
+        ),
     ] = 200,
     seed: Seed = 0,
     output: Annotated[
         Path, typer.Option(*OUTPUT, help="TOML file to write the fitted model to.")
     ] = Path("crowd-model.toml"),
     columns: Columns = None,
+    columns_file: ColumnsFile = None,
 ) -> None:
     """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
 
@@ -258,10 +270,12 @@ def fit(
     --lists the model is checked against the campaign: its recorded design simulated on its
     candidates against its lists. --rule, --alpha and --margin give the rule it used."""
     from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
     from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check, save_fit
     from crowdprefs.results_file import read_results
 
+    out = output_file(output, {"RESULTS": results, "--lists": lists, "--columns": columns_file})
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
     from crowdprefs.cli.audit import report_reading
 
@@ -270,7 +284,7 @@ def fit(
     produced = read_lists(lists) if lists else None
     with console.status("fitting the crowd model"):
         fitted = fit_crowd_model(answers, produced, bootstrap=bootstrap, seed=seed)
-    save_fit(fitted, output)
+    save_fit(fitted, out)
     model = fitted.model
     source = "its lists" if produced is not None else "latent gaps"
     table = Table(
@@ -283,13 +297,16 @@ def fit(
     for name, value in model.to_dict().items():
         low_high = fitted.intervals.get(name)
         shown = f"{value:.3g}" if isinstance(value, float) else str(value)
-        table.add_row(name, shown, f"{low_high[0]:.3g} – {low_high[1]:.3g}" if low_high else "")
+        interval = f"{low_high[0]:.3g} – {low_high[1]:.3g}" if low_high else ""
+        table.add_row(
+            name, shown, f"not fitted: {fitted.kept[name]}" if name in fitted.kept else interval
+        )
     gaps = fitted.gap_shares
     shares = " ".join(f"{g}:{s:.2f}" for g, s in gaps.items() if g < 5)
     beyond = sum(s for g, s in gaps.items() if g >= 5)
     table.add_row("pairs by gap (groups)", shares + (f" ≥5:{beyond:.2f}" if beyond else ""), "")
     console.print(table)
-    console.print(f"wrote {escape(str(output))}")
+    console.print(f"wrote {escape(str(out))}")
     if produced is None:
         console.print("predictive check: give the campaign's lists (--lists) to run it")
         return

@@ -7,6 +7,7 @@ on the project's local fake of Prolific instead (no network, no money, no token)
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -41,11 +42,17 @@ FAKE_TOKEN = "local-fake-token"
 """The token between the CLI and the local fake (it never leaves this machine)."""
 
 
-def crowd_backend(name: str, project: Project) -> Crowd:
+def crowd_backend(name: str, project: Project, *, simulated_on_real: bool = False) -> Crowd:
     """The crowd backend called ``name`` (:func:`crowdprefs.crowds.get_crowd`); the Prolific
-    crowd is handed the study terms of the project's judges' site."""
+    crowd is handed the study terms of the project's judges' site, and the simulated crowd
+    may answer a project holding other crowds' answers only with ``simulated_on_real``
+    (:meth:`~crowdprefs.crowds.simulated.SimulatedCrowd.check`)."""
     from crowdprefs.crowds import get_crowd
 
+    if name == "simulated":
+        from crowdprefs.crowds.simulated import SimulatedCrowd
+
+        return SimulatedCrowd.for_project(project, on_real=simulated_on_real)
     if name != "prolific":
         return get_crowd(name, project)
     from crowdprefs.web.assign import study_terms
@@ -68,6 +75,48 @@ def _crowd(project: Project, fake: bool) -> tuple[ProlificCrowd, object | None]:
     return ProlificCrowd(project, client, study_terms(project)), server
 
 
+def check_served(project: Project, directory: Path) -> None:
+    """Refuse to recruit for a batch the judges' site does not offer, where participants would
+    find no question: one still ``built`` was published by no server (``crowdprefs serve``
+    publishes each batch as it opens), and one published to another crowd is not the site's."""
+    from crowdprefs.errors import StateError
+
+    last = project.store.last_batch()
+    where = shlex.quote(str(directory))
+    if last is not None and last["status"] == "built":
+        raise StateError(
+            f"batch {last['iteration']} is not on the judges' site: no server has published it, "
+            f"so participants would find no question; start 'crowdprefs serve {where}' (it "
+            "publishes the batch), then run this again"
+        )
+    if last is not None and last["status"] == "published" and last["crowd"] != "web":
+        raise StateError(
+            f"batch {last['iteration']} belongs to the {last['crowd']} crowd, not the judges' "
+            "site: participants would find no question; the next batch can go to the site "
+            f"once this one is aggregated ('crowdprefs serve {where}' publishes it)"
+        )
+
+
+def note_unserved(project: Project, directory: Path) -> None:
+    """A note when nothing answers at ``[web] base_url``: participants would find no site."""
+    import httpx
+
+    from crowdprefs.progress import note
+    from crowdprefs.web.assign import WebSettings
+
+    where = shlex.quote(str(directory))
+    site = WebSettings.from_project(project).base_url.rstrip("/")
+    try:
+        answered = httpx.get(f"{site}/healthz", timeout=5.0).status_code == 200
+    except httpx.HTTPError:
+        answered = False
+    if not answered:
+        note(
+            f"nothing answers at {site}/healthz ([web] base_url): participants who open the "
+            f"study now find no site; start 'crowdprefs serve {where}' there"
+        )
+
+
 def _money(minor: float, currency: str) -> str:
     return f"{minor / 100:.2f} {currency}"
 
@@ -75,6 +124,9 @@ def _money(minor: float, currency: str) -> str:
 @prolific_app.command("publish")
 def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None:
     """Create the study if need be, then publish it or add places for the open batch.
+
+    The batch must be on the judges' site (start crowdprefs serve first: it publishes each
+    batch); without --fake, a note says when nothing answers at \\[web] base_url.
 
     Places cover the answers the open batch still needs (questions per participant from
     \\[web] questions_per_judge); the reward follows \\[prolific] reward_per_hour and the clips'
@@ -85,8 +137,11 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
     from crowdprefs.campaign.project import Project
 
     with Project(directory) as project:
+        check_served(project, directory)
         crowd, server = _crowd(project, fake)
         try:
+            if not fake:
+                note_unserved(project, directory)
             plan = crowd.plan(project)
             study = plan.study
             currency = study.currency

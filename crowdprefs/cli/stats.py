@@ -122,15 +122,6 @@ def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int 
     console.print(table)
 
 
-def _write_csv(frame: pd.DataFrame, path: Path | None) -> None:
-    if path is None:
-        return
-    from crowdprefs.files import write_atomic
-
-    write_atomic(path, frame.to_csv(index=False, lineterminator="\n"))
-    console.print(f"wrote {escape(str(path))}")
-
-
 @stats_app.command("test")
 def test_command(
     scores: ScoresFile,
@@ -188,7 +179,10 @@ def _study(
     output_format: Format,
 ) -> None:
     from crowdprefs.evaluation import power as P
+    from crowdprefs.files import output as output_file
 
+    inputs = {"--scores": scores, "--strata": strata}
+    table_file, figure = output_file(output, inputs), output_file(plot, inputs, plot=True)
     matrices = _matrices(scores, measure)
     strata_series = None if strata is None else P.read_strata(strata, stratum_column)
     n_queries = next(iter(matrices.values())).shape[1]
@@ -197,12 +191,15 @@ def _study(
     sizes = P.default_sizes(n_queries, step, stability=kind == "stability")
     study = P.power_study if kind == "power" else P.stability_study
     table = study(matrices, strata_series, sizes, samples, procedure or ("FT", "W1"), seed)
-    _write_csv(table, output)
-    if plot is not None:
+    if table_file is not None:
+        table_file.write(table.to_csv(index=False, lineterminator="\n"))
+        console.print(f"wrote {escape(str(table_file))}")
+    if figure is not None:
         value = "power" if kind == "power" else "conflicts"
-        P.plot_curves(table, value, plot, title=f"evaluation {kind} ({samples} samples per size)")
+        title = f"evaluation {kind} ({samples} samples per size)"
+        P.plot_curves(table, value, figure, title=title)
         if output_format is Format.table:
-            console.print(f"wrote {escape(str(plot))}")
+            console.print(f"wrote {escape(str(figure))}")
     if output_format is Format.csv:
         _render(table, kind, output_format)
         return

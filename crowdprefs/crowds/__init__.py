@@ -41,7 +41,10 @@ def get_crowd(name: str, project: Project, *, study_terms: StudyTerms | None = N
 
         return MTurkCrowd.for_crowd_name(name, project)
     if name == "mturk":
-        raise InputError("live MTurk is reached only with 'crowdprefs mturk publish --live'")
+        raise InputError(
+            "live MTurk spends real money and is never chosen by name: build it explicitly, "
+            "MTurkCrowd(project, target='live')"
+        )
     if name == "prolific":  # the web crowd, recruited by a Prolific study (PROLIFIC_TOKEN)
         from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 

@@ -94,7 +94,18 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     given = (answers["choice"] != "").to_numpy()
     new = given & ~answers["assignment_id"].isin(store.known_assignments(crowd)).to_numpy()
 
-    status = store.batches().set_index("iteration")["status"]
+    batches = store.batches().set_index("iteration")
+    owner = pair["iteration"].map(batches["crowd"]).to_numpy()
+    _refuse(
+        source,
+        new & pd.notna(owner) & (owner != crowd),
+        lambda i: (
+            f"batch {int(pair['iteration'].iloc[i])} was published to the {owner[i]} crowd, "
+            f"not {crowd!r}: its answers come from there (give --crowd {owner[i]} if this file "
+            "holds that crowd's answers)"
+        ),
+    )
+    status = batches["status"]
     finished = new & (pair["iteration"].map(status).to_numpy() == "aggregated")
     _refuse(
         source,

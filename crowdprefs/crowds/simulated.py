@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_model import (
     CrowdModel,
@@ -41,15 +42,20 @@ class SimulatedCrowd:
     name = "simulated"
     extension_barrier = None
 
-    def __init__(self, truth: pd.DataFrame, model: CrowdModel, seed: int) -> None:
+    def __init__(
+        self, truth: pd.DataFrame, model: CrowdModel, seed: int, *, on_real: bool = False
+    ) -> None:
         self.similarity = latent_similarity(truth)
         self.model = model
         self.seed = seed
         self.pool = WorkerPool.draw(model, seed)
+        self.on_real = on_real
+        """Whether the crowd may answer a project holding other crowds' answers (said so)."""
 
     @classmethod
-    def for_project(cls, project: Project) -> SimulatedCrowd:
-        """From the project's ``[simulated]`` section: ``truth`` (group qrels) and model fields."""
+    def for_project(cls, project: Project, *, on_real: bool = False) -> SimulatedCrowd:
+        """From the project's ``[simulated]`` section: ``truth`` (group qrels) and model fields;
+        ``on_real``: see :meth:`check`."""
         section = project.section("simulated")
         truth_path = section.pop("truth", None)
         seed = int(section.pop("seed", project.seed))
@@ -57,7 +63,40 @@ class SimulatedCrowd:
             truth = read_lists(project.root / Path(truth_path))
         else:
             truth = random_truth(project.store.candidates(), seed)
-        return cls(truth, CrowdModel.from_dict(section), seed)
+        return cls(truth, CrowdModel.from_dict(section), seed, on_real=on_real)
+
+    def check(self, project: Project, pairs: pd.DataFrame) -> None:
+        """Raise :class:`InputError` when the crowd cannot answer ``pairs``: the project holds
+        answers of other crowds (people's, or a stand-in's for them: invented answers would mix
+        into them) unless the crowd was made ``on_real``, fewer workers not blocked than a
+        pair's wanted answers, or a truth without one of their documents."""
+        others = {c: n for c, n in project.store.answer_crowds().items() if c != self.name}
+        if others and not self.on_real:
+            held = ", ".join(f"{n} of the {crowd} crowd" for crowd, n in others.items())
+            raise InputError(
+                f"the project holds answers of other crowds ({held}): the simulated crowd "
+                "would mix invented answers into them; publish to the campaign's crowd, or say "
+                "--simulated-on-real to mix them anyway"
+            )
+        blocked = np.isin(self.pool.ids, list(project.store.blocked_workers(self.name)))
+        available, wanted = int((~blocked).sum()), pairs["answers_wanted"].max()
+        if len(pairs) and wanted > available:
+            raise InputError(
+                f"the simulated crowd has {available} worker(s) not blocked; a pair cannot get "
+                f"{wanted} distinct answers ([simulated] workers, or answers_per_pair)"
+            )
+        sort = pairs[pairs["x"] != pairs["query"]]  # a check's x is its query itself
+        documents = pd.concat(
+            [sort[["query", "x"]].set_axis(["query", "document"], axis=1),
+             pairs[["query", "y"]].set_axis(["query", "document"], axis=1)]
+        )  # fmt: skip
+        unknown = [key for key in documents.itertuples(index=False, name=None)
+                   if key not in self.similarity]  # fmt: skip
+        if unknown:
+            raise InputError(
+                f"the simulated crowd's truth ([simulated] truth) has no group for query "
+                f"{unknown[0][0]!r}, document {unknown[0][1]!r}"
+            )
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         settings = project.settings

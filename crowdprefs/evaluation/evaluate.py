@@ -24,7 +24,7 @@ from scipy import stats as sps
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation import measures as M
 from crowdprefs.evaluation.stats import pairwise_tests
-from crowdprefs.files import atomic_path
+from crowdprefs.files import Output, save_figure
 
 SUMMARY_COLUMNS = ["measure", "system", "mean", "sd", "n", "ci_low", "ci_high", "rank"]
 TEST_COLUMNS = ["measure", "system_a", "system_b", "difference", "statistic", "p", "significant"]
@@ -157,9 +157,12 @@ def pr_curves(runs: pd.DataFrame, truth: pd.DataFrame, rel: float = 1) -> pd.Dat
     )
 
 
-def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = None) -> None:
-    """Save a figure: one panel per measure with each system's mean and confidence interval
-    (systems in the rank order of the first measure) and, when given, a panel of PR ``curves``."""
+def plot(
+    summary: pd.DataFrame, path: str | Path | Output, curves: pd.DataFrame | None = None
+) -> None:
+    """Save a figure (PNG, PDF or SVG, by the extension): one panel per measure with each
+    system's mean and confidence interval (systems in the rank order of the first measure) and,
+    when given, a panel of PR ``curves``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -197,11 +200,9 @@ def plot(summary: pd.DataFrame, path: str | Path, curves: pd.DataFrame | None = 
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     try:
-        with atomic_path(path) as temporary:
-            fig.savefig(temporary, dpi=120)
+        save_figure(fig, path, dpi=120)
     finally:
         plt.close(fig)
-        temporary.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- comparing lists
@@ -239,6 +240,10 @@ def shuffled_runs(lists: pd.DataFrame, permutations: int, seed: int | None = 0) 
     )
 
 
+MAX_RANKED_ROWS = 20_000_000
+"""The most rows :func:`compare_lists` ranks (permutations × listed documents): about 2 GB."""
+
+
 def compare_lists(
     a: pd.DataFrame,
     b: pd.DataFrame,
@@ -255,8 +260,13 @@ def compare_lists(
     as in the preference-judgments paper Table 7. Returns
     ``[truth, results, min, mean, max, queries]``.
     """
-    if permutations < 1:
-        raise InputError(f"permutations must be at least 1, got {permutations}")
+    most = MAX_RANKED_ROWS // max(len(a), len(b), 1)
+    if not 1 <= permutations <= most:
+        raise InputError(
+            f"permutations must be at least 1 and at most {most} for lists of "
+            f"{max(len(a), len(b))} documents (at most {MAX_RANKED_ROWS:,} ranked rows), "
+            f"got {permutations}"
+        )
     rows = []
     for (truth_name, truth), (results_name, results) in (
         ((names[0], a), (names[1], b)),

@@ -25,6 +25,7 @@ usual summary (MAP is the mean of AP).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -478,7 +479,44 @@ MEASURES: dict[str, _Kind] = {
     "AP": _Kind(average_precision, "optional", {"rel": 1.0}),
 }
 
+MAX_CUTOFF = 10_000
+"""The largest cutoff: the scores are (systems × queries × cutoff) arrays, and no run of the
+field ranks more documents per query (TREC runs rank 1,000)."""
+MAX_BASE = 1e6
+"""The largest logarithm base of nDCG's discount (at b = 1e6 nothing is discounted)."""
+
 _SYNTAX = re.compile(r"^(?P<name>[A-Za-z_]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>\d+))?$")
+
+ALIASES = {"MAP": "AP", "Prec": "P", "Recall": "R", "NDCG": "nDCG"}
+"""Names other tools give the measures of :data:`MEASURES` (scores are means over the queries:
+mean average precision is ``AP``). Any name is also accepted in any case (``ndcg@10``)."""
+_NAMES = {name.lower(): name for name in MEASURES} | {
+    alias.lower(): name for alias, name in ALIASES.items()
+}
+ELSEWHERE = {
+    "MRR": ("RR", "mean reciprocal rank of the first relevant document"),
+    "RR": ("RR", "reciprocal rank of the first relevant document"),
+    "ERR": ("ERR", "expected reciprocal rank, a cascade model of graded relevance"),
+}
+"""Measures of other tools not computed here, with their ``ir_measures`` name:
+:func:`parse_measure` says what to use."""
+
+
+def _canonical(text: str) -> str:
+    """``text`` with its measure name spelt as in :data:`MEASURES` (aliases and any case
+    accepted); a measure computed only elsewhere raises :class:`InputError` saying what to use."""
+    match = _SYNTAX.match(text.strip())
+    if not match:
+        return text
+    name = match["name"]
+    if name.upper() in ELSEWHERE:
+        other, meaning = ELSEWHERE[name.upper()]
+        raise InputError(
+            f"measure {text!r} ({meaning}) is not computed here: AP also rewards early relevant "
+            f"documents, and ir_measures computes {other} on the lists written as graded qrels "
+            "(crowdprefs.io.write_preference_qrels)"
+        )
+    return _NAMES.get(name.lower(), name) + text.strip()[len(name) :]
 
 
 @dataclass(frozen=True)
@@ -514,14 +552,19 @@ class Measure:
 
 def parse_measure(text: str, k: int | None = None) -> Measure:
     """Parse ``Name[(param=value,...)][@cutoff]``; ``k`` is the cutoff when the text has none.
+    The name may be an alias (:data:`ALIASES`, e.g. ``MAP`` for ``AP``) in any case.
 
     Raises :class:`InputError` naming the measure for an unknown name or parameter, a missing
     cutoff, or a cutoff given to a measure without one.
     """
+    text = _canonical(text)
     match = _SYNTAX.match(text.strip())
     if not match or match["name"] not in MEASURES:
         names = ", ".join(MEASURES)
-        raise InputError(f"unknown measure {text!r}; known: {names} (e.g. AG@5, nDCG(b=2)@10)")
+        raise InputError(
+            f"unknown measure {text!r}; known: {names}, in any case (MAP for AP; e.g. AG@5, "
+            "nDCG(b=2)@10)"
+        )
     kind = MEASURES[match["name"]]
     cutoff = int(match["cutoff"]) if match["cutoff"] else None
     if cutoff is None and kind.cutoff == "required":
@@ -531,9 +574,14 @@ def parse_measure(text: str, k: int | None = None) -> Measure:
     if kind.cutoff == "none":
         cutoff = None
     if cutoff is None and kind.cutoff == "required":
-        raise InputError(f"measure {text!r} needs a cutoff (e.g. {match['name']}@5, or --k)")
-    if cutoff is not None and cutoff < 1:
-        raise InputError(f"measure {text!r}: the cutoff must be at least 1")
+        raise InputError(
+            f"measure {text!r} needs a cutoff (e.g. {match['name']}@5, or a default cutoff k)"
+        )
+    if cutoff is not None and not 1 <= cutoff <= MAX_CUTOFF:
+        raise InputError(
+            f"measure {text!r}: the cutoff must be at least 1 and at most {MAX_CUTOFF}, "
+            f"got {cutoff}"
+        )
     params = dict(kind.params)
     for item in filter(None, (match["params"] or "").split(",")):
         key, _, value = item.partition("=")
@@ -544,8 +592,12 @@ def parse_measure(text: str, k: int | None = None) -> Measure:
             params[key] = float(value)
         except ValueError:
             raise InputError(f"measure {text!r}: {key}={value.strip()!r} is not a number") from None
-    if params.get("b", 2.0) <= 1:
-        raise InputError(f"measure {text!r}: the logarithm base b must be above 1")
+        if not math.isfinite(params[key]):
+            raise InputError(f"measure {text!r}: {key}={value.strip()!r} is not a finite number")
+    if not 1 < params.get("b", 2.0) <= MAX_BASE:
+        raise InputError(
+            f"measure {text!r}: the logarithm base b={params['b']:g} must be in (1, {MAX_BASE:g}]"
+        )
     changed = tuple((key, v) for key, v in params.items() if v != kind.params[key])
     return Measure(match["name"], cutoff, changed)
 

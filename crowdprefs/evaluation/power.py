@@ -27,7 +27,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.stats import friedman_tukey_decisions, pairwise_pvalues, validate_scores
-from crowdprefs.files import atomic_path
+from crowdprefs.files import Output, save_figure
 from crowdprefs.progress import make_progress
 
 
@@ -328,7 +328,9 @@ def _check_sizes(sizes: Sequence[int], top: int, samples: int) -> None:
         raise InputError(f"subset size {bad[0]} is outside 2…{top}")
 
 
-def plot_curves(table: pd.DataFrame, value: str, path: str | Path, title: str = "") -> Path:
+def plot_curves(
+    table: pd.DataFrame, value: str, path: str | Path | Output, title: str = ""
+) -> Path:
     """Plot ``value`` (a share) against subset size, one panel per procedure, one line per measure,
     like the power-and-stability paper's Figures 1–4; written atomically as PNG/PDF/SVG to
     ``path``."""
@@ -337,7 +339,6 @@ def plot_curves(table: pd.DataFrame, value: str, path: str | Path, title: str = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    path = Path(path)
     procedures = list(dict.fromkeys(table.procedure))
     figure, axes = plt.subplots(
         1, len(procedures), figsize=(5 * len(procedures), 3.8), sharey=True, squeeze=False
@@ -357,7 +358,8 @@ def plot_curves(table: pd.DataFrame, value: str, path: str | Path, title: str = 
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=120)
-    plt.close(figure)
-    return path
+    try:
+        save_figure(figure, path, dpi=120)
+    finally:
+        plt.close(figure)
+    return Path(path)

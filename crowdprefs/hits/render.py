@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from crowdprefs.campaign.answers import PAGE_SLACK
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.files import write_atomic
@@ -239,11 +240,14 @@ def render_level_hit(
 
 
 def _listening_config(mode: str, clips: list[str], settings: HitSettings) -> dict[str, Any]:
-    """The JSON block read by ``listening.js``: which clips gate the answer, and its texts."""
+    """The JSON block read by ``listening.js``: which clips gate the answer, the listening rule
+    the server checks again (:func:`crowdprefs.campaign.answers.check_listening` with
+    :data:`~crowdprefs.campaign.answers.PAGE_SLACK`), and its texts."""
     return {
         "mode": mode,
         "clips": clips,
         "min_coverage": settings.min_coverage,
+        "slack": PAGE_SLACK,
         "texts": {
             "played": settings.played_text,
             "not_played": settings.not_played_text,

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from crowdprefs.campaign.project import Project
+    from crowdprefs.files import OutputFolder
 
 CHOICES = ("A", "equal", "B")
 """The options as shown, in their natural order (A more similar … B more similar)."""
@@ -805,17 +806,17 @@ class Audit:
             **{f"reference {k}": v.reset_index() for k, v in self.reference.items()},
         }
 
-    def write_csv(self, folder: Path) -> list[Path]:
-        """Write every table of :meth:`tables` as ``folder/NAME.csv``; returns the files."""
-        from crowdprefs.files import write_atomic
+    def write_csv(self, folder: Path | OutputFolder) -> list[Path]:
+        """Write every table of :meth:`tables` as ``folder/NAME.csv`` (every file checked
+        before any is written: :class:`~crowdprefs.files.OutputFolder`); returns the files."""
+        from crowdprefs.files import OutputFolder
 
-        folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, table in self.tables().items():
-            path = folder / f"{table_name(name)}.csv"
-            write_atomic(path, table.to_csv(index=False))
-            written.append(path)
-        return written
+        folder = folder if isinstance(folder, OutputFolder) else OutputFolder(folder)
+        tables = self.tables()
+        outputs = folder.files(f"{table_name(name)}.csv" for name in tables)
+        for out, table in zip(outputs, tables.values(), strict=True):
+            out.write(table.to_csv(index=False))
+        return [out.path for out in outputs]
 
     def to_json(self) -> dict:
         """Plain JSON-ready data: every table as a list of rows (NaN as null)."""

@@ -41,10 +41,15 @@ iterations and the completion time resampling HITs. :func:`predictive_check` sim
 recorded design on the recorded candidates with the fitted model (one bootstrap replicate per
 simulated campaign when given) and compares pairs per iteration, iterations, agreement and
 answer shares with the recording.
+
+A field the recording cannot inform keeps its default and :attr:`Fit.kept` says why (no work
+times, fewer than three timed iterations, no bots…), never shown as fitted; ``activity`` at the
+search's upper bound is said too (:data:`ACTIVITY_BOUND`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -60,7 +65,7 @@ from crowdprefs.errors import InputError
 from crowdprefs.files import write_atomic
 from crowdprefs.quality.audit import infer_iterations
 from crowdprefs.quality.crowd_model import CrowdModel, choice_shares
-from crowdprefs.quality.planning import Collection, Design, simulate_campaign
+from crowdprefs.quality.planning import MAX_CAMPAIGNS, Collection, Design, simulate_campaign
 
 NOISE_GRID = np.exp(np.linspace(np.log(0.08), np.log(8.0), 15))
 BAND_GRID = np.exp(np.linspace(np.log(0.03), np.log(15.0), 15))
@@ -395,6 +400,10 @@ def _head(counts: np.ndarray, share: float = 0.5) -> int:
     return int(min(len(counts), max(3, np.searchsorted(cumulative, share) + 1)))
 
 
+ACTIVITY_BOUND = 4.0
+"""The largest Zipf exponent :func:`fit_activity` searches."""
+
+
 def fit_activity(per_worker: np.ndarray, per_pair: np.ndarray, seed: int = 0) -> float:
     """The Zipf exponent of activity whose successive sampling of distinct workers (``per_pair``
     answers per pair, ``len(per_worker)`` workers) reproduces the busiest workers' recorded
@@ -421,7 +430,7 @@ def fit_activity(per_worker: np.ndarray, per_pair: np.ndarray, seed: int = 0) ->
         expected = np.sort(chosen, axis=1)[:, ::-1].mean(axis=0)
         return float(np.sum((np.log(counts[:head]) - np.log(expected[:head] + 0.5)) ** 2))
 
-    result = optimize.minimize_scalar(loss, bounds=(0.0, 4.0), method="bounded")
+    result = optimize.minimize_scalar(loss, bounds=(0.0, ACTIVITY_BOUND), method="bounded")
     return float(result.x)
 
 
@@ -533,6 +542,9 @@ class Fit:
     bots: list[str]
     workers: pd.DataFrame
     with_lists: bool
+    kept: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Fields the recording could not inform (the default kept, or ``activity`` at its
+    bound), each with why; they have no interval."""
 
     def to_toml(self) -> dict[str, Any]:
         return {
@@ -546,7 +558,7 @@ class Fit:
                 "bots": self.bots,
                 "bootstrap_replicates": len(self.replicates),
                 "intervals": {k: list(v) for k, v in self.intervals.items()},
-                "kept_default": ["think_seconds"],
+                "not_fitted": dict(sorted(self.kept.items())),
             },
         }
 
@@ -609,8 +621,11 @@ def fit_crowd_model(
     gap; without them the gaps are latent. ``bootstrap`` replicates over workers give the
     intervals (none when 0).
     """
-    if bootstrap < 0:
-        raise InputError(f"the bootstrap replicates must be 0 or more, got {bootstrap}")
+    if not 0 <= bootstrap <= MAX_CAMPAIGNS:
+        raise InputError(
+            f"the bootstrap replicates must be a whole number in [0, {MAX_CAMPAIGNS}], "
+            f"got {bootstrap}"
+        )
     answers = usable_answers(frame)
     if answers.empty:
         raise InputError("no usable answers (A, B or equal) to fit a crowd model to")
@@ -673,9 +688,10 @@ def fit_crowd_model(
         replicates.append(
             _model_of(refit, replace(counted, **fields_r), counts_r, per_pair, seed + r + 1)
         )
+    kept = unfitted(honest, bots, times, hours, model)
     intervals = {}
     if replicates:
-        for name in FITTED:
+        for name in (name for name in FITTED if name not in kept):
             values = np.array([getattr(m, name) for m in replicates], dtype=float)
             low, high = np.percentile(values, [2.5, 97.5])
             intervals[name] = (float(low), float(high))
@@ -690,7 +706,40 @@ def fit_crowd_model(
         bots=bots,
         workers=workers,
         with_lists=lists is not None,
+        kept=kept,
     )
+
+
+def unfitted(
+    honest: pd.DataFrame,
+    bots: list[str],
+    times: pd.DataFrame,
+    hours: np.ndarray,
+    model: CrowdModel,
+) -> dict[str, str]:
+    """The fields of ``model`` the recording could not inform, each with why (the conditions
+    under which :func:`fit_times`, :func:`fit_rounds` and the completion time keep the
+    default), and ``activity`` when the fit stopped at :data:`ACTIVITY_BOUND`."""
+    kept = {"think_seconds": "not identifiable from answers"}
+    if not bots:
+        kept["bot_seconds"] = "no bot found"
+    seconds = honest["seconds"].astype(float)
+    timed = honest["worker_id"][seconds > 0]
+    if timed.empty:
+        for name in ("median_seconds", "careless_seconds"):
+            kept[name] = "no work times in the file"
+    if (timed.value_counts() >= 3).sum() < 2:
+        kept["worker_seconds_spread"] = "fewer than 2 workers with 3 timed answers"
+    if len(timed) < 2:
+        kept["answer_seconds_spread"] = "fewer than 2 work times"
+    if len(times) < 3:
+        for name in ("round_hours", "answers_per_hour", "round_spread"):
+            kept[name] = f"{len(times)} timed iteration(s), 3 needed (creation and submit times)"
+    if len(hours) == 0:
+        kept["completion_hours"] = "no HIT creation and accept times"
+    if model.activity >= ACTIVITY_BOUND - 1e-3:
+        kept["activity"] = f"at the search's bound {ACTIVITY_BOUND:g}"
+    return kept
 
 
 def save_fit(fit: Fit, path: str | os.PathLike) -> None:
@@ -767,6 +816,11 @@ def predictive_check(
     recorded value, the simulated mean, its 5% and 95% quantiles and the simulated share of
     campaigns at or below the recorded value. Campaign ``i`` uses model ``i`` modulo their
     number (bootstrap replicates make it a posterior predictive check)."""
+    if not 1 <= campaigns <= MAX_CAMPAIGNS:
+        raise InputError(
+            f"the predictive check's campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], "
+            f"got {campaigns}"
+        )
     answers = usable_answers(frame)
     if "a_is_x" not in answers.columns:
         answers = answers.assign(a_is_x=1)

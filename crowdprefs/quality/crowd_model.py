@@ -33,6 +33,7 @@ crowd seed, *p* and *k*, so collecting in any order, after any crash, gives the 
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Callable
@@ -46,7 +47,7 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.crowd import score_of
-from crowdprefs.campaign.settings import check_values
+from crowdprefs.campaign.settings import check_section, check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
 from crowdprefs.rng import counter_uniform
@@ -350,9 +351,29 @@ def model_file_section(path: str | os.PathLike) -> dict[str, Any]:
         raise InputError(f"{path}: invalid TOML: {error}") from None
 
 
+MODEL_TABLES = ("simulated", "fit")
+"""The tables of a crowd-model file: the model, and what ``crowd-model fit`` says of its fit."""
+
+
 def load_crowd_model(path: str | os.PathLike) -> CrowdModel:
-    """The :class:`CrowdModel` of a TOML file's ``[simulated]`` table (``crowd-model fit``)."""
-    section = dict(model_file_section(path).get("simulated", {}))
+    """The :class:`CrowdModel` of a TOML file's ``[simulated]`` table (``crowd-model fit``),
+    checked against the settings schema's ``[simulated]`` keys (types and bounds). A file
+    without that table, with another table (``[simulatd]``) or with keys outside a table is
+    refused: it would otherwise be read as the default crowd."""
+    data = model_file_section(path)
+    for name, value in data.items():
+        if name not in MODEL_TABLES or not isinstance(value, dict):
+            close = difflib.get_close_matches(name, MODEL_TABLES, n=1, cutoff=0.6)
+            hint = f" (did you mean [{close[0]}]?)" if close else ""
+            what = "table" if isinstance(value, dict) else "top-level key"
+            raise InputError(
+                f"{path}: unknown {what} {name!r}{hint}; a crowd-model file holds "
+                "[simulated] (and [fit])"
+            )
+    if "simulated" not in data:
+        raise InputError(f"{path}: no [simulated] table (write one with 'crowd-model fit')")
+    check_section("simulated", data["simulated"], path)
+    section = dict(data["simulated"])
     section.pop("truth", None)
     section.pop("seed", None)
     try:

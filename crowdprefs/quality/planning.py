@@ -739,6 +739,10 @@ def list_adr(produced: pd.DataFrame, truth: pd.DataFrame, seed: int = 0) -> np.n
     return average_dynamic_recall(judge(runs, truth[["query", "document", "group"]]))
 
 
+MAX_CAMPAIGNS = 10_000
+"""The most campaigns simulated per design (each is a whole campaign: 10,000 take hours)."""
+
+
 def simulate(
     truth: pd.DataFrame,
     design: Design,
@@ -754,8 +758,10 @@ def simulate(
     several models (e.g. bootstrap replicates of a fit) campaign ``i`` uses model ``i`` modulo
     their number.
     """
-    if campaigns < 1:
-        raise InputError(f"simulate at least one campaign, got {campaigns}")
+    if not 1 <= campaigns <= MAX_CAMPAIGNS:
+        raise InputError(
+            f"campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], got {campaigns}"
+        )
     models = [model] if isinstance(model, CrowdModel) else list(model)
     collection = Collection.from_truth(truth)
     rows = []

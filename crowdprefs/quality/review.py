@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.budget import check_budget, hit_costs
+from crowdprefs.campaign.budget import check_spending, hit_costs
 from crowdprefs.campaign.crowd import Crowd, ReviewedCrowd, reachable_size
 from crowdprefs.campaign.driver import committed_cost
 from crowdprefs.campaign.settings import check_values
@@ -314,7 +314,7 @@ def _replace(project: Project, crowd: ReviewedCrowd, iteration: int) -> int:
             np.sum(hit_costs(price, [row["after"]], settings.reward, settings.fees))
             - np.sum(hit_costs(price, [row["size"]], settings.reward, settings.fees))
         )
-        check_budget(round(delta, 2), committed_cost(project), settings.budget)
+        check_spending(project, round(delta, 2), committed_cost(project))
         crowd.add_assignments(row["hit_id"], int(row["size"]), int(row["after"]))
         store.resize_pairs(name, sizes={int(pair_id): int(row["after"])})
     return len(grow)

@@ -1,6 +1,9 @@
 """The budget holds whatever happens between commands: no sequence of setting changes (reward,
 fees, answers per pair), commands killed half-way and resumed, or partial publishes makes the
-committed cost (from the prices each HIT was published at) pass the budget."""
+spending pass the budget. The spending is counted here, apart from the project: each HIT the
+crowd is handed is priced at the settings of the moment, by MTurk's rule written out again
+(:func:`price`), so a HIT stored at a wrong price fails the test even where the budget check
+and the committed cost agree with each other."""
 
 from __future__ import annotations
 
@@ -55,18 +58,33 @@ def change_settings(project: Project, what: str, value) -> None:
     project.save_settings(settings)
 
 
-def step(project: Project, partial: bool, kill_after: int | None = None) -> None:
-    """One command of the campaign where it stands; with ``kill_after``, the crowd dies after
+def price(reward: float, rate: float, rate_10_or_more: float, minimum: float, size: int) -> float:
+    """What one HIT of ``size`` assignments costs on MTurk: each assignment its reward and a
+    commission of ``rate`` (``rate_10_or_more`` from 10 assignments), at least ``minimum``,
+    none on an unpaid assignment."""
+    if reward == 0:
+        return 0.0
+    commission = max(minimum, reward * (rate_10_or_more if size >= 10 else rate))
+    return size * (reward + commission)
+
+
+def step(project: Project, partial: bool, spent: list[float], kill_after: int | None = None):
+    """One command of the campaign where it stands, adding to ``spent`` what each HIT handed to
+    the crowd costs at the settings of the moment; with ``kill_after``, the crowd dies after
     publishing that many pairs of the batch."""
     crowd = get_crowd("simulated", project)
-    if kill_after is not None:
-        publish = crowd.publish
+    publish = crowd.publish
+    fees = project.settings.fees
+    terms = (project.settings.reward, fees.rate, fees.rate_10_or_more, fees.minimum)
 
-        def dying(project, pairs):
-            publish(project, pairs.iloc[:kill_after])
+    def counted(project, pairs):
+        pairs = pairs if kill_after is None else pairs.iloc[:kill_after]
+        publish(project, pairs)
+        spent.extend(price(*terms, int(size)) for size in pairs["answers_wanted"])
+        if kill_after is not None:
             raise Killed
 
-        crowd.publish = dying
+    crowd.publish = counted
     last = project.store.last_batch()
     state = None if last is None else last["status"]
     try:
@@ -94,15 +112,17 @@ def test_no_sequence_of_changes_kills_and_resumes_spends_past_the_budget(
     copy = tmp_path_factory.mktemp("run") / "copy"
     shutil.copytree(template, copy)
     root = copy / "project"
+    spent: list[float] = []
     for what, value in actions:
         with Project(root) as project:  # every command opens the project anew: a resume
             if what == "step":
-                step(project, value)
+                step(project, value, spent)
             elif what == "kill":
-                step(project, True, kill_after=value)
+                step(project, True, spent, kill_after=value)
             else:
                 change_settings(project, what, value)
             committed = driver.committed_cost(project)
-            assert committed <= BUDGET + 1e-9
+        assert round(sum(spent), 2) <= BUDGET + 1e-9  # in cents, as the project counts
+        assert committed == pytest.approx(sum(spent), abs=0.006)
     event("spent" if committed > 0 else "spent nothing")
     event("at the budget" if committed > BUDGET - 0.5 else "below the budget")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy import text
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
@@ -83,15 +84,17 @@ def test_sort_cache_always_equals_a_full_replay(demo):
     before = demo.store.verdict_fingerprints()
     with demo.store.transaction() as conn:
         conn.execute(
-            "UPDATE pairs SET verdict = -verdict"
-            " WHERE pair_id = (SELECT MIN(pair_id) FROM pairs WHERE verdict != 0)"
+            text(
+                "UPDATE pairs SET verdict = -verdict"
+                " WHERE pair_id = (SELECT MIN(pair_id) FROM pairs WHERE verdict != 0)"
+            )
         )
     after = demo.store.verdict_fingerprints()
     assert [q for q in before if before[q] != after[q]] != []
     assert driver.sort_states(demo) == full_replay(demo)
     # A lost cache is rebuilt.
     with demo.store.transaction() as conn:
-        conn.execute("DELETE FROM sort_cache")
+        conn.execute(text("DELETE FROM sort_cache"))
     assert driver.sort_states(demo) == full_replay(demo)
 
 
@@ -174,8 +177,8 @@ def test_simulated_crowd_is_calibrated_to_the_2010_campaign(demo):
 
 def test_honest_answers_take_at_least_the_clips_listening_time(demo):
     with demo.store.transaction() as conn:  # every clip lasts 5 s: a HIT needs 15 s of listening
-        conn.execute("UPDATE queries SET seconds = 5.0")
-        conn.execute("UPDATE candidates SET seconds = 5.0")
+        conn.execute(text("UPDATE queries SET seconds = 5.0"))
+        conn.execute(text("UPDATE candidates SET seconds = 5.0"))
     crowd = get_crowd("simulated", demo)
     driver.run(demo, crowd, max_iterations=1)
     answers = demo.store.answers()
@@ -189,7 +192,7 @@ def test_honest_answers_take_at_least_the_clips_listening_time(demo):
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ({"noise": "x"}, r"\[simulated\] noise must be a number > 0, got 'x'"),
+        ({"noise": "x"}, r"\[simulated\] noise must be a number in \(0, 100\], got 'x'"),
         ({"workers": 2.5}, "workers must be a whole number"),
         ({"workers": 40.0}, r"workers must be a whole number in \[1, 100000\], got 40.0"),
         ({"noise": True}, "noise must be a number"),
@@ -389,8 +392,8 @@ def test_without_the_setting_the_review_leaves_an_unpaid_crowd_alone(demo):
 class PaidSimulatedCrowd(SimulatedCrowd):
     """The simulated crowd offering a paying crowd's review calls, recording them."""
 
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
         self.calls: list[tuple[str, str]] = []
 
     def block_worker(self, worker_id: str, reason: str) -> None:

@@ -212,6 +212,8 @@ class MTurkCrowd:
         if name == "mturk-fake":
             from crowdprefs.crowds.mturk.fake import start_for_project
 
+            MTurkSettings.from_project(project)  # checked before the fake writes its store
+            HitSettings.from_project(project)
             fake, url = start_for_project(project)
             crowd = cls(project, target="fake", endpoint_url=url)
             crowd.fake = fake

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crowdprefs.campaign.budget import project_budget, remember_budget
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import ProlificStudy
@@ -427,7 +428,7 @@ class ProlificCrowd:
     def _check_budget(self, project: Project, cost: float, what: str) -> None:
         """``cost`` (minor units, fee included) on top of what is committed, against
         ``[crowd] budget`` (major units of the study's currency)."""
-        budget = project.settings.budget
+        budget = project_budget(project)
         committed = project.store.prolific_committed()
         if budget is not None and committed + cost > budget * 100 + 1e-6:
             c = self.settings.currency
@@ -436,6 +437,7 @@ class ProlificCrowd:
                 f"committed it would cross the budget of {budget:.2f} {c} "
                 "(raise [crowd] budget in crowdprefs.toml)"
             )
+        remember_budget(project)
 
     def plan(self, project: Project) -> TopUp:
         """What :meth:`apply` would do for the open batch (nothing is spent): the study (a new

@@ -139,6 +139,13 @@ class GainModel:
         """Read :meth:`to_json`'s output; anything else is an :class:`InputError`."""
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("it is not a JSON object")
+            missing = [
+                k for k in ("features", "scale", *ARRAYS, *NUMBERS, "judgments") if k not in data
+            ]
+            if data.get("format") == GAIN_MODEL_FORMAT and missing:
+                raise ValueError(f"no {missing[0]!r} field")
             if data.get("format") != GAIN_MODEL_FORMAT:
                 raise ValueError(f"format is not {GAIN_MODEL_FORMAT}")
             if data.get("version") != GAIN_MODEL_VERSION:
@@ -147,19 +154,24 @@ class GainModel:
                 )
             if data["features"] != list(TRAINED_FEATURES):
                 raise ValueError(f"features {data['features']} are not {list(TRAINED_FEATURES)}")
-            if data["scale"] not in MAX_GAIN:
+            if not isinstance(data["scale"], str) or data["scale"] not in MAX_GAIN:
                 raise ValueError(f"unknown scale {data['scale']!r}")
-            arrays = {key: np.asarray(data[key], dtype=float) for key in ARRAYS}
+            arrays = {key: _numbers(data, key) for key in ARRAYS}
             m, levels = len(TRAINED_FEATURES), arrays["values"].size
             shapes = dict.fromkeys(ARRAYS, m) | {"theta": levels - 1, "values": levels}
             shapes["value_spreads"] = levels
             for key, size in shapes.items():
                 if arrays[key].shape != (size,):
                     raise ValueError(f"{key} has {arrays[key].size} values, expected {size}")
-            numbers = {key: float(data[key]) for key in NUMBERS}
-            values = np.r_[np.concatenate(list(arrays.values())), list(numbers.values())]
-            if levels < 2 or not np.isfinite(values).all() or (arrays["spread"] <= 0).any():
-                raise ValueError("non-finite numbers, fewer than two levels or a zero spread")
+            numbers = {key: float(_numbers(data, key, scalar=True)) for key in NUMBERS}
+            fields = {**arrays, **numbers}
+            infinite = [key for key, value in fields.items() if not np.isfinite(value).all()]
+            if infinite:
+                raise ValueError(f"{infinite[0]} holds a number that is not finite")
+            if levels < 2:
+                raise ValueError(f"values holds {levels} level(s); a model needs two or more")
+            if (arrays["spread"] <= 0).any():
+                raise ValueError("spread holds a value of 0 or less; each must be above 0")
             if min(numbers["sigma"], numbers["tau"], numbers["omega"], numbers["eta"]) < 0:
                 raise ValueError("a negative error spread (sigma, tau, omega or eta)")
             if (np.diff(arrays["values"]) <= 0).any() or (arrays["value_spreads"] < 0).any():
@@ -178,6 +190,19 @@ class GainModel:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise InputError(f"{source}: not a crowdprefs MTC gain model ({error})") from None
+
+
+def _numbers(data: dict, key: str, *, scalar: bool = False) -> np.ndarray:
+    """Field ``key`` of a gain model's JSON: a number (``scalar``) or a list of numbers."""
+    value = data[key]
+    shape_ok = not isinstance(value, list) if scalar else isinstance(value, list)
+    kinds_ok = all(
+        isinstance(v, int | float) and not isinstance(v, bool)
+        for v in ([value] if scalar else value if shape_ok else [])
+    )
+    if not (shape_ok and kinds_ok):
+        raise ValueError(f"{key} must be {'a number' if scalar else 'a list of numbers'}")
+    return np.asarray(value, dtype=float)
 
 
 #: The error model of a part fitted only to be measured on held-out systems and queries.

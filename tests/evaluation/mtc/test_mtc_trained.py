@@ -54,7 +54,7 @@ def test_gain_model_round_trips_through_json(trained):
         (lambda d: d.update(beta=d["beta"][:-1]), "beta has 6 values, expected 7"),
         (lambda d: d.update(theta=d["theta"] + [0.0]), "theta has"),
         (lambda d: d.update(low=d["low"][:3]), "low has 3 values, expected 7"),
-        (lambda d: d.update(spread=[0.0] * 7), "zero spread"),
+        (lambda d: d.update(spread=[0.0] * 7), "spread holds a value of 0 or less"),
         (lambda d: d.update(tau=-1), "negative"),
         (lambda d: d.update(eta=-1), "negative"),
         (lambda d: d.pop("eta"), "eta"),
