@@ -1,8 +1,9 @@
-"""Regenerate every measured figure the README quotes from the benchmark that measures it.
+"""Regenerate every measured figure the README and the documentation quote from the benchmark
+that measures it.
 
-In README.md each quoted measurement sits in a region that names the script and its arguments,
-and gives its text as a template whose ``str.format`` fields are the figures the script prints,
-as one line of JSON, with ``--json``::
+In README.md and the pages of ``docs/`` (mostly docs/benchmarks.md) each quoted measurement sits in
+a region that names the script and its arguments, and gives its text as a template whose
+``str.format`` fields are the figures the script prints, as one line of JSON, with ``--json``::
 
     <!-- numbers: benchmarks/sort_cost.py
     pairs asked / all pairs: n=4 {share_4:.0%}, 8 {share_8:.0%}
@@ -15,12 +16,12 @@ of the last run (and ``load_average``, the machine's load when the run started, 
 script measures its own), which are kept in ``benchmarks/results/`` with the command, the date, the
 machine's load and the run's duration. A region without a template (the comment ends on its
 first line) names the script that measured its figures, which this command does not rewrite
-yet.
+yet. A script quoted by several regions, on one page or several, runs once.
 
-    python benchmarks/readme_numbers.py --write              # run every script, rewrite README
+    python benchmarks/readme_numbers.py --write              # run every script, rewrite the pages
     python benchmarks/readme_numbers.py --write --only sort_cost
     python benchmarks/readme_numbers.py --write --stored     # refill from the kept figures
-    python benchmarks/readme_numbers.py --check              # exit 1 when README differs
+    python benchmarks/readme_numbers.py --check              # exit 1 when a page differs
     python benchmarks/readme_numbers.py --list
 
 Timings depend on the machine and its load: run on a quiet machine, with ``nice -n 10`` when
@@ -45,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 RESULTS = ROOT / "benchmarks" / "results"
 REGION = re.compile(
     r"<!-- numbers: (?P<command>[^\n]*?)(?: -->\n|\n(?P<template>.*?)\n-->\n)"
@@ -68,7 +70,7 @@ FIGURES = Figures()
 
 @dataclass(frozen=True)
 class Region:
-    """One measured region of the README."""
+    """One measured region of a page."""
 
     command: str  # "benchmarks/sort_cost.py --queries 20"
     template: str | None
@@ -138,17 +140,45 @@ def figures_of(result: dict) -> dict:
     return {"load_average": result["load_average"], **result["figures"]}
 
 
+def pages() -> list[Path]:
+    """The pages that may quote figures: the README, then every Markdown page of docs/."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
 def stored(region: Region) -> dict | None:
     path = RESULTS / f"{region.name}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
+def chosen_regions(only: list[str] | None) -> list[tuple[Path, Region]]:
+    """Every region of every page, or those whose script's stem is in ``only``."""
+    return [
+        (page, region)
+        for page in pages()
+        for region in regions(page.read_text(encoding="utf-8"))
+        if not only or region.script.stem in only
+    ]
+
+
+def rewrite(page: Path, results: dict[str, dict]) -> bool:
+    """Refill the page's regions from ``results`` (by region name); whether the page changed."""
+    text = old = page.read_text(encoding="utf-8")  # read again: it may have been edited meanwhile
+    for region in reversed(regions(text)):  # from the end, so the spans stay valid
+        result = results.get(region.name)
+        if region.template is not None and result is not None:
+            start, end = region.span
+            text = text[:start] + region.render(figures_of(result)) + text[end:]
+    if text != old:
+        page.write_text(text, encoding="utf-8")
+    return text != old
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--write", action="store_true", help="Rewrite the README's figures.")
+    action.add_argument("--write", action="store_true", help="Rewrite the pages' figures.")
     action.add_argument(
-        "--check", action="store_true", help="Exit 1 when the README differs from the figures."
+        "--check", action="store_true", help="Exit 1 when a page differs from the figures."
     )
     action.add_argument("--list", action="store_true", help="List the regions and their state.")
     parser.add_argument("--only", action="append", help="Only this script (stem; repeatable).")
@@ -163,14 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         help="With --check: measure again rather than use the kept figures (timings differ).",
     )
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    chosen = [
-        r for r in regions(text) if not args.only or Path(r.command.split()[0]).stem in args.only
-    ]
+    chosen = chosen_regions(args.only)
     if args.only and not chosen:
         parser.error(f"no region runs {', '.join(args.only)}")
     if args.list:
-        for region in chosen:
+        for page, region in chosen:
             kept = stored(region)
             state = (
                 "not regenerated yet (no template)"
@@ -180,37 +207,35 @@ def main(argv: list[str] | None = None) -> int:
                 else f"measured {kept['measured']} in {kept['seconds']} s, "
                 f"load average {kept['load_average']:.1f}"
             )
-            print(f"{region.command}: {state}")
+            print(f"{page.relative_to(ROOT)}: {region.command}: {state}")
         return 0
     measure = (args.write and not args.stored) or (args.check and args.run)
     results: dict[str, dict] = {}
     differ = []
-    for region in chosen:
+    for page, region in chosen:
         if region.template is None:
             continue
         if region.name not in results:
             results[region.name] = run(region) if measure else stored(region)
         result = results[region.name]
+        where = f"{page.relative_to(ROOT)}: {region.command}"
         if result is None:
-            differ.append(f"{region.command}: no figures kept (run with --write)")
-            continue
-        if region.render(figures_of(result)) != region.text:
-            differ.append(f"{region.command}: the README's text differs from its figures")
+            differ.append(f"{where}: no figures kept (run with --write)")
+        elif region.render(figures_of(result)) != region.text:
+            differ.append(f"{where}: the page's text differs from its figures")
     if args.check:
-        print("\n".join(differ) or "the README quotes the figures kept", file=sys.stderr)
+        print("\n".join(differ) or "the pages quote the figures kept", file=sys.stderr)
         return 1 if differ else 0
     RESULTS.mkdir(exist_ok=True)
     for name, result in results.items():
         if measure and result is not None:
             (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
-    text = README.read_text(encoding="utf-8")  # again: it may have been edited meanwhile
-    for region in reversed(regions(text)):  # from the end, so the spans stay valid
-        result = results.get(region.name)
-        if region.template is not None and result is not None:
-            start, end = region.span
-            text = text[:start] + region.render(figures_of(result)) + text[end:]
-    README.write_text(text, encoding="utf-8")
-    print(f"rewrote {len(results)} benchmark(s)' figures in {README.name}", file=sys.stderr)
+    changed = [page.relative_to(ROOT) for page in pages() if rewrite(page, results)]
+    print(
+        f"refilled {len(results)} benchmark(s)' figures; rewrote "
+        + (", ".join(map(str, changed)) or "no page"),
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -1,18 +1,21 @@
-"""The README's walkthroughs, run as written through the installed ``crowdprefs`` script.
+"""The documentation's walkthroughs, run as written through the installed ``crowdprefs`` script.
 
-A walkthrough is a fenced block right after an HTML comment ``<!-- walkthrough: NAME -->``.
-Its lines starting with ``$ `` are shell commands (a line ending in ``\\`` goes on on the
-next); the lines after a command, up to the next one, are what it prints (stdout and stderr
-as a terminal shows them, 80 columns wide, blank lines ignored). ``...`` on a line of its own
-stands for any lines left out. A command ending in ``&`` runs in the background until the
-walkthrough ends; its output is not compared. The comment may add, separated by ``;``:
+The walkthroughs live in the pages that teach them (docs/getting-started.md: the demo and a
+first campaign on the web crowd; docs/tasks/mturk.md; docs/tasks/recorded.md) and may live in
+the README. A walkthrough is a fenced block right after an HTML comment
+``<!-- walkthrough: NAME -->``. Its lines starting with ``$ `` are shell commands (a line
+ending in ``\\`` goes on on the next); the lines after a command, up to the next one, are what
+it prints (stdout and stderr as a terminal shows them, 80 columns wide, blank lines ignored).
+``...`` on a line of its own stands for any lines left out. A command ending in ``&`` runs in
+the background until the walkthrough ends; its output is not compared. The comment may add,
+separated by ``;``:
 
 - ``numbers vary: TEXT``: on the shown lines holding TEXT, numbers (timings) and the spaces
   around them may differ; the words must not.
 - ``placeholder: WORD``: WORD in the commands is replaced by a value of this run (a free
-  port); the README says what it stands for.
+  port); the page says what it stands for.
 
-Each test runs its walkthrough in a fresh folder, so a README edit that breaks a command or
+Each test runs its walkthrough in a fresh folder, so an edit of a page that breaks a command or
 changes a shown output fails here. The MTurk and web walkthroughs start from the demo's
 collection (``crowdprefs-demo/candidates.csv`` and its MIDI files), which the tests write with
 the function the demo uses rather than running the whole demo again.
@@ -36,7 +39,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+#: the pages that may hold walkthroughs: the README and every page of the documentation
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 #: the console script pip installed beside this Python (it runs this checkout: PYTHONPATH)
 SCRIPTS = Path(sys.executable).parent
 MARKER = re.compile(
@@ -61,9 +65,11 @@ class Walkthrough:
 
 
 def walkthroughs(text: str | None = None) -> dict[str, Walkthrough]:
-    """Every marked walkthrough of the README (or of ``text``), by name."""
+    """Every marked walkthrough of the pages (or of ``text``), by name (unique across pages)."""
+    if text is None:
+        text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
     found = {}
-    for match in MARKER.finditer(README.read_text(encoding="utf-8") if text is None else text):
+    for match in MARKER.finditer(text):
         walk = Walkthrough(match["name"], parse_steps(match["body"]))
         for option in filter(None, (o.strip() for o in match["options"].split(";"))):
             key, _, value = option.partition(":")
@@ -101,7 +107,7 @@ def line_pattern(line: str, numbers_vary: list[str]) -> str:
 
 
 def agree(shown: list[str], printed: str, numbers_vary: list[str]) -> bool:
-    """Whether ``printed`` is what the README ``shown``: line for line, ``...`` any lines."""
+    """Whether ``printed`` is what the page ``shown``: line for line, ``...`` any lines."""
     want = [line.rstrip() for line in shown if line.strip()]
     got = [line.rstrip() for line in printed.splitlines() if line.strip()]
     pattern = "".join(
@@ -132,7 +138,7 @@ class Session:
         return text
 
     def run(self, walk: Walkthrough, steps: list[Step] | None = None) -> None:
-        """Run the steps, checking each command's output against the README's."""
+        """Run the steps, checking each command's output against the page's."""
         for step in walk.steps if steps is None else steps:
             command = self.command(step.command)
             if command.endswith("&"):
@@ -161,12 +167,12 @@ class Session:
                 diff = difflib.unified_diff(
                     [line.rstrip() for line in step.shown if line.strip()],
                     [line.rstrip() for line in printed.splitlines() if line.strip()],
-                    "README",
+                    "shown",
                     "printed",
                     lineterm="",
                 )
                 raise AssertionError(
-                    f"walkthrough {walk.name}: `{step.command}` prints what the README does not "
+                    f"walkthrough {walk.name}: `{step.command}` prints what its page does not "
                     "show:\n" + "\n".join(diff)
                 )
 
@@ -190,7 +196,7 @@ def session(folder: Path, values: dict[str, str] | None = None):
 
 
 @pytest.fixture(scope="module")
-def readme() -> dict[str, Walkthrough]:
+def walks() -> dict[str, Walkthrough]:
     if not (SCRIPTS / "crowdprefs").exists():
         pytest.skip("the crowdprefs console script is not installed (pip install -e .)")
     return walkthroughs()
@@ -234,9 +240,21 @@ def wait_for(url: str, seconds: float = 60) -> None:
 # ------------------------------------------------------------------------------ the harness
 
 
-def test_every_walkthrough_is_tested_here(readme):
-    assert set(readme) == {"demo", "real-files", "mturk-fake", "web", "web-answered"}
-    for walk in readme.values():
+def where(name: str) -> list[str]:
+    """The pages holding the walkthrough ``name``, relative to the repository."""
+    return [
+        str(page.relative_to(ROOT))
+        for page in PAGES
+        if name in walkthroughs(page.read_text(encoding="utf-8"))
+    ]
+
+
+def test_every_walkthrough_is_tested_here(walks):
+    assert set(walks) == {"demo", "real-files", "mturk-fake", "web", "web-answered"}
+    assert where("demo") == where("web") == where("web-answered") == ["docs/getting-started.md"]
+    assert where("mturk-fake") == ["docs/tasks/mturk.md"]
+    assert where("real-files") == ["docs/tasks/recorded.md"]
+    for walk in walks.values():
         assert walk.steps and all(s.command for s in walk.steps), walk.name
         for word in walk.placeholders:
             assert any(word in step.command for step in walk.steps), (walk.name, word)
@@ -262,26 +280,26 @@ def test_a_changed_output_line_or_a_broken_command_fails(tmp_path):
 # ------------------------------------------------------------------------- the walkthroughs
 
 
-def test_the_demo_walkthrough(readme, tmp_path):
+def test_the_demo_walkthrough(walks, tmp_path):
     with session(tmp_path) as shell:
-        shell.run(readme["demo"])
+        shell.run(walks["demo"])
 
 
-def test_the_real_file_session(readme, tmp_path):
+def test_the_real_file_session(walks, tmp_path):
     results_2010(tmp_path / "Batch_2010_results.csv")
-    walk = readme["real-files"]
+    walk = walks["real-files"]
     cat = walk.steps[0]
-    assert cat.command.startswith("cat columns.toml")  # the file is what the README shows
+    assert cat.command.startswith("cat columns.toml")  # the file is what the page shows
     (tmp_path / "columns.toml").write_text("\n".join(cat.shown) + "\n", encoding="utf-8")
     with session(tmp_path) as shell:
         shell.run(walk)
     assert (tmp_path / "crowd-lists.txt").read_text().count("\n") == 7
 
 
-def test_the_mturk_fake_walkthrough(readme, tmp_path):
+def test_the_mturk_fake_walkthrough(walks, tmp_path):
     demo_collection(tmp_path)
     with session(tmp_path) as shell:
-        shell.run(readme["mturk-fake"])
+        shell.run(walks["mturk-fake"])
 
 
 def play_every_clip(page) -> None:
@@ -297,10 +315,10 @@ def play_every_clip(page) -> None:
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_the_web_walkthrough_with_a_judge_in_chromium(readme, tmp_path, browser):
+def test_the_web_walkthrough_with_a_judge_in_chromium(walks, tmp_path, browser):
     expect = pytest.importorskip("playwright.sync_api").expect
     demo_collection(tmp_path)
-    walk = readme["web"]
+    walk = walks["web"]
     port = str(free_port())
     with session(tmp_path, dict.fromkeys(walk.placeholders, port)) as shell:
         shell.run(walk)
@@ -320,4 +338,4 @@ def test_the_web_walkthrough_with_a_judge_in_chromium(readme, tmp_path, browser)
         judge.check("input[name=choice][value=A]")
         submit.click()
         judge.wait_for_url(lambda url: url != question)
-        shell.run(readme["web-answered"])
+        shell.run(walks["web-answered"])
