@@ -180,13 +180,15 @@ def test_a_locked_state_is_one_line(tmp_path, monkeypatch):
 
 
 def on_connect(project: Project, *pragmas: str) -> None:
-    """Run ``pragmas`` on every connection the project's store opens from now on."""
+    """Run ``pragmas`` on every connection the project's store uses from now on (its pool is
+    emptied, so each is opened anew)."""
 
     def run(dbapi: sqlite3.Connection, _record: object) -> None:
         for pragma in pragmas:
             dbapi.execute(pragma)
 
     sqlalchemy.event.listen(project.store.engine, "connect", run)
+    project.store.engine.dispose()
 
 
 def test_a_read_only_state_is_one_line(tmp_path):
@@ -202,6 +204,7 @@ def test_a_read_only_state_is_one_line(tmp_path):
 
 def test_a_full_disk_is_one_line(tmp_path):
     project = make_project(tmp_path / "p")
+    project.store.engine.dispose()  # its pooled connections closed: the journal can change
     conn = sqlite3.connect(project.store.path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = DELETE")  # writes go straight to the file
     conn.execute("VACUUM")  # no free pages left by the migrations: the next write must grow it

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import psycopg
+import sqlalchemy
 from console_script import crowdprefs
 from starlette.testclient import TestClient
 from test_web import RESEARCHER, make_web_project
@@ -65,15 +67,21 @@ def test_the_researchers_commands_run_beside_a_live_server(tmp_path, engine):
             assert judge.post("/next").status_code == 303
 
 
-def test_healthz_reports_the_database_and_fails_while_it_cannot_be_read(tmp_path, engine):
+def test_healthz_reports_the_database_and_fails_while_it_cannot_be_reached(tmp_path, engine):
     root = web_project(tmp_path, engine)
     with TestClient(create_app(root, RESEARCHER)) as server:
         healthy = server.get("/healthz")
         assert healthy.status_code == 200
         dialect = "sqlite" if engine is None else "postgresql"
         assert healthy.text.startswith(f"ok: {dialect} database, schema ")
-        if engine is None:
-            (root / "state.sqlite").write_bytes(b"this is no database" * 100)
+        if engine is not None:  # the database goes away under the running server
+            url = sqlalchemy.engine.make_url(engine)
+            admin = psycopg.connect(
+                url.set(database="postgres").render_as_string(hide_password=False),
+                autocommit=True,
+            )
+            with admin:
+                admin.execute(f'DROP DATABASE "{url.database}" WITH (FORCE)')
             broken = server.get("/healthz")
             assert broken.status_code == 503 and "database unavailable" in broken.text
 

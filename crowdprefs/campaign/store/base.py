@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -35,7 +37,7 @@ from typing import Any, NoReturn, TypeVar
 import lazy_loader
 from sqlalchemy import Connection, Engine, Executable, Row, case, event, exc, func, select, text
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Text
 
@@ -131,7 +133,7 @@ def _guarded(method: Method) -> Method:
 def _sqlite_engine(path: Path) -> Engine:
     """A SQLite file: pysqlite's own transaction handling off, so that ``BEGIN`` (reads) and
     ``BEGIN IMMEDIATE`` (writes) are ours; every connection set up as the store expects."""
-    engine = sqlite_create(path)
+    engine = _sqlite_pool(path)
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi: Any, _record: Any) -> None:
@@ -152,26 +154,47 @@ def _sqlite_engine(path: Path) -> Engine:
     return engine
 
 
-def sqlite_create(path: Path) -> Engine:
+def _sqlite_pool(path: Path) -> Engine:
+    """A pooled engine on the file: a connection (and its set-up) is reused by the store's
+    calls instead of opened for each (a web server's answer makes several calls)."""
     from sqlalchemy import create_engine
 
-    return create_engine(
+    engine = create_engine(
         f"sqlite:///{path}",
         connect_args={"timeout": BUSY_SECONDS, "check_same_thread": False},
-        poolclass=NullPool,
+        poolclass=QueuePool,
+        pool_size=4,
+        max_overflow=16,
     )
+    _ENGINES.add(engine)
+    return engine
+
+
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""Every pooled engine of this process: a forked child starts with empty pools (a database
+connection must never be shared by two processes), see :func:`_forget_pools`."""
+
+
+def _forget_pools() -> None:
+    for engine in list(_ENGINES):
+        engine.dispose(close=False)  # the parent keeps using its connections
+
+
+os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _postgresql_engine(location: Location) -> Engine:
     from sqlalchemy import create_engine
 
-    return create_engine(
+    engine = create_engine(
         location.url,
-        pool_pre_ping=True,
+        pool_pre_ping=True,  # a server restarted meanwhile costs a reconnect, not a failure
         pool_size=4,
         max_overflow=16,
         connect_args={"application_name": command_line()[:63], "connect_timeout": 10},
     )
+    _ENGINES.add(engine)
+    return engine
 
 
 class StoreBase:
@@ -293,7 +316,7 @@ class StoreBase:
         where crowdprefs before 0012 kept it)."""
         if self.dialect == "sqlite":
             conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
-        conn.execute(upsert(conn, tables.meta, {"key": "schema_version", "value": str(version)}))
+        conn.execute(upsert(conn, tables.meta), [{"key": "schema_version", "value": str(version)}])
 
     def migrate(self) -> None:
         """Bring the database to :data:`SCHEMA_VERSION`, each step in one transaction.
@@ -406,26 +429,18 @@ def _json_field_postgresql(element: json_field, compiler: Any, **kw: Any) -> str
     return f"(CAST({column} AS jsonb) #>> '{{{','.join(element.path)}}}')"
 
 
-def upsert(
-    conn: Connection,
-    table: Any,
-    values: dict[str, Any] | list[dict[str, Any]],
-    *,
-    update: bool = True,
-) -> Executable:
-    """``INSERT … ON CONFLICT (primary key) DO UPDATE`` (``update=False``: ``DO NOTHING``),
-    compiled for the connection's engine."""
+def upsert(conn: Connection, table: Any) -> Executable:
+    """``INSERT … ON CONFLICT (primary key) DO UPDATE`` every other column, compiled for the
+    connection's engine, for ``conn.execute(statement, rows)``: a stored row with the same key
+    is replaced."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    statement = insert(table).values(values)
-    if not update:
-        return statement.on_conflict_do_nothing()
-    keys = [c.name for c in table.primary_key.columns]
-    first = values[0] if isinstance(values, list) else values
-    changed = {name: statement.excluded[name] for name in first if name not in keys}
-    return statement.on_conflict_do_update(index_elements=keys, set_=changed)
+    statement = insert(table)
+    keys = [column.name for column in table.primary_key.columns]
+    others = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
+    return statement.on_conflict_do_update(index_elements=keys, set_=others)
 
 
 def insert_ignore(conn: Connection, table: Any) -> Executable:

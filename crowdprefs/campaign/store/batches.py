@@ -15,7 +15,6 @@ from sqlalchemy import (
     Float,
     Integer,
     Select,
-    Table,
     Text,
     distinct,
     exists,
@@ -26,7 +25,7 @@ from sqlalchemy import (
 
 from crowdprefs.campaign.batches import check_transition
 from crowdprefs.campaign.store import tables
-from crowdprefs.campaign.store.base import StoreBase, now
+from crowdprefs.campaign.store.base import StoreBase, now, upsert
 from crowdprefs.campaign.store.temporary import insert_many, listed, plain, temporary_rows
 from crowdprefs.errors import StateError
 
@@ -94,19 +93,6 @@ def _fingerprints(*columns: Any) -> Select:
         .where(_p.kind == "sort")
         .group_by(_p.query)
     )
-
-
-def _replace(conn: Connection, table: Table) -> Executable:
-    """``INSERT … ON CONFLICT (primary key) DO UPDATE`` every other column, for
-    ``conn.execute(statement, rows)``: a stored row with the same key is replaced."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    statement = insert(table)
-    keys = [column.name for column in table.primary_key.columns]
-    others = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keys}
-    return statement.on_conflict_do_update(index_elements=keys, set_=others)
 
 
 class Batches(StoreBase):
@@ -341,7 +327,7 @@ class Batches(StoreBase):
         try:
             if values:
                 with self.transaction() as conn:
-                    conn.execute(_replace(conn, tables.sort_cache), values)
+                    conn.execute(upsert(conn, tables.sort_cache), values)
         finally:
             if not held:
                 self.lock.release()

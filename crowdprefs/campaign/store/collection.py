@@ -52,7 +52,7 @@ class Collection(StoreBase):
     def set_meta(self, key: str, value: str) -> None:
         """Remember a fact of the project's history (e.g. the ``budget`` it last spent under)."""
         with self.transaction() as conn:
-            conn.execute(upsert(conn, tables.meta, {"key": key, "value": value}))
+            conn.execute(upsert(conn, tables.meta), [{"key": key, "value": value}])
 
     def initialise(self, seed: int, candidates: pd.DataFrame) -> None:
         """Fill a new state in one transaction: the seed, the creation time, the queries (with

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import lazy_loader
 import numpy as np
-from sqlalchemy import Connection, and_, case, exists, func, literal, or_, select, update
+from sqlalchemy import Connection, Select, and_, case, exists, func, literal, or_, select, update
 
 from crowdprefs.campaign.store import tables as t
 from crowdprefs.campaign.store.base import (
@@ -28,7 +28,6 @@ from crowdprefs.campaign.store.base import (
     insert_ignore,
     json_field,
     refresh_pair_counts,
-    upsert,
 )
 
 pd = lazy_loader.load("pandas")  # imported on first use
@@ -157,8 +156,8 @@ def _assignment(conn: Connection, *where: Any) -> WebAssignment | None:
     return None if row is None else WebAssignment(*row)
 
 
-def _answered(conn: Connection, judge_id: str, iteration: int | None = None) -> int:
-    """How many questions the judge answered (of batch ``iteration`` when given)."""
+def _answered_query(judge_id: str, iteration: int | None = None) -> Select:
+    """SQL: how many questions the judge answered (of batch ``iteration`` when given)."""
     query = select(func.count()).where(
         _assignments.c.judge_id == judge_id, _assignments.c.status == "submitted"
     )
@@ -166,7 +165,11 @@ def _answered(conn: Connection, judge_id: str, iteration: int | None = None) -> 
         query = query.join(_pairs, _pairs.c.pair_id == _assignments.c.pair_id).where(
             _pairs.c.iteration == iteration
         )
-    return conn.execute(query).scalar_one()
+    return query
+
+
+def _answered(conn: Connection, judge_id: str, iteration: int | None = None) -> int:
+    return conn.execute(_answered_query(judge_id, iteration)).scalar_one()
 
 
 def _release(conn: Connection, now: str) -> int:
@@ -389,11 +392,7 @@ class WebStore(StoreBase):
 
     def set_web_study_key_hash(self, token_hash: str) -> None:
         """Replace the study link's secret (only its SHA-256 is stored)."""
-        self._set_meta(STUDY_KEY, token_hash)
-
-    def _set_meta(self, key: str, value: str) -> None:
-        with self.transaction() as conn:
-            conn.execute(upsert(conn, t.meta, {"key": key, "value": value}))
+        self.set_meta(STUDY_KEY, token_hash)
 
     # --- what every server process agrees on ------------------------------------------------------
 
@@ -402,7 +401,7 @@ class WebStore(StoreBase):
         return self.meta(CAMPAIGN_KEY)
 
     def set_web_campaign(self, line: str) -> None:
-        self._set_meta(CAMPAIGN_KEY, line)
+        self.set_meta(CAMPAIGN_KEY, line)
 
     def throttle_wait(self, party: str, now: float, limit: int, window: float) -> float:
         """Seconds ``party`` must wait before trying a token again (0: now): once it tried
@@ -452,22 +451,26 @@ class WebStore(StoreBase):
             assignment = _assignment(conn, _assignments.c.assignment_id == assignment_id)
             if assignment is None:
                 return None
-            pair = conn.execute(
-                select(
-                    _pairs,
-                    q.c.seconds.label("query_seconds"),
-                    func.coalesce(
-                        cx.c.seconds, case((_pairs.c.x == _pairs.c.query, q.c.seconds))
-                    ).label("x_seconds"),
-                    cy.c.seconds.label("y_seconds"),
+            pair = (
+                conn.execute(
+                    select(
+                        _pairs,
+                        q.c.seconds.label("query_seconds"),
+                        func.coalesce(
+                            cx.c.seconds, case((_pairs.c.x == _pairs.c.query, q.c.seconds))
+                        ).label("x_seconds"),
+                        cy.c.seconds.label("y_seconds"),
+                        _answered_query(assignment.judge_id).scalar_subquery().label("answered"),
+                    )
+                    .outerjoin(q, q.c.query == _pairs.c.query)
+                    .outerjoin(cx, and_(cx.c.query == _pairs.c.query, cx.c.document == _pairs.c.x))
+                    .outerjoin(cy, and_(cy.c.query == _pairs.c.query, cy.c.document == _pairs.c.y))
+                    .where(_pairs.c.pair_id == assignment.pair_id)
                 )
-                .outerjoin(q, q.c.query == _pairs.c.query)
-                .outerjoin(cx, and_(cx.c.query == _pairs.c.query, cx.c.document == _pairs.c.x))
-                .outerjoin(cy, and_(cy.c.query == _pairs.c.query, cy.c.document == _pairs.c.y))
-                .where(_pairs.c.pair_id == assignment.pair_id)
-            ).one()
-            answered = _answered(conn, assignment.judge_id)
-        return WebQuestion(assignment, pair._asdict(), answered)
+                .one()
+                ._asdict()
+            )
+        return WebQuestion(assignment, pair, pair.pop("answered"))
 
     def issue_web_assignment(self, judge_id: str, hand_out: HandOut) -> WebAssignment | None:
         """The judge's open assignment, else a new one, in one transaction; ``None`` when the
