@@ -80,7 +80,7 @@ def cli(monkeypatch, capsys):
 def postgres_server():
     """The address of a real PostgreSQL server (``tests/postgres.py``); skips, saying why, only
     when none can be started here."""
-    from tests import postgres
+    import postgres
 
     try:
         with postgres.server() as address:
@@ -93,7 +93,7 @@ def postgres_server():
 @pytest.fixture
 def postgres_url(postgres_server):
     """A new, empty PostgreSQL database for one test (dropped afterwards)."""
-    from tests import postgres
+    import postgres
 
     with postgres.fresh_database(postgres_server) as url:
         yield url
@@ -115,7 +115,7 @@ def databases(request):
     if request.param == "sqlite":
         yield lambda: None
         return
-    from tests import postgres
+    import postgres
 
     server = request.getfixturevalue("postgres_server")
     with contextlib.ExitStack() as made:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_first_hour import commands, fits
 
 import crowdprefs
 from crowdprefs.demo import create_demo_project, example_runs
 from crowdprefs.io import write_lists, write_runs
-from tests.cli.test_first_hour import commands, fits
 
 LAB = "worker,query,left,right,label\n" + "".join(
     f"w{w},q{q},{left},{right},{label}\n"
