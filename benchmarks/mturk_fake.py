@@ -63,7 +63,8 @@ def main() -> None:
         baseline = campaign(base, SimulatedCrowd.for_project(base))
         project = make(Path(tmp) / "mturk", args.answers, args.seed)
         fake = FakeMTurk(
-            ":memory:", SimulatedResponder(project.store.location, SimulatedCrowd.for_project(project))
+            ":memory:",
+            SimulatedResponder(project.store.location, SimulatedCrowd.for_project(project)),
         )
         crowd = MTurkCrowd(project, target="fake", endpoint_url=fake.start())
         through = campaign(project, crowd)
