@@ -1310,6 +1310,8 @@ def test_a_missing_or_lowered_budget_never_means_no_budget(workspace, tmp_path, 
     set_crowd(project)  # the budget removed after spending
     code, out, err = cli("publish", project)
     one_line(code, err, "had a budget of $50.00")
+    code, out, _ = cli("status", project)  # status says so too, not "no budget set" alone
+    assert code == 0 and "the project had $50.00, so nothing more is spent" in out
 
 
 def test_settings_changed_after_next_are_noted(workspace, tmp_path, cli):

@@ -112,14 +112,21 @@ def project_budget(project: Project) -> float | None:
     (:func:`remember_budget`) and ``crowdprefs.toml`` has none (the key removed, the file
     emptied), :class:`BudgetError` names the budget it had."""
     budget = project.settings.budget
-    remembered = project.store.meta(BUDGET_KEY)
+    remembered = remembered_budget(project)
     if budget is None and remembered is not None:
         raise BudgetError(
             f"{project.root / CONFIG_NAME} has no [crowd] budget, but this project had a budget "
-            f"of ${float(remembered):.2f}: a missing budget is not 'no budget'; set [crowd] "
+            f"of ${remembered:.2f}: a missing budget is not 'no budget'; set [crowd] "
             "budget again (up to 1e9 to spend without a practical limit)"
         )
     return budget
+
+
+def remembered_budget(project: Project) -> float | None:
+    """The budget the project last spent under (:func:`remember_budget`); ``None`` when it
+    never had one."""
+    remembered = project.store.meta(BUDGET_KEY)
+    return None if remembered is None else float(remembered)
 
 
 def remember_budget(project: Project) -> None:

@@ -33,6 +33,7 @@ from crowdprefs.campaign.budget import (
     hit_costs,
     project_budget,
     remember_budget,
+    remembered_budget,
 )
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
@@ -484,6 +485,7 @@ def status(project: Project) -> dict:
             "answers": answers,
             "cost": committed_cost(project),
             "budget": project.settings.budget,
+            "budget_had": remembered_budget(project),
         },
     }
 

@@ -378,7 +378,15 @@ def status(
         console.print_json(json.dumps(report))
         return
     t = report["totals"]
-    budget = "no budget set" if t["budget"] is None else f"budget ${t['budget']:.2f}"
+    had = t["budget_had"]
+    if t["budget"] is not None:
+        budget = f"budget ${t['budget']:.2f}"
+    elif had is None:
+        budget = "no budget set"
+    else:  # a budget removed from the settings stops spending
+        budget = (
+            f"no budget set; the project had ${had:.2f}, so nothing more is spent until it is set"
+        )
     batch = f"batch {t['iteration']} is {t['batch_status']}" if t["iteration"] else "no batch yet"
     console.print(f"[bold]{escape(str(directory))}[/]: {t['queries']} queries", highlight=False)
     console.print(

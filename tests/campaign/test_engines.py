@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from pathlib import Path
 
 import pytest
 import sqlalchemy
@@ -64,16 +65,15 @@ def test_a_project_on_postgresql_runs_through_the_console_script(tmp_path, postg
         store.close()
 
 
-def test_a_password_in_the_address_is_refused_before_anything_is_written(tmp_path, cli):
+def init_on(cli, tmp_path: Path, address: str) -> tuple:
+    """``crowdprefs init p --candidates … --database ADDRESS`` on a small collection."""
     make_project(tmp_path / "seed").close()
-    code, out, err = cli(
-        "init",
-        tmp_path / "p",
-        "--candidates",
-        tmp_path / "seed" / "candidates.csv",
-        "--database",
-        "postgresql://someone:hunter2@localhost/db",
-    )
+    candidates = tmp_path / "seed" / "candidates.csv"
+    return cli("init", tmp_path / "p", "--candidates", candidates, "--database", address)
+
+
+def test_a_password_in_the_address_is_refused_before_anything_is_written(tmp_path, cli):
+    code, out, err = init_on(cli, tmp_path, "postgresql://someone:hunter2@localhost/db")
     assert code != 0
     assert "must not hold a password" in err and "PGPASSWORD" in err
     assert "hunter2" not in out + err
@@ -88,15 +88,7 @@ def test_a_password_in_the_address_is_refused_before_anything_is_written(tmp_pat
     ],
 )
 def test_other_addresses_are_refused_in_one_line(tmp_path, cli, address, words):
-    make_project(tmp_path / "seed").close()
-    code, _, err = cli(
-        "init",
-        tmp_path / "p",
-        "--candidates",
-        tmp_path / "seed" / "candidates.csv",
-        "--database",
-        address,
-    )
+    code, _, err = init_on(cli, tmp_path, address)
     assert code != 0 and words in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 
@@ -111,15 +103,7 @@ def test_a_database_that_is_not_empty_is_refused_and_left_as_it_was(tmp_path, po
 
 
 def test_an_unreachable_database_is_one_line_naming_it(tmp_path, cli):
-    make_project(tmp_path / "seed").close()
-    code, _, err = cli(
-        "init",
-        tmp_path / "p",
-        "--candidates",
-        tmp_path / "seed" / "candidates.csv",
-        "--database",
-        "postgresql://nobody@127.0.0.1:1/none",
-    )
+    code, _, err = init_on(cli, tmp_path, "postgresql://nobody@127.0.0.1:1/none")
     assert code != 0 and "Traceback" not in err
     assert "cannot use the project state postgresql://nobody@127.0.0.1:1/none" in err
     assert not (tmp_path / "p").exists()

@@ -48,6 +48,13 @@ class ProlificStudy:
 _STUDY_COLUMNS = [tables.prolific_studies.c[field.name] for field in fields(ProlificStudy)]
 
 
+_DECISION = tuple(
+    tables.prolific_reviews.c[name]
+    for name in ("submission_id", "participant_id", "decision", "category", "message")
+)
+"""A submission's review decision, as the study is told it."""
+
+
 class ProlificStore(StoreBase):
     """The Prolific methods of :class:`~crowdprefs.campaign.store.Store` (a mixin)."""
 
@@ -119,13 +126,7 @@ class ProlificStore(StoreBase):
         message``."""
         reviews = tables.prolific_reviews
         return self.frame(
-            select(
-                reviews.c.submission_id,
-                reviews.c.participant_id,
-                reviews.c.decision,
-                reviews.c.category,
-                reviews.c.message,
-            )
+            select(*_DECISION)
             .where(reviews.c.applied_at.is_(None))
             .order_by(reviews.c.decided_at, reviews.c.submission_id)
         )
@@ -136,11 +137,7 @@ class ProlificStore(StoreBase):
         reviews = tables.prolific_reviews
         return self.frame(
             select(
-                reviews.c.submission_id,
-                reviews.c.participant_id,
-                reviews.c.decision,
-                reviews.c.category,
-                reviews.c.message,
+                *_DECISION,
                 reviews.c.decided_at,
                 reviews.c.applied_at,
             ).order_by(reviews.c.decided_at, reviews.c.submission_id)
