@@ -782,6 +782,10 @@ def log_config(level: str = "info") -> dict[str, Any]:
     }
 
 
+KEEP_ALIVE_SECONDS = 5
+"""An idle connection is closed after this long (uvicorn's default, named here because clients
+that keep connections open longer race the close: see the simulated judges)."""
+
 GRACE_SECONDS = 30
 """On SIGTERM or Ctrl-C the server stops taking connections and lets the requests in flight
 finish for at most this long (answers being posted are stored)."""
@@ -838,6 +842,7 @@ def serve(
         "proxy_headers": bool(settings.trusted_proxies),
         "forwarded_allow_ips": ",".join(settings.trusted_proxies) or None,
         "timeout_graceful_shutdown": GRACE_SECONDS,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
     }
     announce(f"{site_url(settings, host, port)}/researcher/{researcher_token}")
     try:

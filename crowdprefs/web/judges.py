@@ -47,7 +47,7 @@ from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import CrowdError
 from crowdprefs.quality.crowd_model import simulate_answers
 from crowdprefs.web import assign, headphones
-from crowdprefs.web.app import create_app
+from crowdprefs.web.app import KEEP_ALIVE_SECONDS, create_app
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
 
 Oracle = Callable[[str, int], dict[str, str]]
@@ -67,7 +67,10 @@ class LocalServer:
         self.socket.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
         config = uvicorn.Config(
-            create_app(root, researcher_token), log_level="warning", access_log=False
+            create_app(root, researcher_token),
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
@@ -387,7 +390,13 @@ def run_judges(
     async def main() -> None:
         # a browser opens up to six connections to a site (to load a page's clips at once)
         connections = 6 if behaviour.clips else 1
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        # an idle connection is dropped before the server may close it, or a request sent on it
+        # as the server closes it fails (a browser sends it again unseen; httpx does not)
+        limits = httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEP_ALIVE_SECONDS - 1,
+        )
         tls = ssl.create_default_context()  # one for all: each of its own takes ~10 ms of CPU
         clients = [
             httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60.0, verify=tls)
