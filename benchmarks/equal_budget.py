@@ -391,8 +391,8 @@ def slug(name: str) -> str:
 
 
 def figures(ratios: pd.DataFrame) -> dict[str, float]:
-    """The README's figures: each ratio as ``crowd_design_measure_method``, and the range of the
-    Bradley–Terry rule's designs (lists from the sort) against random pairs by ADR."""
+    """The Benchmarks page's figures: each ratio as ``crowd_design_measure_method``, and the
+    range of the Bradley–Terry rule's designs (lists from the sort) against random pairs by ADR."""
     out = {
         f"{slug(r['crowd'])}_{slug(r['quicksort'])}_{r['measure']}_{slug(s)}": r[f"{s}: ratio"]
         for r in ratios.to_dict("records")

@@ -104,6 +104,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "bare_cli.py").write_text(bare_source(command_tree()), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, str(ROOT)]), "COLUMNS": "80"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # byte code cached, as installed packages have
+        run(
+            "import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=1)",
+            [str(ROOT / "crowdprefs")],
+            env,
+        )
         cases = [["--help"]] + [[*c.split(), "--help"] for c in options.command or COMMANDS]
         print(f"{'case':<24}{'crowdprefs s':>13}{'bare s':>8}{'ratio':>7}{'cpu ratio':>11}")
         worst, best = 0.0, float("inf")

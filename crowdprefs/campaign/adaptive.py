@@ -74,12 +74,12 @@ class StoppingRule:
 
     The defaults (4 + 2 + 2 + 2 answers up to 10, ``alpha = 0.3``, ``futility = 0.2``) are those
     with which ``benchmarks/adaptive_vs_fixed.py`` finds lists as good as the fixed 10 answers'
-    (by ADR and order relations recovered) for about a third fewer answers (the README quotes
-    its current figures), at the price of splitting more truly equal pairs. ``alpha = 0.3``
-    bounds the worst case (p_equal = 0.5); the fixed design's own Mann-Whitney at nominal 0.05
-    falsely separates 13.5% of truly equal pairs at p_equal = 0.5 (exact, :func:`operating`),
-    because its tie correction makes a lead of three votes significant among many "equal"
-    answers.
+    (by ADR and order relations recovered) for about a third fewer answers (the Benchmarks
+    page quotes its current figures), at the price of splitting more truly equal pairs.
+    ``alpha = 0.3`` bounds the worst case (p_equal = 0.5); the fixed design's own Mann-Whitney
+    at nominal 0.05 falsely separates 13.5% of truly equal pairs at p_equal = 0.5 (exact,
+    :func:`operating`), because its tie correction makes a lead of three votes significant
+    among many "equal" answers.
     """
 
     method: Method = "sequential"

@@ -254,7 +254,7 @@ def campaign_crowd(project: Project) -> str | None:
         held = partly_published(project, last["iteration"])
         if held:
             return held
-    return next(reversed(project.store.answer_crowds()), None)
+    return project.store.latest_answer_crowd()
 
 
 def _open_batch(project: Project, allowed: tuple[str, ...], crowd: Crowd | None = None) -> int:

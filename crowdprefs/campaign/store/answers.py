@@ -228,6 +228,11 @@ class Answers(StoreBase):
         )
         return {crowd: int(count) for crowd, count in rows}
 
+    def latest_answer_crowd(self) -> str | None:
+        """The crowd of the latest answer (rejected ones too), ``None`` before any."""
+        a = tables.answers.c
+        return self.scalar(select(a.crowd).order_by(a.answer_id.desc()).limit(1))
+
     def pair_matches(self) -> pd.DataFrame:
         """Every pair with the HIT ids any crowd published it as (to match recorded answers):
         ``pair_id, iteration, query, x, y, a_is_x, hit_id`` (NULL when unpublished), by

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import lazy_loader
 import numpy as np
-from sqlalchemy import Column, Integer, exists, func, select, update
+from sqlalchemy import Column, Integer, func, select, update
 
 from crowdprefs.campaign.budget import PRICE_COLUMNS, FeeModel
 from crowdprefs.campaign.store import tables
@@ -138,8 +138,7 @@ class Hits(StoreBase):
     def batch_crowd(self, iteration: int) -> str | None:
         """The crowd holding HITs for pairs of batch ``iteration`` (the first by name should
         several; ``None``: none)."""
-        crowds = select(_h.crowd).distinct().subquery()
-        holds = exists().where(
-            _h.crowd == crowds.c.crowd, _h.pair_id == _p.pair_id, _p.iteration == iteration
+        held = tables.pairs.join(tables.hits, _h.pair_id == _p.pair_id)
+        return self.scalar(
+            select(func.min(_h.crowd)).select_from(held).where(_p.iteration == iteration)
         )
-        return self.scalar(select(crowds.c.crowd).where(holds).order_by(crowds.c.crowd).limit(1))
