@@ -15,7 +15,7 @@ from mturk_campaign import make_project
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, migrate_state
-from crowdprefs.campaign.store import Store, tables
+from crowdprefs.campaign.store import SCHEMA_VERSION, Store, tables
 from crowdprefs.crowds import get_crowd
 from crowdprefs.errors import InputError, StateError
 
@@ -179,3 +179,29 @@ def test_a_committed_change_is_synced_to_disk_on_both_engines(tmp_path, engine):
                 assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "on"
     finally:
         store.close()
+
+
+def test_pairs_pages_keep_room_for_verdicts_on_postgresql(postgres_url):
+    """A new PostgreSQL state and one migrated from ``0012`` both leave half of each page of
+    ``pairs`` free for the verdict's heap-only update."""
+
+    def fillfactor(store: Store) -> list[str] | None:
+        with store.read() as conn:
+            return conn.exec_driver_sql(
+                "SELECT reloptions FROM pg_class WHERE relname = 'pairs'"
+            ).scalar_one()
+
+    store = Store(postgres_url, create=True)
+    try:
+        assert fillfactor(store) == [f"fillfactor={tables.PAIRS_FILLFACTOR}"]
+        with store.transaction() as conn:  # as 0012 left it
+            conn.exec_driver_sql("ALTER TABLE pairs RESET (fillfactor)")
+            conn.exec_driver_sql("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+    finally:
+        store.close()
+    migrated = Store(postgres_url)
+    try:
+        assert migrated.version == SCHEMA_VERSION == 13
+        assert fillfactor(migrated) == [f"fillfactor={tables.PAIRS_FILLFACTOR}"]
+    finally:
+        migrated.close()

@@ -113,6 +113,18 @@ def test_verdicts_are_saved_whole_or_not_at_all(store):
         store.create_batch(3, PAIRS)
 
 
+def test_saved_p_values_keep_every_bit_and_nan_is_null(store):
+    collect(store)
+    pairs = store.pairs(1)
+    p_values = [5e-324, 0.1 + 0.2, None, 1 - 2**-53]  # subnormal, inexact, NULL, just below 1
+    verdict = np.array([-1, 0, 1, 0], np.int8)  # as the rules give them
+    frame = {"pair_id": pairs["pair_id"], "verdict": verdict, "p_value": p_values}
+    store.save_verdicts(1, pd.DataFrame(frame).astype({"p_value": float}))
+    saved = store.pairs(1)
+    assert saved["verdict"].tolist() == [-1, 0, 1, 0]
+    assert [None if pd.isna(p) else p for p in saved["p_value"]] == p_values
+
+
 def test_hits_are_recorded_once_and_resized_by_pair(store):
     pairs = store.pairs(1)
     assert store.unpublished_pairs(1, "sim")["pair_id"].tolist() == pairs["pair_id"].tolist()

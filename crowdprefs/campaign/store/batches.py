@@ -182,6 +182,7 @@ class Batches(StoreBase):
     def save_verdicts(self, iteration: int, verdicts: pd.DataFrame) -> None:
         """Store the batch's verdicts (``pair_id, verdict, p_value``; every pair of the batch)
         and mark it aggregated, in one transaction."""
+        verdicts = verdicts.sort_values("pair_id")  # the UPDATE then visits pairs in table order
         p_values = verdicts["p_value"].astype(object).where(verdicts["p_value"].notna(), None)
         rows = zip(
             verdicts["pair_id"].astype(int).tolist(),

@@ -339,8 +339,16 @@ def _engine_neutral(conn: Connection) -> None:
     tables.web_throttle.create(conn, checkfirst=True)
 
 
+def _pairs_fillfactor(conn: Connection) -> None:
+    """``0013``: on PostgreSQL, pages of ``pairs`` keep room for the verdict's update
+    (:data:`.tables.PAIRS_FILLFACTOR`; pages written from now on). SQLite has no such setting."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text(f"ALTER TABLE pairs SET (fillfactor = {tables.PAIRS_FILLFACTOR})"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("0012_engine_neutral", _engine_neutral),
+    ("0013_pairs_fillfactor", _pairs_fillfactor),
 ]
 """Engine-neutral migrations, from ``0012`` on."""
 
