@@ -31,6 +31,7 @@ migrated by the first command that opens it: open it once before measuring.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -42,6 +43,8 @@ import textwrap
 import time
 from multiprocessing import get_context
 from pathlib import Path
+
+import psycopg
 
 BARE_TYPER = textwrap.dedent(
     """
@@ -126,17 +129,19 @@ class Server:
         self.address = address
 
     def _admin(self):
-        import psycopg
-
         return psycopg.connect(self.address, autocommit=True)
 
     def database(self, name: str, template: str | None = None) -> str:
-        """A new database ``name`` (a copy of ``template`` when given); its address."""
+        """A new database ``name`` (a copy of ``template`` when given, checkpointed where the
+        role may); its address."""
         with self._admin() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            admin.execute(
-                f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
-            )
+            if template is None:
+                admin.execute(f'CREATE DATABASE "{name}"')
+            else:  # a copy written out before the command measured starts, not during it
+                admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
+                with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+                    admin.execute("CHECKPOINT")
         from sqlalchemy.engine import make_url
 
         return make_url(self.address).set(database=name).render_as_string()
