@@ -35,8 +35,10 @@ each answer more the open batch wants, raises the study's places by itself (toke
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
 participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
 its Content-Length, or while it streams in when it has none. Failed token attempts are limited
-per client address (429). Requests reach the state on the event loop's thread through one SQLite
-connection, each change in one short transaction, so concurrent posts are serialised by SQLite.
+per client address (429). Requests reach the state on the event loop's thread, each change in one
+short transaction, so concurrent posts are serialised by the database. A judge's request reads
+what it needs (the client's throttle, the judge, their question and its clips) in one statement
+(:func:`_session`); clip downloads are admitted apart from pages and answers (:class:`Admission`).
 Moving the campaign on after a batch's last answer (aggregating, building and publishing the
 next batch, reaching Prolific) runs on a worker thread with a connection of its own: the judge
 whose answer completed the batch waits for it, the others are served meanwhile.
@@ -79,12 +81,12 @@ from crowdprefs.campaign.answers import ROLES
 from crowdprefs.campaign.crowd import Crowd
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store.web import WebJudge, WebQuestion
+from crowdprefs.campaign.store.web import WebJudge, WebQuestion, WebSession
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
 from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import CrowdprefsError, InputError, StateError
-from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, pair_clips, render_preference_hit
+from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, render_preference_hit
 from crowdprefs.quality import audit
 from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
@@ -184,7 +186,11 @@ def _address(request: Request) -> str:
 
 def _throttled(request: Request) -> None:
     """Refuse (429) an address with too many failed token attempts, before checking another."""
-    wait = request.app.state.throttle.wait(_project(request).store, _address(request))
+    _refuse_waiting(request.app.state.throttle.wait(_project(request).store, _address(request)))
+
+
+def _refuse_waiting(wait: float) -> None:
+    """Refuse (429) a client that must ``wait`` seconds before trying a token again."""
     if wait > 0:
         raise TooManyAttempts(
             f"too many wrong links from your address: try again in {max(wait / 60, 1):.0f} minutes",
@@ -198,16 +204,41 @@ def _failed(request: Request, token: str) -> None:
     log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
 
 
-def _judge(request: Request) -> WebJudge:
-    token = request.cookies.get(JUDGE_COOKIE)
+def _session(request: Request, token: str | None, assignment_id: str | None = None) -> WebSession:
+    """The judge holding ``token`` (and their question ``assignment_id``, when given), read in
+    one statement with the client's throttle: :class:`TooManyAttempts` while the client must
+    wait, else :class:`Forbidden` for no token or a wrong one (counted as a failed attempt)."""
     if not token:
         raise Forbidden("open your personal invitation link first")
-    _throttled(request)
-    judge = assign.judge_for_token(_project(request), token)
-    if judge is None:
+    throttle = request.app.state.throttle
+    session = throttle.session(_project(request).store, _address(request), token, assignment_id)
+    _refuse_waiting(session.wait)
+    if session.judge is None:
         _failed(request, token)
         raise Forbidden("open your personal invitation link first")
+    return session
+
+
+def _judge(request: Request) -> WebJudge:
+    judge = _session(request, request.cookies.get(JUDGE_COOKIE)).judge
+    assert judge is not None
     return judge
+
+
+def _question(request: Request) -> tuple[WebJudge, WebQuestion | None]:
+    """The judge of the session and their question of the path's ``assignment`` (``None``:
+    unknown, or someone else's), read at once."""
+    token, assignment_id = request.cookies.get(JUDGE_COOKIE), request.path_params["assignment"]
+    session = _session(request, token, assignment_id)
+    assert session.judge is not None
+    return session.judge, session.question
+
+
+def _own(question: WebQuestion | None) -> WebQuestion:
+    """``question`` (of :func:`_question`); :class:`Forbidden` for ``None``."""
+    if question is None:
+        raise Forbidden("this question is not yours")
+    return question
 
 
 def _is_researcher(request: Request, token: str | None) -> bool:
@@ -267,28 +298,38 @@ class Admission:
     answers 503
     with a page that asks the judge to come back in a minute and reloads itself
     (``Retry-After``), so an overloaded server says so at once instead of letting every wait
-    grow. Nothing a judge holds is lost: their question stays theirs until it expires."""
+    grow. Nothing a judge holds is lost: their question stays theirs until it expires.
+
+    Clip downloads (``/clip/…``) count apart, against a limit of the same size: they hold a
+    request open while the file streams to the browser (three per question, preloaded at once),
+    and pages and answers never wait behind them nor are refused for them."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self.app, self.active = app, 0
+        self.app = app
+        self.active = {False: 0, True: 0}
+        """Requests in flight: pages and answers (``False``), clip downloads (``True``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/healthz":
             await self.app(scope, receive, send)
             return
-        if self.active >= scope["app"].state.settings.max_in_flight:
-            log.warning("busy: %d requests at once, asked a judge to come back", self.active)
+        clip = scope["path"].startswith(CLIP_PATH)
+        if self.active[clip] >= scope["app"].state.settings.max_in_flight:
+            what = "clip downloads" if clip else "requests"
+            log.warning("busy: %d %s at once, asked a judge to come back", self.active[clip], what)
             busy = _page("web_busy.html", 503, retry=BUSY_RETRY)
             busy.headers["Retry-After"] = str(BUSY_RETRY)
             await busy(scope, receive, send)
             return
-        self.active += 1
+        self.active[clip] += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            self.active -= 1
+            self.active[clip] -= 1
 
 
+CLIP_PATH = "/clip/"
+"""The path of clip downloads, admitted apart (:class:`Admission`)."""
 BUSY_RETRY = 30
 """Seconds after which the busy page reloads itself (and its ``Retry-After``)."""
 
@@ -298,9 +339,9 @@ BUSY_RETRY = 30
 
 async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
     token = request.path_params["token"]
-    _throttled(request)
-    if assign.judge_for_token(_project(request), token) is None:
-        _failed(request, token)
+    try:
+        _session(request, token)
+    except Forbidden:
         return _error("This invitation link is not valid.", 403)
     response = _redirect("/welcome")
     _set_session(response, request, JUDGE_COOKIE, token)
@@ -374,7 +415,7 @@ def _hit_page(request: Request, question: WebQuestion) -> HTMLResponse:
     pair = _shown_pair(request, question)
     base = f"/clip/{assignment.assignment_id}"
     urls: dict[str, str] = {}
-    for role, path in pair_clips(project, pair).items():
+    for role, path in assign.clip_paths(pair).items():
         if path:
             urls.setdefault(path, path if "://" in path else f"{base}/{role}")
     html = render_preference_hit(
@@ -389,9 +430,7 @@ def _hit_page(request: Request, question: WebQuestion) -> HTMLResponse:
 
 
 async def question(request: Request) -> RedirectResponse | HTMLResponse:
-    judge = _judge(request)
-    project = _project(request)
-    question = assign.question_of(project, judge, request.path_params["assignment"])
+    question = _own(_question(request)[1])
     if question.assignment.status != "open":
         return _redirect("/next")
     return _hit_page(request, question)
@@ -399,12 +438,13 @@ async def question(request: Request) -> RedirectResponse | HTMLResponse:
 
 async def answer(request: Request) -> RedirectResponse | HTMLResponse:
     _same_origin(request)
-    judge = _judge(request)
+    judge, question = _question(request)
     project = _project(request)
     fields = await _form(request)
     assignment_id = request.path_params["assignment"]
+    csrf = fields.pop("csrf", None)
     posted = assign.submit(
-        project, judge, assignment_id, fields.pop("csrf", None), fields, _settings(request)
+        project, judge, assignment_id, csrf, fields, _settings(request), question=question
     )
     if posted.batch_complete and _settings(request).advance:
         await run_in_threadpool(_advance_apart, request.app)
@@ -498,13 +538,13 @@ def _advance_apart(app: Starlette) -> None:
 
 
 async def clip(request: Request) -> FileResponse | HTMLResponse:
-    judge = _judge(request)
-    project = _project(request)
+    """A clip of the judge's own question: one statement reads the client's throttle, the
+    judge and the question's clips (:func:`_question`)."""
+    _, question = _question(request)
     role = request.path_params["role"]
     if role not in ROLES:
         return _error("No such clip.", 404)
-    question = assign.question_of(project, judge, request.path_params["assignment"])
-    file = servable_clip(pair_clips(project, _shown_pair(request, question))[role])
+    file = servable_clip(assign.clip_paths(_shown_pair(request, _own(question)))[role])
     if file is None:
         return _error("This clip is not available.", 404)
     return FileResponse(

@@ -528,6 +528,16 @@ def clip_seconds(pair: Mapping[str, Any]) -> dict[str, float | None]:
     return {"query": pair["query_seconds"], "a": x if a_is_x else y, "b": y if a_is_x else x}
 
 
+def clip_paths(pair: Mapping[str, Any]) -> dict[str, str | None]:
+    """The stored clips (paths or URLs) of ``query``, ``a`` and ``b`` shown for ``pair`` (a
+    question's pair as :meth:`~crowdprefs.campaign.store.Store.web_session` reads it, with
+    ``query_audio, x_audio, y_audio``), as :func:`~crowdprefs.hits.render.pair_clips` finds
+    them; ``None`` where unknown."""
+    x, y = pair["x_audio"], pair["y_audio"]
+    a_is_x = bool(int(pair["a_is_x"]))
+    return {"query": pair["query_audio"], "a": x if a_is_x else y, "b": y if a_is_x else x}
+
+
 def check_listening(
     log: Mapping[str, float],
     seconds: Mapping[str, float | None],
@@ -567,6 +577,8 @@ def submit(
     form: Mapping[str, str],
     settings: WebSettings,
     at: datetime | None = None,
+    *,
+    question: WebQuestion | None = None,
 ) -> Posted:
     """Store the judge's answer to their assignment and hand them their next question, in
     one transaction of the store (an answer stored before is not stored again; the next
@@ -578,11 +590,16 @@ def submit(
     with the project's ``[hit] min_coverage``) or :class:`Gone` (the judge was blocked on review
     since the hand-out, or released and the pair has all its answers meanwhile). The choice is
     stored on the pair's sides (:func:`on_pair_sides`), with the order the page showed in the
-    raw record.
+    raw record. ``question``: the judge's assignment ``assignment_id`` as read already with the
+    request's session (:meth:`~crowdprefs.campaign.store.Store.web_session`); read here
+    otherwise.
     """
     at = _now(at)
     answer = validate_answer(form, settings)
-    question = question_of(project, judge, assignment_id)
+    if question is None or question.assignment.assignment_id != assignment_id:
+        question = question_of(project, judge, assignment_id)
+    elif question.assignment.judge_id != judge.judge_id:
+        raise Forbidden("this question is not yours")
     assignment, pair = question.assignment, question.pair
     if not same(csrf, assignment.csrf):
         raise Forbidden("the form's security token is missing or wrong; reload the page")

@@ -31,6 +31,7 @@ from crowdprefs.files import atomic_path
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.store import Store
+    from crowdprefs.campaign.store.web import WebSession
 
 TOKEN_BYTES = 24
 RESEARCHER_TOKEN_ENV = "CROWDPREFS_RESEARCHER_TOKEN"
@@ -175,6 +176,17 @@ class Throttle:
     def wait(self, store: Store, who: str) -> float:
         """Seconds ``who`` must wait before trying a token again (0: now)."""
         return store.throttle_wait(who, self.clock(), self.limit, self.window)
+
+    def session(
+        self, store: Store, who: str, token: str, assignment_id: str | None = None
+    ) -> WebSession:
+        """The judge holding ``token`` and the seconds ``who`` must wait (as :meth:`wait`),
+        with the judge's question ``assignment_id`` when given, read in one statement
+        (:meth:`~crowdprefs.campaign.store.Store.web_session`): a request pays one round trip
+        for its throttle, its judge and its question."""
+        return store.web_session(
+            token_hash(token), who, self.clock(), self.limit, self.window, assignment_id
+        )
 
     def fail(self, store: Store, who: str, token: str) -> None:
         """Count ``who``'s attempt with the wrong ``token`` (only its hash is kept)."""

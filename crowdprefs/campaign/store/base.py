@@ -453,22 +453,31 @@ def insert_ignore(conn: Connection, table: Any) -> Executable:
     return insert(table).on_conflict_do_nothing()
 
 
-def refresh_pair_counts(conn: Connection, pair_ids: Executable) -> None:
-    """Count again the accepted answers of the pairs ``pair_ids`` (a SELECT of pair ids) into
-    ``pair_counts``: called in every transaction that stores answers or changes their status."""
+def recount_pair_counts(pair_ids: Executable) -> tuple[Executable, Executable]:
+    """The statements that count again the accepted answers of the pairs ``pair_ids`` (a
+    SELECT of pair ids, maybe of bound parameters) into ``pair_counts``: a delete, then an
+    insert of the new counts."""
     # the answers counted under another name: a ``pair_ids`` reading ``answers`` must not
     # correlate with them (it would select each counted answer's own pair only)
     answers, counts = tables.answers.alias("counted"), tables.pair_counts
-    conn.execute(counts.delete().where(counts.c.pair_id.in_(pair_ids)))
     tally = [func.sum(case((answers.c.score == s, 1), else_=0)) for s in (1, 0, -1)]
-    conn.execute(
+    return (
+        counts.delete().where(counts.c.pair_id.in_(pair_ids)),
         counts.insert().from_select(
             ["pair_id", "more", "equal", "less"],
             select(answers.c.pair_id, *tally)
             .where(answers.c.pair_id.in_(pair_ids), answers.c.status != "rejected")
             .group_by(answers.c.pair_id),
-        )
+        ),
     )
+
+
+def refresh_pair_counts(conn: Connection, pair_ids: Executable) -> None:
+    """Count again the accepted answers of the pairs ``pair_ids`` into ``pair_counts``
+    (:func:`recount_pair_counts`): called in every transaction that stores answers or changes
+    their status."""
+    for statement in recount_pair_counts(pair_ids):
+        conn.execute(statement)
 
 
 def copy_state(source: StoreBase, target: StoreBase, *, chunk: int = 20_000) -> dict[str, int]:

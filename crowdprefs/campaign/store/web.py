@@ -20,13 +20,26 @@ from typing import Any, Literal
 
 import lazy_loader
 import numpy as np
-from sqlalchemy import Connection, Select, and_, case, exists, func, literal, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 
 from crowdprefs.campaign.store import tables as t
 from crowdprefs.campaign.store.base import (
     StoreBase,
     insert_ignore,
     json_field,
+    recount_pair_counts,
     refresh_pair_counts,
 )
 
@@ -130,6 +143,19 @@ class WebQuestion:
 
 
 @dataclass(frozen=True)
+class WebSession:
+    """What one request of a judge needs, read at once: the ``judge`` holding the session's
+    token (``None``: no one), the seconds its client address must ``wait`` before trying a token
+    again (0: now) and, when asked for, the judge's own ``question`` (``None``: unknown, or
+    someone else's). Its pair also carries the stored clips ``query_audio, x_audio, y_audio``
+    (the paths or URLs of the query and of ``x`` and ``y``; ``None`` where unknown)."""
+
+    judge: WebJudge | None
+    wait: float
+    question: WebQuestion | None = None
+
+
+@dataclass(frozen=True)
 class Posted:
     """What became of a posted answer: ``outcome``; the judge's ``next`` assignment (``None``:
     nothing left for them, or the answer was refused); whether the answer's batch now has all
@@ -168,51 +194,216 @@ def _answered_query(judge_id: str, iteration: int | None = None) -> Select:
     return query
 
 
+def _session_statement(question: bool) -> tuple[Select, list[str]]:
+    """SQL: one row with the failed token attempts of the party ``:party`` since ``:since``
+    (``failures``, ``oldest``), the judge holding ``:token_hash`` (``judge_*``, NULL for none)
+    and, with ``question``, the assignment ``:assignment_id`` when it is the judge's, with its
+    pair as :meth:`WebStore.web_question` reads it and the pair's clips (``pair_*``); and the
+    names of the pair's values in the row. Built once (building one costs more than running
+    it)."""
+    throttle = t.web_throttle
+    failures = (
+        select(func.count().label("failures"), func.min(throttle.c.failed_at).label("oldest"))
+        .where(throttle.c.party == bindparam("party"), throttle.c.failed_at > bindparam("since"))
+        .subquery("failures")
+    )
+    judge = [
+        _judges.c.judge_id.label("judge_id"),
+        _judges.c.source.label("judge_source"),
+        _judges.c.completion_code.label("judge_code"),
+        _judges.c.token_hash.label("judge_token_hash"),
+    ]
+    joined = failures.outerjoin(_judges, _judges.c.token_hash == bindparam("token_hash"))
+    if not question:
+        return select(failures.c.failures, failures.c.oldest, *judge).select_from(joined), []
+    cx, cy, q = t.candidates.alias("cx"), t.candidates.alias("cy"), t.queries
+    done = _assignments.alias("done")  # the judge's answered questions, counted apart
+    x_is_query, y_is_query = _pairs.c.x == _pairs.c.query, _pairs.c.y == _pairs.c.query
+    statement = select(
+        failures.c.failures,
+        failures.c.oldest,
+        *judge,
+        *(c.label(f"assignment_{c.name}") for c in _ASSIGNMENT.selected_columns),
+        *(c.label(f"pair_{c.name}") for c in _pairs.c),
+        q.c.seconds.label("pair_query_seconds"),
+        func.coalesce(cx.c.seconds, case((x_is_query, q.c.seconds))).label("pair_x_seconds"),
+        cy.c.seconds.label("pair_y_seconds"),
+        q.c.audio.label("pair_query_audio"),
+        case((x_is_query, q.c.audio), else_=cx.c.audio).label("pair_x_audio"),
+        case((y_is_query, q.c.audio), else_=cy.c.audio).label("pair_y_audio"),
+        select(func.count())
+        .where(done.c.judge_id == _judges.c.judge_id, done.c.status == "submitted")
+        .correlate(_judges)
+        .scalar_subquery()
+        .label("answered"),
+    ).select_from(
+        joined.outerjoin(
+            _assignments,
+            and_(
+                _assignments.c.assignment_id == bindparam("assignment_id"),
+                _assignments.c.judge_id == _judges.c.judge_id,
+            ),
+        )
+        .outerjoin(_pairs, _pairs.c.pair_id == _assignments.c.pair_id)
+        .outerjoin(q, q.c.query == _pairs.c.query)
+        .outerjoin(cx, and_(cx.c.query == _pairs.c.query, cx.c.document == _pairs.c.x))
+        .outerjoin(cy, and_(cy.c.query == _pairs.c.query, cy.c.document == _pairs.c.y))
+    )
+    names = [c.name for c in _pairs.c]
+    names += [f"{clip}_{what}" for what in ("seconds", "audio") for clip in ("query", "x", "y")]
+    return statement, names
+
+
+_SESSION = {question: _session_statement(question) for question in (False, True)}
+""":func:`_session_statement` without and with the question."""
+
+
 def _answered(conn: Connection, judge_id: str, iteration: int | None = None) -> int:
     return conn.execute(_answered_query(judge_id, iteration)).scalar_one()
 
 
+# The statements of the hand-out and the answer, built once with their values as parameters:
+# building one costs more CPU than running it on the database (the web server runs them for
+# every request).
+
+
+def _open_at(now: Any) -> Any:
+    """SQL: an assignment that stays open at ``now``: open, not past its deadline, its judge
+    not blocked (what :func:`_release` leaves open)."""
+    return and_(
+        _assignments.c.status == "open",
+        _assignments.c.expires_at >= now,
+        ~_blocked(_assignments.c.judge_id),
+    )
+
+
+_RELEASE = (
+    update(_assignments)
+    .where(
+        _assignments.c.status == "open",
+        or_(_assignments.c.expires_at < bindparam("now"), _blocked(_assignments.c.judge_id)),
+    )
+    .values(status="released")
+)
+_HELD = _ASSIGNMENT.where(
+    _assignments.c.judge_id == bindparam("judge_id"), _assignments.c.status == "open"
+).order_by(_assignments.c.issued_at)
+"""The judge's open assignment (the oldest)."""
+_HELD_AT = _ASSIGNMENT.where(
+    _assignments.c.judge_id == bindparam("judge_id"), _open_at(bindparam("now"))
+).order_by(_assignments.c.issued_at)
+"""The judge's assignment that stays open at ``:now`` (the oldest)."""
+
+
+def _standing_statement(limit: bool, batch_limit: bool) -> Select:
+    """SQL: the last batch (``iteration, status, crowd``) with whether the judge ``:judge_id``
+    is ``blocked`` and, as asked, the questions they ``answered`` in all and ``answered_in``
+    that batch; no row without batches."""
+    b, done, done_pairs = t.batches, _assignments.alias("done"), _pairs.alias("done_pairs")
+    judge_id = bindparam("judge_id")
+    mine = (done.c.judge_id == judge_id, done.c.status == "submitted")
+    columns = [b.c.iteration, b.c.status, b.c.crowd, select(_blocked(judge_id)).label("blocked")]
+    if limit:
+        columns.append(select(func.count()).where(*mine).label("answered"))
+    if batch_limit:
+        in_batch = (
+            select(func.count())
+            .select_from(done.join(done_pairs, done_pairs.c.pair_id == done.c.pair_id))
+            .where(*mine, done_pairs.c.iteration == b.c.iteration)
+            .correlate(b)
+        )
+        columns.append(in_batch.label("answered_in"))
+    return select(*columns).order_by(b.c.iteration.desc()).limit(1)
+
+
+_STANDING = {(a, b): _standing_statement(a, b) for a in (False, True) for b in (False, True)}
+
+
+def _fill_statement(open_counts: Any) -> Select:
+    """SQL: ``pair_id, filled, answers_wanted`` of batch ``:iteration``'s web pairs the judge
+    ``:judge_id`` never had; ``filled`` counts answers (not rejected) and the open assignments
+    of ``open_counts`` (``pair_id, n``)."""
+    had = select(_assignments.c.pair_id).where(_assignments.c.judge_id == bindparam("judge_id"))
+    return (
+        select(
+            _pairs.c.pair_id,
+            (_HAVE + func.coalesce(open_counts.c.n, 0)).label("filled"),
+            _pairs.c.answers_wanted,
+        )
+        .join(t.hits, and_(t.hits.c.pair_id == _pairs.c.pair_id, t.hits.c.crowd == "web"))
+        .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+        .outerjoin(open_counts, open_counts.c.pair_id == _pairs.c.pair_id)
+        .where(_pairs.c.iteration == bindparam("iteration"), _pairs.c.pair_id.not_in(had))
+    )
+
+
+_FILL = _fill_statement(_OPEN)
+"""Inside the hand-out's transaction, after :data:`_RELEASE`."""
+_OPEN_AT = (
+    select(_assignments.c.pair_id, func.count().label("n"))
+    .where(_open_at(bindparam("now")))
+    .group_by(_assignments.c.pair_id)
+    .subquery("open_at")
+)
+_FILL_AT = _fill_statement(_OPEN_AT).subquery("fill_at")
+_ROOM = select(exists().where(_FILL_AT.c.filled < _FILL_AT.c.answers_wanted))
+"""Whether a pair the judge never had has room at ``:now`` (read without the writers' lock)."""
+
+
 def _release(conn: Connection, now: str) -> int:
     """Release the open assignments expired at ``now`` or whose judge was blocked."""
-    return conn.execute(
-        update(_assignments)
-        .where(
-            _assignments.c.status == "open",
-            or_(_assignments.c.expires_at < now, _blocked(_assignments.c.judge_id)),
-        )
-        .values(status="released")
-    ).rowcount
+    return conn.execute(_RELEASE, {"now": now}).rowcount
+
+
+def _standing(conn: Connection, judge_id: str, hand_out: HandOut) -> Any:
+    """The judge's standing (:func:`_standing_statement`, with the counts ``hand_out`` caps);
+    ``None`` without batches."""
+    statement = _STANDING[bool(hand_out.limit), bool(hand_out.batch_limit)]
+    return conn.execute(statement, {"judge_id": judge_id}).first()
+
+
+def _closed(standing: Any, hand_out: HandOut) -> bool:
+    """Whether a judge of this :func:`_standing` gets no new question: blocked, capped by
+    ``hand_out``, or the last batch is not the web crowd's to answer (or there is none)."""
+    return (
+        standing is None
+        or bool(standing.blocked)
+        or bool(hand_out.limit and standing.answered >= hand_out.limit)
+        or standing.status not in ("built", "published")
+        or standing.crowd not in _WEB
+        or bool(hand_out.batch_limit and standing.answered_in >= hand_out.batch_limit)
+    )
+
+
+def _settled(conn: Connection, judge_id: str, hand_out: HandOut) -> tuple[bool, Any]:
+    """Read only: ``(True, what)`` when :func:`_issue` would give the judge ``what`` at
+    ``hand_out.issued_at`` without changing anything (the assignment they hold, or ``None``:
+    nothing for them); ``(False, None)`` when a pair they never had has room, so only a write
+    transaction can tell (expired assignments and those of blocked judges count free, as
+    :func:`_issue` releases them first)."""
+    now = hand_out.issued_at
+    held = conn.execute(_HELD_AT, {"judge_id": judge_id, "now": now}).first()
+    if held is not None:
+        return True, WebAssignment(*held)
+    standing = _standing(conn, judge_id, hand_out)
+    if _closed(standing, hand_out):
+        return True, None
+    values = {"judge_id": judge_id, "iteration": standing.iteration, "now": now}
+    return not conn.execute(_ROOM, values).scalar_one(), None
 
 
 def _issue(conn: Connection, judge_id: str, hand_out: HandOut) -> WebAssignment | None:
     """Inside a transaction: the judge's open assignment, else a new one (see
     :meth:`WebStore.issue_web_assignment`)."""
     _release(conn, hand_out.issued_at)
-    held = _assignment(conn, _assignments.c.judge_id == judge_id, _assignments.c.status == "open")
+    held = conn.execute(_HELD, {"judge_id": judge_id}).first()
     if held is not None:
-        return held
-    if conn.execute(select(_blocked(judge_id))).scalar_one():
+        return WebAssignment(*held)
+    standing = _standing(conn, judge_id, hand_out)
+    if _closed(standing, hand_out):
         return None
-    if hand_out.limit and _answered(conn, judge_id) >= hand_out.limit:
-        return None
-    batch = conn.execute(
-        select(t.batches.c.iteration, t.batches.c.status, t.batches.c.crowd)
-        .order_by(t.batches.c.iteration.desc())
-        .limit(1)
-    ).first()
-    if batch is None or batch.status not in ("built", "published") or batch.crowd not in _WEB:
-        return None
-    if hand_out.batch_limit and _answered(conn, judge_id, batch.iteration) >= hand_out.batch_limit:
-        return None
-    had = select(_assignments.c.pair_id).where(_assignments.c.judge_id == judge_id)
-    rows = conn.execute(
-        select(_pairs.c.pair_id, _HAVE + func.coalesce(_OPEN.c.n, 0), _pairs.c.answers_wanted)
-        .join(t.hits, and_(t.hits.c.pair_id == _pairs.c.pair_id, t.hits.c.crowd == "web"))
-        .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
-        .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
-        .where(_pairs.c.iteration == batch.iteration, _pairs.c.pair_id.not_in(had))
-    ).all()
-    candidates = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    rows = conn.execute(_FILL, {"judge_id": judge_id, "iteration": standing.iteration})
+    candidates = np.array(list(map(tuple, rows)), dtype=np.int64).reshape(-1, 3)
     chosen = hand_out.choose(candidates[:, 0], candidates[:, 1], candidates[:, 2])
     if chosen < 0:
         return None
@@ -225,7 +416,7 @@ def _issue(conn: Connection, judge_id: str, hand_out: HandOut) -> WebAssignment 
         hand_out.expires_at,
         "open",
     )
-    conn.execute(_assignments.insert().values(asdict(assignment)))
+    conn.execute(_assignments.insert(), [asdict(assignment)])
     return assignment
 
 
@@ -238,13 +429,40 @@ def _missing(pairs_where: Any) -> Any:
     )
 
 
+_PAIR_MISSING = _missing(_pairs.c.pair_id == bindparam("pair_id"))
+_BATCH_MISSING = _missing(
+    _pairs.c.iteration
+    == select(_pairs.c.iteration).where(_pairs.c.pair_id == bindparam("pair_id")).scalar_subquery()
+)
+
+
 def _batch_complete(conn: Connection, pair_id: int) -> bool:
     """Whether every pair of ``pair_id``'s batch has its answers (the pair first: the batch is
     read only once the pair is complete)."""
-    if conn.execute(_missing(_pairs.c.pair_id == pair_id)).scalar_one():
+    if conn.execute(_PAIR_MISSING, {"pair_id": pair_id}).scalar_one():
         return False
-    iteration = select(_pairs.c.iteration).where(_pairs.c.pair_id == pair_id).scalar_subquery()
-    return conn.execute(_missing(_pairs.c.iteration == iteration)).scalar_one() == 0
+    return conn.execute(_BATCH_MISSING, {"pair_id": pair_id}).scalar_one() == 0
+
+
+_ANSWERED_ASSIGNMENT = _ASSIGNMENT.add_columns(
+    _blocked(_assignments.c.judge_id).label("blocked")
+).where(_assignments.c.assignment_id == bindparam("assignment_id"))
+"""The assignment ``:assignment_id`` and whether its judge is blocked."""
+_PAIR_FULL = (
+    select(_HAVE + func.coalesce(_OPEN.c.n, 0) >= _pairs.c.answers_wanted)
+    .select_from(_pairs)
+    .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+    .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
+    .where(_pairs.c.pair_id == bindparam("pair_id"))
+)
+"""Whether the pair ``:pair_id`` has all its answers and open assignments."""
+_SUBMITTED = (
+    update(_assignments)
+    .where(_assignments.c.assignment_id == bindparam("submitted_id"))
+    .values(status="submitted")
+)
+_RECOUNT = recount_pair_counts(select(bindparam("pair_id", type_=Integer)))
+"""Count again the accepted answers of the pair ``:pair_id`` (built once)."""
 
 
 class WebStore(StoreBase):
@@ -327,6 +545,39 @@ class WebStore(StoreBase):
                 ).where(_judges.c.token_hash == token_hash)
             ).first()
         return None if row is None else WebJudge(*row)
+
+    def web_session(
+        self,
+        token_hash: str,
+        party: str,
+        now: float,
+        limit: int,
+        window: float,
+        assignment_id: str | None = None,
+    ) -> WebSession:
+        """What a judge's request needs, in one statement: the judge holding ``token_hash``,
+        the wait of ``party`` by :meth:`throttle_wait`'s rule (``now``, ``limit``, ``window``)
+        and, with ``assignment_id``, the judge's own question with its clips
+        (:class:`WebSession`)."""
+        statement, names = _SESSION[assignment_id is not None]
+        values = {"token_hash": token_hash, "party": party, "since": now - window}
+        if assignment_id is not None:
+            values["assignment_id"] = assignment_id
+        with self.read() as conn:
+            row = conn.execute(statement, values).one()._mapping
+        wait = row["oldest"] + window - now if row["failures"] >= limit else 0.0
+        if row["judge_id"] is None:
+            return WebSession(None, wait)
+        judge = WebJudge(
+            row["judge_id"], row["judge_source"], row["judge_code"], row["judge_token_hash"]
+        )
+        if assignment_id is None or row["assignment_assignment_id"] is None:
+            return WebSession(judge, wait)
+        assignment = WebAssignment(
+            *(row[f"assignment_{c.name}"] for c in _ASSIGNMENT.selected_columns)
+        )
+        pair = {name: row[f"pair_{name}"] for name in names}
+        return WebSession(judge, wait, WebQuestion(assignment, pair, row["answered"]))
 
     # --- headphone screens -----------------------------------------------------------------------
 
@@ -480,7 +731,15 @@ class WebStore(StoreBase):
         First releases the assignments expired at ``issued_at``. A new assignment goes to the
         pair ``choose(pair_id, filled, wanted)`` picks among the open web batch's pairs the
         judge never had; ``filled`` counts answers (not rejected) and open assignments, so no
-        pair is handed out beyond ``wanted``."""
+        pair is handed out beyond ``wanted``.
+
+        Read first without the writers' lock: a judge who holds a question, or for whom no
+        pair has room, is answered from that read (judges waiting for the next batch ask
+        again and again); the write transaction runs only when a pair may be handed out."""
+        with self.read() as conn:
+            settled, held = _settled(conn, judge_id, hand_out)
+        if settled:
+            return held
         with self.transaction() as conn:
             return _issue(conn, judge_id, hand_out)
 
@@ -507,12 +766,14 @@ class WebStore(StoreBase):
         ``accepted_at``. The next question is handed out after a stored or duplicate answer.
         """
         with self.transaction() as conn:
-            assignment = _assignment(conn, _assignments.c.assignment_id == assignment_id)
-            if assignment is None:
+            row = conn.execute(_ANSWERED_ASSIGNMENT, {"assignment_id": assignment_id}).first()
+            if row is None:
                 raise KeyError(assignment_id)
+            assignment = WebAssignment(*row[:-1])
             outcome = self._store_answer(
                 conn,
                 assignment,
+                bool(row.blocked),
                 {
                     "choice": choice,
                     "score": score,
@@ -530,20 +791,14 @@ class WebStore(StoreBase):
 
     @staticmethod
     def _store_answer(
-        conn: Connection, assignment: WebAssignment, answer: dict[str, Any]
+        conn: Connection, assignment: WebAssignment, blocked: bool, answer: dict[str, Any]
     ) -> Outcome:
         if assignment.status == "submitted":
             return "duplicate"
-        if conn.execute(select(_blocked(assignment.judge_id))).scalar_one():
+        if blocked:
             return "blocked"
         if assignment.status == "released":
-            full = conn.execute(
-                select(_HAVE + func.coalesce(_OPEN.c.n, 0) >= _pairs.c.answers_wanted)
-                .select_from(_pairs)
-                .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
-                .outerjoin(_OPEN, _OPEN.c.pair_id == _pairs.c.pair_id)
-                .where(_pairs.c.pair_id == assignment.pair_id)
-            ).scalar_one()
+            full = conn.execute(_PAIR_FULL, {"pair_id": assignment.pair_id}).scalar_one()
             if full:
                 return "gone"
         conn.execute(
@@ -559,12 +814,9 @@ class WebStore(StoreBase):
                 }
             ],
         )
-        conn.execute(
-            update(_assignments)
-            .where(_assignments.c.assignment_id == assignment.assignment_id)
-            .values(status="submitted")
-        )
-        refresh_pair_counts(conn, select(literal(assignment.pair_id)))
+        conn.execute(_SUBMITTED, {"submitted_id": assignment.assignment_id})
+        for statement in _RECOUNT:
+            conn.execute(statement, {"pair_id": assignment.pair_id})
         return "stored"
 
     def web_answered(self, judge_id: str) -> int:
