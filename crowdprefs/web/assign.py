@@ -202,8 +202,9 @@ class WebSettings:
     client's address taken from the forwarded headers (empty: the peer's address is the
     client's)."""
     max_in_flight: int = 64
-    """Requests one server process works on at once; beyond, a judge gets a page asking to come
-    back in a minute (503) instead of an ever longer wait."""
+    """Pages and answers one server process works on at once, and as many clip downloads apart;
+    beyond, a judge gets a page asking to come back in a minute (503) instead of an ever longer
+    wait."""
 
     def __post_init__(self) -> None:
         check_values("web", self)
