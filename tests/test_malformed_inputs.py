@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tomli_w
+from demo_inputs import RESULTS_HEADER, TIME, demo_inputs
 
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA
-from crowdprefs.demo import create_demo_project
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -239,14 +239,6 @@ LEVELS = [
         "",
     ),
 ]
-
-RESULTS_HEADER = (
-    "HITId,WorkerId,AssignmentId,CreationTime,SubmitTime,Input.query,Input.docA,Input.docB,"
-    "Answer.choice\n"
-)
-
-
-TIME = "Mon Nov 23 10:00:00 PST 2026"
 
 
 def results_case(text: str | bytes, says: str, name: str) -> list[Case]:
@@ -676,27 +668,11 @@ CLI_CASES = [
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Workspace:
-    root = tmp_path_factory.mktemp("malformed")
-    create_demo_project(root).close()
-    truth = root / "truth.qrel"
-    lines = [line.split() for line in truth.read_text().splitlines()]
-    runs = root / "runs.txt"
-    runs.write_text(
-        "".join(
-            f"{s} {q} {d}\n"
-            for s in ("sysA", "sysB")
-            for _, q, d, _ in lines[:: 1 if s == "sysA" else -1]
-        )
-    )
+    made = demo_inputs(tmp_path_factory.mktemp("malformed"), ("sysA", "sysB"))
+    root, truth, lines, runs = made.root, made.truth, made.lines, made.runs
     levels = root / "levels.txt"
     levels.write_text("".join(f"{q} {d} {50 * (int(g) % 3)}\n" for _, q, d, g in lines[:6]))
-    rows = []
-    for i, (_, q, a, _) in enumerate(lines[:40]):
-        b = lines[i + 1][2] if lines[i + 1][1] == q else lines[i - 1][2]
-        rows += [
-            f"H{i},W{w},A{i}-{w},{TIME},{TIME},{q},{a},{b},{'AB'[(i + w) % 2]}\n" for w in range(4)
-        ]
-    results = write(root / "results.csv", RESULTS_HEADER + "".join(rows))
+    results = made.results
     return Workspace(root, root / "project", root / "candidates.csv", truth, runs, levels, results)
 
 

@@ -18,15 +18,10 @@ from pathlib import Path
 
 import pytest
 import typer
+from demo_inputs import demo_inputs
 
 from crowdprefs.cli import app
 from crowdprefs.demo import create_demo_project
-
-TIME = "Mon Nov 23 10:00:00 PST 2026"
-RESULTS_HEADER = (
-    "HITId,WorkerId,AssignmentId,CreationTime,SubmitTime,Input.query,Input.docA,Input.docB,"
-    "Answer.choice\n"
-)
 
 
 @dataclass(frozen=True)
@@ -48,32 +43,15 @@ class Workspace:
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory) -> Workspace:
-    root = tmp_path_factory.mktemp("outputs")
-    create_demo_project(root).close()
-    truth = root / "truth.qrel"
-    lines = [line.split() for line in truth.read_text().splitlines()]
-    runs = root / "runs.txt"
-    runs.write_text(
-        "".join(
-            f"{s} {q} {d}\n"
-            for s in ("sysA", "sysB", "sysC")
-            for _, q, d, _ in lines[:: 1 if s == "sysA" else -1]
-        )
-    )
+    made = demo_inputs(tmp_path_factory.mktemp("outputs"), ("sysA", "sysB", "sysC"))
+    root, truth, lines, runs = made.root, made.truth, made.lines, made.runs
     levels = root / "levels.txt"
     levels.write_text("".join(f"{q} {d} {(7 * i) % 101}\n" for i, (_, q, d, _) in enumerate(lines)))
     metadata = root / "metadata.txt"
     metadata.write_text(
         "".join(f"{d} artist{i % 4} genre{i % 2}\n" for i, (_, _, d, _) in enumerate(lines))
     )
-    rows = []
-    for i, (_, q, a, _) in enumerate(lines[:40]):
-        b = lines[i + 1][2] if lines[i + 1][1] == q else lines[i - 1][2]
-        rows += [
-            f"H{i},W{w},A{i}-{w},{TIME},{TIME},{q},{a},{b},{'AB'[(i + w) % 2]}\n" for w in range(4)
-        ]
-    results = root / "results.csv"
-    results.write_text(RESULTS_HEADER + "".join(rows))
+    results = made.results
     columns = root / "columns.toml"
     columns.write_text('answer = "Answer.choice"\n')
     scores = root / "scores.csv"

@@ -290,11 +290,6 @@ def study_terms(project: Project) -> StudyTerms:
     )
 
 
-def judge_for_token(project: Project, token: str | None) -> WebJudge | None:
-    """The judge holding ``token`` (``None`` for an unknown or missing token)."""
-    return project.store.web_judge(token_hash(token)) if token else None
-
-
 def join_study(project: Project, key: str, participant: str) -> tuple[WebJudge, str]:
     """The judge of a study participant (created on first visit) and a fresh session token.
 

@@ -12,10 +12,12 @@ import pytest
 import sqlalchemy
 from console_script import crowdprefs
 from mturk_campaign import make_project
+from sqlalchemy import Float
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project, migrate_state
 from crowdprefs.campaign.store import SCHEMA_VERSION, Store, tables
+from crowdprefs.campaign.store.temporary import temporary_rows
 from crowdprefs.crowds import get_crowd
 from crowdprefs.errors import InputError, StateError
 
@@ -205,3 +207,27 @@ def test_pairs_pages_keep_room_for_verdicts_on_postgresql(postgres_url):
         assert fillfactor(migrated) == [f"fillfactor={tables.PAIRS_FILLFACTOR}"]
     finally:
         migrated.close()
+
+
+def test_bulk_copies_keep_or_refuse_integers_past_32_bits_on_postgresql(postgres_url):
+    """Rows copied in bulk (COPY) never wrap a large integer: a 64-bit column (copied in the
+    binary format) keeps 2⁴⁰, a 32-bit one (copied as text) refuses it."""
+    store = Store(postgres_url, create=True)
+    big = [(2**40, 0.5), (-(2**40), float("nan"))]
+    try:
+
+        def columns(integer: type) -> list[sqlalchemy.Column]:
+            return [sqlalchemy.Column("v", integer), sqlalchemy.Column("p", Float)]
+
+        wide_columns = columns(sqlalchemy.BigInteger)
+        with store.transaction() as conn, temporary_rows(conn, "wide", wide_columns, big) as wide:
+            kept = conn.execute(sqlalchemy.select(wide.c.v).order_by(wide.c.v)).scalars().all()
+        assert kept == [-(2**40), 2**40]
+        with (
+            pytest.raises(sqlalchemy.exc.DataError, match="out of range"),
+            store.transaction() as conn,
+            temporary_rows(conn, "narrow", columns(sqlalchemy.Integer), big),
+        ):
+            pass
+    finally:
+        store.close()

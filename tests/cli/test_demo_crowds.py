@@ -111,6 +111,7 @@ def test_a_new_run_of_simulated_judges_releases_what_earlier_judges_held(tmp_pat
     from crowdprefs.crowds import get_crowd
     from crowdprefs.web import assign
     from crowdprefs.web.judges import release_held
+    from crowdprefs.web.security import token_hash
 
     root = small_demo(tmp_path / "demo") / "project"
     with Project(root) as project:
@@ -118,7 +119,7 @@ def test_a_new_run_of_simulated_judges_releases_what_earlier_judges_held(tmp_pat
         driver.publish(project, get_crowd("web", project))
         settings = assign.WebSettings.from_project(project)
         for _, token in assign.invite(project, 2):
-            judge = assign.judge_for_token(project, token)
+            judge = project.store.web_judge(token_hash(token))
             assert assign.next_assignment(project, judge, settings) is not None
         assert project.store.web_batch_progress()["open_assignments"] == 2
         assert release_held(project) == 2

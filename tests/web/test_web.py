@@ -12,6 +12,7 @@ import re
 import threading
 import warnings
 import wave
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -128,6 +129,17 @@ def open_question(client: TestClient) -> tuple[str, str, str]:
     return match.group(1), csrf, response.text
 
 
+@contextlib.contextmanager
+def judge_with_question(root: Path) -> Iterator[tuple[TestClient, str, str]]:
+    """The project's one invited judge on a served app, holding their first question: the
+    judge's client, the assignment id and its CSRF token."""
+    (token,) = invite(root, 1)
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        client = judge_client(server.app, token)
+        assignment, csrf, _ = open_question(client)
+        yield client, assignment, csrf
+
+
 def pass_headphone_check(client: TestClient, page) -> object:
     """Answer the headphone check on ``page`` as a listener with headphones would (the noise
     whose two ears differ hides the tone); returns the page that follows."""
@@ -232,7 +244,7 @@ def test_concurrent_judges_never_overfill_a_pair(project_dir):
     def work(token: str) -> None:
         try:
             with Project(project_dir) as project:
-                judge = assign.judge_for_token(project, token)
+                judge = project.store.web_judge(token_hash(token))
                 while (a := assign.next_assignment(project, judge, assign_settings)) is not None:
                     form = {"choice": "B", **PLAYED}
                     assert assign.submit(
@@ -260,7 +272,7 @@ def test_abandoned_questions_are_released_and_late_answers_handled(project_dir):
         advance(project, WebCrowd())
         change(project, "UPDATE pairs SET answers_wanted = 1")
         settings = assign.WebSettings(timeout_minutes=5)
-        judges = [assign.judge_for_token(project, t) for t in (j1, j2, j3, j4)]
+        judges = [project.store.web_judge(token_hash(t)) for t in (j1, j2, j3, j4)]
         pairs = len(project.store.pairs(1))
         taken = [assign.next_assignment(project, judges[0], settings)]
         # Every other pair goes to judge 2: nothing is left for judge 3 while judge 1 holds one.
@@ -500,7 +512,7 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
     web = assign.WebSettings(timeout_minutes=20)
     with Project(root) as project:
         advance(project, WebCrowd())
-        judges = [assign.judge_for_token(project, t) for _, t in assign.invite(project, 4)]
+        judges = [project.store.web_judge(token_hash(t)) for _, t in assign.invite(project, 4)]
         held: dict[int, list[WebAssignment]] = {j: [] for j in range(4)}
         for who, action in actions:
             judge = judges[who]

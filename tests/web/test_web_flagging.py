@@ -14,6 +14,7 @@ from crowdprefs.campaign.project import Project
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
+from crowdprefs.web.security import token_hash
 
 CLOCK = [datetime.now(UTC)]
 
@@ -33,7 +34,7 @@ def test_a_flagged_judge_gets_no_further_question_and_is_replaced(tmp_path):
     root = make_web_project(tmp_path)
     tokens = invite(root, 4)
     with Project(root) as project:
-        judges = [assign.judge_for_token(project, t) for t in tokens]
+        judges = [project.store.web_judge(token_hash(t)) for t in tokens]
         listed = judges[0].judge_id  # blocked by [review] block, a rule of the flag set
         sections = dict(project.settings.sections)
         sections["review"] = {"flag_each_round": True, "block": [listed]}
@@ -69,7 +70,7 @@ def test_a_judge_blocked_while_holding_a_question_cannot_answer_it(tmp_path):
     with Project(root) as project:
         settings = assign.WebSettings.from_project(project)
         assert advance(project, WebCrowd(), Reviewer()) == "waiting"
-        judge, other = (assign.judge_for_token(project, t) for t in (first, second))
+        judge, other = (project.store.web_judge(token_hash(t)) for t in (first, second))
         held = assign.next_assignment(project, judge, settings, at=CLOCK[0])
         project.store.decide_web_workers([(judge.judge_id, "careless")], [], CLOCK[0].isoformat())
         # The pair's slot goes back to the pool at the next hand-out, not when it expires.

@@ -26,6 +26,7 @@ from test_web import (
     answers_frame,
     invite,
     judge_client,
+    judge_with_question,
     make_web_project,
     open_question,
 )
@@ -99,10 +100,7 @@ def test_a_chunked_body_is_cut_off_at_the_limit_with_413(project_dir):
 
 
 def test_a_declared_length_over_the_limit_is_refused_before_reading(project_dir):
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         big = {"csrf": csrf, **ANSWER_A, "comment": "x" * (MAX_BODY + 1)}
         assert client.post(f"/hit/{assignment}", data=big).status_code == 413
         # Every POST is limited, also the ones that read no form.
@@ -158,10 +156,7 @@ def test_a_real_server_cuts_a_200_megabyte_chunked_post_short(project_dir):
 
 
 def test_only_the_known_answer_fields_are_stored(project_dir):
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         extra = {f"unknown_{i}": "y" * 1000 for i in range(29)}
         response = client.post(
             f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A, **extra}, follow_redirects=False
@@ -186,10 +181,7 @@ def test_only_the_known_answer_fields_are_stored(project_dir):
     ],
 )
 def test_the_server_refuses_answers_without_listening(project_dir, log, status, message):
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         response = client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A", **log})
         assert response.status_code == status and message in response.text
         assert answers_frame(project_dir).empty
@@ -430,10 +422,7 @@ def test_a_body_cut_short_or_badly_chunked_is_one_log_line_and_a_400(project_dir
 
 def test_a_field_sent_twice_refuses_the_post(project_dir):
     """``choice`` twice: which one counts would be a guess, so neither does."""
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         body = f"csrf={csrf}&choice=A&choice=B&" + "&".join(f"{k}={v}" for k, v in PLAYED.items())
         response = client.post(
             f"/hit/{assignment}",
@@ -448,10 +437,7 @@ def test_a_field_sent_twice_refuses_the_post(project_dir):
 def test_a_refused_answer_links_back_to_its_question(project_dir):
     """The 422 (and 400) page of an answer leads back to the question, which is shown again;
     a refusal the judge cannot fix (403) has no such link."""
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         refused = client.post(f"/hit/{assignment}", data={"csrf": csrf, "choice": "A"})
         assert refused.status_code == 422
         back = re.search(r'<a id="back" href="([^"]+)"', refused.text).group(1)
@@ -468,10 +454,7 @@ def test_a_refused_answer_links_back_to_its_question(project_dir):
 def test_a_play_log_claiming_more_than_the_server_saw_is_refused(project_dir):
     """Posted at once after the hand-out: 1e300 s of listening, 1e30 plays or an hour on the
     page are refused with the field named; the honest log of the same moment is stored."""
-    (token,) = invite(project_dir, 1)
-    with TestClient(create_app(project_dir, RESEARCHER)) as server:
-        client = judge_client(server.app, token)
-        assignment, csrf, _ = open_question(client)
+    with judge_with_question(project_dir) as (client, assignment, csrf):
         for field, value in [
             ("listen_b", "1e300"),
             ("plays_a", "1e30"),

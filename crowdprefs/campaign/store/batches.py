@@ -9,6 +9,7 @@ from typing import Any
 import lazy_loader
 import numpy as np
 from sqlalchemy import (
+    BigInteger,
     Column,
     Connection,
     Executable,
@@ -190,9 +191,9 @@ class Batches(StoreBase):
             p_values.tolist(),
             strict=True,
         )
-        columns = [
-            Column("pair_id", Integer, primary_key=True, autoincrement=False),
-            Column("verdict", Integer),
+        columns = [  # 64-bit integers: copied in the binary format (temporary_rows)
+            Column("pair_id", BigInteger, primary_key=True, autoincrement=False),
+            Column("verdict", BigInteger),
             Column("p_value", Float),
         ]
         with (  # one UPDATE joined with the verdicts: fast at scale
