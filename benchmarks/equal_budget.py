@@ -58,6 +58,7 @@ from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.campaign.bradley_terry import fit_bradley_terry
 from crowdprefs.demo import make_collection
+from crowdprefs.parallel import Runner
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool
 from crowdprefs.quality.planning import (
     Collection,
@@ -293,6 +294,13 @@ def one_collection(crowd: str, index: int, seed: int, budgets, designs) -> list[
     return [{"crowd": crowd, "collection": index, **row} for row in rows]
 
 
+def collection_task(shared: tuple, task: tuple[str, int]) -> list[dict]:
+    """One task of the study: :func:`one_collection` of ``(crowd, index)``."""
+    seed, budgets, designs = shared
+    crowd, index = task
+    return one_collection(crowd, index, seed, budgets, designs)
+
+
 def summarise(frame: pd.DataFrame) -> pd.DataFrame:
     """Per crowd, method and budget: mean answers and mean ADR, τ-b with 95% intervals."""
     frame = frame.assign(budget=np.where(frame["method"].isin(SWEPT), frame["answers"], 0))
@@ -411,6 +419,7 @@ def main() -> None:
     parser.add_argument("--collections", type=int, default=30)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--quick", action="store_true", help="few collections and budgets")
+    parser.add_argument("--jobs", type=int, help="processes (default: every core)")
     parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
     args = parser.parse_args()
     if args.quick:
@@ -418,13 +427,16 @@ def main() -> None:
     budgets = QUICK_BUDGETS if args.quick else BUDGETS
     designs = QUICK_QUICKSORT if args.quick else tuple(QUICKSORT)
     check_tau()
+    runner = Runner.from_options(args.jobs)
     started = time.perf_counter()
-    rows = []
-    for crowd in CROWDS:
-        for index in range(args.collections):
-            rows += one_collection(crowd, index, args.seed, budgets, designs)
-            print(f"  {crowd} {index + 1}: {time.perf_counter() - started:.0f} s", flush=True)
-        print(f"{crowd}: {args.collections} collections, {time.perf_counter() - started:.0f} s")
+    tasks = [(crowd, index) for crowd in CROWDS for index in range(args.collections)]
+
+    def done(count: int) -> None:
+        print(f"  {count}/{len(tasks)} collections: {time.perf_counter() - started:.0f} s")
+
+    shared = (args.seed, budgets, designs)
+    print(f"{len(tasks)} collections {runner.where}", flush=True)
+    rows = [row for part in runner.map(collection_task, shared, tasks, done) for row in part]
     seconds = time.perf_counter() - started
     frame = pd.DataFrame(rows)
     table = summarise(frame)

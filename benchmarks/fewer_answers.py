@@ -43,6 +43,7 @@ from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.demo import make_collection
 from crowdprefs.io import read_lists
+from crowdprefs.parallel import Runner
 from crowdprefs.quality.crowd_fit import fit_crowd_model
 from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model
 from crowdprefs.quality.planning import Design, simulate
@@ -137,6 +138,7 @@ def compare(
     chosen: dict[str, tuple[str, Design]],
     campaigns: int,
     seed: int,
+    runner: Runner,
 ) -> dict[str, dict[str, float]]:
     """Per design key: its figures over ``campaigns`` campaigns, paired with the published
     design on the same seeds; wall hours with the model's round timing and with the 2010
@@ -145,9 +147,9 @@ def compare(
     runs = {}
     for key, (_, design) in chosen.items():
         started = time.perf_counter()
-        frame = simulate(truth, design, model, campaigns=campaigns, seed=seed)
+        frame = simulate(truth, design, model, campaigns=campaigns, seed=seed, runner=runner)
         seconds = time.perf_counter() - started
-        slow = simulate(truth, design, table_2, campaigns=campaigns, seed=seed)
+        slow = simulate(truth, design, table_2, campaigns=campaigns, seed=seed, runner=runner)
         runs[key] = (frame, slow, seconds)
         print(f"  {key}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     base, base_slow, _ = runs["published"]
@@ -199,6 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=300)
     parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument("--jobs", type=int, help="processes (default: every core)")
     parser.add_argument(
         "--crowd",
         action="append",
@@ -218,6 +221,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.crowd_model is None) != (args.truth is None):
         parser.error("--crowd-model and --truth go together")
+    runner = Runner.from_options(args.jobs)
+    print(f"campaigns run {runner.where}")
     chosen = {
         key: entry
         for key, entry in designs().items()
@@ -240,7 +245,7 @@ def main() -> None:
             f"careless {m.careless_share:.3f}, {m.workers} workers, activity {m.activity:.2f}, "
             f"rounds {m.round_hours:.2f} h + answers / {m.answers_per_hour:.0f} per hour"
         )
-        figures = compare(m, truth, chosen, args.campaigns, args.seed)
+        figures = compare(m, truth, chosen, args.campaigns, args.seed, runner)
         print(
             f"\n{args.campaigns} campaigns per design, paired on the same seeds; means with 95% "
             "intervals; wall hours with the fitted round timing (lockstep batches as the driver "

@@ -16,9 +16,14 @@ Estimators: ``trained`` (the model of the training part; ``--estimator trained -
 accuracy at the stop and stated − realised there. Means over splits, with the paired standard
 error of each estimator's difference to ``judge`` (the same splits), and the worst split.
 
-Usage: ``python benchmarks/mtc_transfer.py [--splits 48] [--first 0] [--quick] [--csv F]``
-(splits are seeded ``first``, ``first + 1``, ...; ``--quick`` leaves out ``fitted``, the slow
-one; ``--csv`` writes the per-split numbers).
+The study is :func:`crowdprefs.evaluation.mtc.transfer_study` (also ``crowdprefs mtc
+transfer``): each split is a task on its own process, and the numbers are the same for any
+``--jobs`` (the CPU seconds aside).
+
+Usage: ``python benchmarks/mtc_transfer.py [--splits 48] [--first 0] [--quick] [--csv F]
+[--jobs N]`` (splits are seeded ``first``, ``first + 1``, ...; ``--quick`` leaves out
+``fitted``, the slow one; ``--csv`` writes the per-split numbers; ``--jobs``: processes,
+default ``CROWDPREFS_JOBS``, else every core).
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.evaluation import mtc
+from crowdprefs.evaluation.mtc.transfer import BASELINE
 from crowdprefs.io import read_levels, read_runs
+from crowdprefs.parallel import Runner
+from crowdprefs.progress import make_progress
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"
 TARGET = 0.95
-EARLY = 120  # judgments at which accuracy is compared
-BASELINE = "judge"
 
 
 def load() -> tuple[mtc.Collection, mtc.PairMetadata, np.ndarray]:
@@ -47,73 +53,25 @@ def load() -> tuple[mtc.Collection, mtc.PairMetadata, np.ndarray]:
     return col, meta, truth
 
 
-def run(col: mtc.Collection, truth: np.ndarray, estimator, selection: str) -> dict[str, float]:
-    """Simulate to the stop (and on to ``EARLY`` judgments if it stops before)."""
-    select = mtc.make_selector(selection, col, 20, 1)
-    sim = mtc.simulate(col, truth, estimator, select, "fine", target=TARGET)
-    stop = sim.log.iloc[-1]
-    if stop.judgments < EARLY:
-        sim = mtc.simulate(
-            col, truth, estimator, select, "fine", stop_at_target=False, max_judgments=EARLY
-        )
-    return {
-        "early": sim.at(EARLY)["accuracy"],
-        "judgments": stop.judgments,
-        "accuracy": stop.accuracy,
-        "stated": stop.confidence,
-        "reached": float(stop.confidence >= TARGET),
-    }
-
-
-def estimators(col, meta, model) -> dict[str, tuple[object, str]]:
-    def make(name: str, effects: bool = True):
-        return mtc.make_estimator(name, col, "fine", meta, effects, model=model)
-
-    return {
-        "trained": (make("trained"), "adaptive"),
-        "judge": (make("judge"), "adaptive"),
-        "compat": (make("judge", effects=False), "reference"),
-        "fitted": (make("fitted"), "adaptive"),
-        "output": (make("output"), "adaptive"),
-        "uniform": (make("uniform"), "adaptive"),
-    }
-
-
-def study(splits: int, quick: bool, first: int = 0) -> pd.DataFrame:
+def study(splits: int, quick: bool, first: int = 0, jobs: int | None = None) -> pd.DataFrame:
+    """The per-split rows of :func:`mtc.transfer_study`, each split a task of ``jobs``
+    processes; one line per split (its model) once all are done."""
     col, meta, truth = load()
-    rows = []
-    for seed in range(first, first + splits):
-        (train_s, train_q), (test_s, test_q) = mtc.transfer_split(col, seed)
-        train, train_pairs = col.subset(train_s, train_q)
-        test, test_pairs = col.subset(test_s, test_q)
-        start = time.perf_counter()
-        model = mtc.train_gain_model(train, meta.take(train_pairs), truth[train_pairs], "fine")
-        trained_in = time.perf_counter() - start
-        test_meta, test_truth = meta.take(test_pairs), truth[test_pairs]
-        for name, (estimator, selection) in estimators(test, test_meta, model).items():
-            if quick and name == "fitted":
-                continue
-            start = time.perf_counter()
-            numbers = run(test, test_truth, estimator, selection)
-            seconds = time.perf_counter() - start
-            outside = estimator.outside.any(axis=1).mean() if name == "trained" else np.nan
-            rows.append(
-                {"split": seed, "estimator": name, "seconds": seconds, "outside": outside,
-                 "training": trained_in, "sigma": model.sigma, "tau": model.tau,
-                 "eta": model.eta, "scale": model.variance_scale, **numbers}
-            )  # fmt: skip
-        print(f"  split {seed}: {test.n_systems} systems × {test.n_queries} queries, "
-              f"{test.n_pairs} pairs; model σ {model.sigma:.2f}, τ {model.tau:.2f}, "
-              f"ω {model.omega:.2f}, η {model.eta:.2f}, λ {model.variance_scale:.2f}, "
-              f"held-out RMSE {model.held_out_rmse:.1f}", flush=True)  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def paired(frame: pd.DataFrame, column: str, name: str) -> tuple[float, float]:
-    """Mean and paired standard error over splits of ``name``'s ``column`` minus BASELINE's."""
-    table = frame.pivot(index="split", columns="estimator", values=column)
-    difference = table[name] - table[BASELINE]
-    return float(difference.mean()), float(difference.std(ddof=1) / np.sqrt(len(difference)))
+    names = [n for n in mtc.TRANSFER_ESTIMATORS if not (quick and n == "fitted")]
+    runner = Runner.from_options(jobs)
+    with make_progress(transient=True) as progress:
+        bar = progress.add_task(f"transfer splits {runner.where}", total=splits)
+        frame = mtc.transfer_study(
+            col, meta, truth, "fine", splits, first, names, target=TARGET, runner=runner,
+            on_done=lambda done: progress.update(bar, completed=done),
+        )  # fmt: skip
+    systems, queries = col.n_systems - col.n_systems // 2, col.n_queries - col.n_queries // 2
+    for seed, row in frame.groupby("split", sort=True).first().iterrows():
+        print(f"  split {seed}: {systems} systems × {queries} queries, "
+              f"{row.pairs} pairs; model σ {row.sigma:.2f}, τ {row.tau:.2f}, "
+              f"ω {row.omega:.2f}, η {row.eta:.2f}, λ {row.scale:.2f}, "
+              f"held-out RMSE {row.rmse:.1f}", flush=True)  # fmt: skip
+    return frame
 
 
 def report(frame: pd.DataFrame) -> dict[str, float]:
@@ -127,47 +85,38 @@ def report(frame: pd.DataFrame) -> dict[str, float]:
     header = (
         f"{'estimator':9} | {'acc. after 120':>22} | {'judgments to stop':>24} | "
         f"{'ratio':>5} | {'acc. at stop (worst)':>20} | {'stated-realised':>22} | "
-        f"{'stops at 0':>10} | {'s/run':>5}"
+        f"{'stops at 0':>10} | {'CPU s/run':>9}"
     )
     print(header)
     print("-" * len(header))
-    order = ["trained", "judge", "compat", "fitted", "output", "uniform"]
-    base_judgments = frame[frame.estimator == BASELINE]["judgments"].mean()
     figures = {}
-    for name in [n for n in order if n in set(frame.estimator)]:
-        part = frame[frame.estimator == name]
-        early, judgments = part["early"].mean(), part["judgments"].mean()
+    for name, row in mtc.transfer_summary(frame, BASELINE).iterrows():
         if name == BASELINE:
-            early_text, judged_text = f"{early:.3f}", f"{judgments:.0f}"
-            gap_text = f"{part['gap'].mean():+.3f}"
+            early_text, judged_text = f"{row.early:.3f}", f"{row.judgments:.0f}"
+            gap_text = f"{row.gap:+.3f}"
         else:
-            d_early, se_early = paired(frame, "early", name)
-            d_judged, se_judged = paired(frame, "judgments", name)
-            d_gap, se_gap = paired(frame, "gap", name)
-            early_text = f"{early:.3f} ({d_early:+.3f}±{se_early:.3f})"
-            judged_text = f"{judgments:.0f} ({d_judged:+.0f}±{se_judged:.0f})"
-            gap_text = f"{part['gap'].mean():+.3f} ({d_gap:+.3f}±{se_gap:.3f})"
+            early_text = f"{row.early:.3f} ({row.early_diff:+.3f}±{row.early_se:.3f})"
+            judged_text = f"{row.judgments:.0f} ({row.judgments_diff:+.0f}±{row.judgments_se:.0f})"
+            gap_text = f"{row.gap:+.3f} ({row.gap_diff:+.3f}±{row.gap_se:.3f})"
             figures |= {
-                f"{name}_d_early": d_early,
-                f"{name}_se_early": se_early,
-                f"{name}_d_judgments": d_judged,
-                f"{name}_se_judgments": se_judged,
+                f"{name}_d_early": row.early_diff,
+                f"{name}_se_early": row.early_se,
+                f"{name}_d_judgments": row.judgments_diff,
+                f"{name}_se_judgments": row.judgments_se,
             }
         figures |= {
-            f"{name}_early": early,
-            f"{name}_judgments": judgments,
-            f"{name}_ratio": judgments / base_judgments,
-            f"{name}_accuracy": part["accuracy"].mean(),
-            f"{name}_worst": part["accuracy"].min(),
-            f"{name}_gap": part["gap"].mean(),
-            f"{name}_zero_stops": (part["judgments"] == 0).sum(),
+            f"{name}_early": row.early,
+            f"{name}_judgments": row.judgments,
+            f"{name}_ratio": row.ratio,
+            f"{name}_accuracy": row.accuracy,
+            f"{name}_worst": row.worst,
+            f"{name}_gap": row.gap,
+            f"{name}_zero_stops": row.zero_stops,
         }
         print(
-            f"{name:9} | {early_text:>22} | {judged_text:>24} | "
-            f"{judgments / base_judgments:5.2f} | "
-            f"{part['accuracy'].mean():.3f} ({part['accuracy'].min():.3f}) | "
-            f"{gap_text:>22} | {int((part['judgments'] == 0).sum()):>10} | "
-            f"{part['seconds'].mean():5.2f}"
+            f"{name:9} | {early_text:>22} | {judged_text:>24} | {row.ratio:5.2f} | "
+            f"{row.accuracy:.3f} ({row.worst:.3f}) | {gap_text:>22} | "
+            f"{int(row.zero_stops):>10} | {row.seconds:9.2f}"
         )
     trained, base = (
         frame[frame.estimator == n].set_index("split")["judgments"] for n in ("trained", BASELINE)
@@ -184,7 +133,7 @@ def report(frame: pd.DataFrame) -> dict[str, float]:
         f"error spread on held-out systems σ {model['sigma'].mean():.2f}, "
         f"τ {model['tau'].mean():.2f}, per query η {model['eta'].mean():.2f}, variance scale λ "
         f"{model['scale'].mean():.2f}; "
-        f"training {model['training'].mean():.1f} s"
+        f"training {model['training'].mean():.1f} CPU s"
     )
     return figures | {"trained_eta": model["eta"].mean()}
 
@@ -196,13 +145,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--csv", type=Path, help="also write the per-split numbers here")
     parser.add_argument("--json", action="store_true", help="end with the figures as JSON")
+    parser.add_argument(
+        "--jobs", "-j", type=int, help="processes (default: CROWDPREFS_JOBS, else every core)"
+    )
     args = parser.parse_args()
     if not (DATA / "runs.txt").exists():
         print(f"{DATA} not found: nothing to measure")
         return
     start = time.perf_counter()
-    frame = study(args.splits, args.quick, args.first)
-    frame = frame.assign(gap=frame["stated"] - frame["accuracy"])
+    frame = study(args.splits, args.quick, args.first, args.jobs)
     if args.csv:
         frame.to_csv(args.csv, index=False)
     figures = report(frame)

@@ -4,6 +4,7 @@ tables, CSV and JSON). A core utility: the library reports through it, the CLI s
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -13,10 +14,12 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 T = TypeVar("T")
 
@@ -34,9 +37,52 @@ def escape(text: str) -> str:
     return escape_markup(visible)
 
 
+#: Seconds between the plain progress lines written where stderr is not a terminal.
+LINE_SECONDS = 10.0
+
+
+class _Progress(Progress):
+    """A rich progress bar that, where stderr is not a terminal (a log file, a batch job, a
+    pipe), writes a plain line per task every :data:`LINE_SECONDS` instead of nothing; work
+    shorter than that writes no line."""
+
+    def __init__(self, *columns, **options) -> None:
+        super().__init__(*columns, **options)
+        self._plain = not self.console.is_terminal
+        self._last: dict[TaskID, float] = {}
+
+    def add_task(self, description: str, *args, **kwargs) -> TaskID:
+        task = super().add_task(description, *args, **kwargs)
+        self._last[task] = time.monotonic()
+        return task
+
+    def update(self, task_id: TaskID, **kwargs) -> None:
+        super().update(task_id, **kwargs)
+        self._line(task_id)
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._line(task_id)
+
+    def _line(self, task_id: TaskID) -> None:
+        now = time.monotonic()
+        if not self._plain or now - self._last.get(task_id, now) < LINE_SECONDS:
+            return
+        self._last[task_id] = now
+        task = self._tasks[task_id]
+        total = f"/{task.total:.0f}" if task.total is not None else ""
+        description = Text.from_markup(task.description).plain
+        self.console.print(
+            f"{escape(description)}: {task.completed:.0f}{total} ({task.elapsed or 0:.0f} s)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def make_progress(*, transient: bool = True) -> Progress:
-    """A progress bar on stderr."""
-    return Progress(
+    """A progress bar on stderr (plain lines every :data:`LINE_SECONDS` where stderr is not a
+    terminal)."""
+    return _Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),

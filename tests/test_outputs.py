@@ -108,6 +108,8 @@ WRITERS = [
            lambda ws: ws.results),
     Writer("mtc next", "-o", mtc("next", "-o", "--batch", "3"), lambda ws: ws.runs),
     Writer("mtc train", "-o", mtc("train", "-o"), lambda ws: ws.metadata, ".json"),
+    Writer("mtc transfer", "-o", mtc("transfer", "-o", "--splits", "1", "--estimator", "uniform"),
+           lambda ws: ws.levels, ".csv"),
     Writer("mtc simulate", "--plot", mtc("simulate", "--plot", "--max-judgments", "20"),
            lambda ws: ws.levels, ".png"),
     Writer("evaluate", "--plot",

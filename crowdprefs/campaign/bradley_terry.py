@@ -32,10 +32,22 @@ finite when a candidate wins every comparison or a worker answers little: s ~ N(
 ln ν or ln(θ − 1) ~ N(0, 10²), ρ_w ~ N(2, 1) (η ≈ 0.88 until the answers say otherwise) and
 b_w ~ N(0, 1). The maximiser is a truncated Newton method with a backtracking line search:
 each step solves H·δ = ∇ log-posterior by conjugate gradients, the Hessian products taken by
-differences of the analytic gradient, preconditioned by the block-diagonal expected information
-(one dense block per query for its scores, one per worker for (ρ_w, b_w), one for the tie
-parameter; the blocks of each size inverted at once as a stacked array); everything is
-vectorised over answers.
+differences of the analytic gradient, preconditioned by the block-diagonal expected
+complete-data information (one dense block per query for its scores, one per worker for
+(ρ_w, b_w), one for the tie parameter; the blocks of each size inverted at once as a stacked
+array).
+
+The work is linear in the answers. The model's probabilities depend on an answer only through
+its ordered pair of candidates, so they are computed once per distinct pair; with
+κ_{w,o} = e^{−ρ_w} q_{w,o}, P = η_w (p_o + κ_{w,o}), and an answer costs two look-ups (its
+pair's p_o, its worker's κ) per evaluation. The gradient is Fisher's identity (Louis, *Finding
+the observed information matrix when using the EM algorithm*, JRSS B 1982): with
+r = p_o / (p_o + κ_{w,o}) the posterior probability that the answer followed the model, the
+scores' gradient is Σ r ∂ln p_o/∂d summed per distinct pair, and the worker's
+Σ (r − η_w) for ρ_w and Σ (1 − r)(1[o = k] − q_{w,k}) for b_{w,k} — two weighted counts per
+evaluation (per pair × outcome, per worker × outcome). Nothing ever builds an items × items
+or answers × parameters matrix. BLAS is held to ``BLAS_THREADS`` thread(s) during the fit
+(threadpoolctl): its matrices are small, and more threads only contend for the cores.
 
 Groups of equally similar candidates: within a query, candidates are taken by decreasing score;
 a candidate joins the current group unless its score is significantly below the score of the
@@ -56,11 +68,11 @@ is the sign of s_x − s_y.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
 from scipy import special
+from threadpoolctl import threadpool_limits
 
 from crowdprefs.errors import InputError
 
@@ -76,37 +88,42 @@ _WORKER_PRECISION = np.array(
     [1 / RELIABILITY_PRIOR_SD**2, 1 / NOISE_PRIOR_SD**2, 1 / NOISE_PRIOR_SD**2]
 )  # prior precision of each worker's (ρ, b_first, b_second)
 
-_C = np.array([0.5, 0.0, -0.5])  # ∂(Davidson logit)/∂d for win, tie, loss
-_T = np.array([0.0, 1.0, 0.0])  # ∂(Davidson logit)/∂τ
+_C = np.array([0.5, 0.0, -0.5])  # ∂(Davidson log-odds)/∂d for win, tie, loss
+_T = np.array([0.0, 1.0, 0.0])  # ∂(Davidson log-odds)/∂τ
 _CHUNK = 1 << 22  # matrix entries stacked per solve (32 MB of float64)
+BLAS_THREADS = 1  # the fit's matrices are small: more BLAS threads only add contention
 
 
 def _model(
     d: np.ndarray, tau: float, ties: TieModel, derivatives: bool = True
 ) -> tuple[np.ndarray, ...]:
-    """``(p, ∂p/∂d, ∂p/∂τ)``, each (n, 3) over (win, tie, loss), with τ = ln ν (Davidson) or
-    ln(θ − 1) (Rao-Kupper); without ``derivatives`` only ``(p,)``."""
+    """``(p, ∂ln p/∂d, ∂ln p/∂τ)``, each (n, 3) over (win, tie, loss), with τ = ln ν
+    (Davidson) or ln(θ − 1) (Rao-Kupper); without ``derivatives`` only ``(p,)``. The
+    derivatives are of ln p, exact where p underflows."""
     if ties == "davidson":
         half = d / 2
         top = np.maximum(np.abs(half), tau)
-        p = np.exp(np.stack([half - top, tau - top, -half - top], axis=1))
-        p /= p.sum(axis=1, keepdims=True)
+        p = np.empty((len(d), 3))
+        p[:, 0], p[:, 1], p[:, 2] = np.exp(half - top), np.exp(tau - top), np.exp(-half - top)
+        p /= (p[:, 0] + p[:, 1] + p[:, 2])[:, None]
         if not derivatives:
             return (p,)
-        dp_dd = p * (_C[None, :] - (p @ _C)[:, None])
-        dp_dtau = p * (_T - p[:, 1:2])
-        return p, dp_dd, dp_dtau
+        # ln p_o = c_o·d + t_o·τ − ln(e^{d/2} + e^{−d/2} + ν)
+        dlog_dd = _C - ((p[:, 0] - p[:, 2]) / 2)[:, None]
+        dlog_dtau = _T - p[:, 1:2]
+        return p, dlog_dd, dlog_dtau
     h = np.logaddexp(0.0, tau)  # ln θ = ln(1 + e^τ) > 0
     win, loss = special.expit(d - h), special.expit(-d - h)
     log_tie = 2 * h + np.log(-np.expm1(-2 * h)) + d - np.logaddexp(d, h) - np.logaddexp(h + d, 0.0)
     p = np.stack([win, np.exp(log_tie), loss], axis=1)
     if not derivatives:
         return (p,)
-    g_win, g_loss = win * (1 - win), loss * (1 - loss)
     dh = special.expit(tau)
-    dp_dd = np.stack([g_win, g_loss - g_win, -g_loss], axis=1)
-    dp_dtau = np.stack([-g_win * dh, (g_win + g_loss) * dh, -g_loss * dh], axis=1)
-    return p, dp_dd, dp_dtau
+    lose_side, win_side = special.expit(h - d), special.expit(h + d)  # 1 − win, 1 − loss
+    dlog_dd = np.stack([lose_side, lose_side - win_side, -win_side], axis=1)
+    tie_dh = 2 / -np.expm1(-2 * h) - lose_side - win_side
+    dlog_dtau = np.stack([-lose_side, tie_dh, -win_side], axis=1) * dh
+    return p, dlog_dd, dlog_dtau
 
 
 def _tie_parameter(tau: float, ties: TieModel) -> float:
@@ -186,20 +203,21 @@ def _noise(b: np.ndarray) -> np.ndarray:
 class _Blocks:
     """Where each query's scores sit in stacked dense matrices: queries of one size together,
     in chunks of at most ``_CHUNK`` entries. Per chunk: ``members`` (blocks × size item codes),
-    and for the answers inside it their ``answers`` indices and flat (i, i), (j, j), (i, j),
-    (j, i) positions in the stacked matrices."""
+    and for the distinct pairs inside it their ``pairs`` indices and flat (i, i), (j, j),
+    (i, j), (j, i) positions in the stacked matrices."""
 
     chunks: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
 
     @classmethod
     def build(cls, block: np.ndarray, first: np.ndarray, second: np.ndarray) -> _Blocks:
+        """The layout for items coded by ``block`` and compared in pairs ``(first, second)``."""
         codes, local = np.unique(block, return_inverse=True)
         order = np.argsort(local, kind="stable")
         sizes = np.bincount(local, minlength=len(codes))
         starts = np.cumsum(sizes) - sizes
         position = np.empty(len(block), np.int64)
         position[order] = np.arange(len(block)) - np.repeat(starts, sizes)
-        answer_block = local[first]
+        pair_block = local[first]
         chunks = []
         for size in np.unique(sizes):
             chosen = np.flatnonzero(sizes == size)
@@ -208,8 +226,8 @@ class _Blocks:
                 members = order[starts[part][:, None] + np.arange(size)[None, :]]
                 slot = np.full(len(codes), -1)
                 slot[part] = np.arange(len(part))
-                inside = np.flatnonzero(slot[answer_block] >= 0)
-                base = slot[answer_block[inside]] * size * size
+                inside = np.flatnonzero(slot[pair_block] >= 0)
+                base = slot[pair_block[inside]] * size * size
                 i, j = position[first[inside]], position[second[inside]]
                 flat = np.concatenate(
                     [
@@ -223,7 +241,8 @@ class _Blocks:
         return cls(tuple(chunks))
 
     def matrices(self, weight: np.ndarray, chunk: int) -> np.ndarray:
-        """The stacked Σ weight·(e_i − e_j)(e_i − e_j)ᵀ + prior precision of one chunk."""
+        """The stacked Σ weight·(e_i − e_j)(e_i − e_j)ᵀ + prior precision of one chunk
+        (``weight`` per distinct pair)."""
         members, inside, flat = self.chunks[chunk]
         count, size = members.shape
         w = weight[inside]
@@ -236,20 +255,46 @@ class _Blocks:
 
 @dataclass(frozen=True)
 class _Problem:
-    first: np.ndarray
-    second: np.ndarray
-    col: np.ndarray  # observed outcome: 0 first preferred, 1 equal, 2 second preferred
-    worker: np.ndarray
+    """The answers, reduced to what the likelihood needs. The model's probabilities depend on
+    an answer only through its ordered pair of candidates (``pair_first``, ``pair_second``:
+    the m distinct pairs) and the noise through its worker, so each answer is two flat indices:
+    ``pair_outcome`` = pair·3 + outcome into (m, 3) arrays and ``worker_outcome`` =
+    worker·3 + outcome into (w, 3) ones (outcome 0 first preferred, 1 equal, 2 second
+    preferred), the answers sorted by pair for locality. Without worker reliability only the
+    ``counts`` per (pair, outcome) matter."""
+
+    pair_first: np.ndarray
+    pair_second: np.ndarray
+    pair_outcome: np.ndarray
+    worker_outcome: np.ndarray
+    counts: np.ndarray  # answers per (pair, outcome), flat
+    worker_counts: np.ndarray  # answers per (worker, outcome), (w, 3)
     n: int
     w: int
     ties: TieModel
     reliability: bool
     blocks: _Blocks
+    work: dict = field(default_factory=dict, repr=False, compare=False)  # per-answer buffers
 
-    @cached_property
-    def observed(self) -> np.ndarray:
-        """Flat positions of the observed outcomes in (answers, 3) arrays."""
-        return np.arange(len(self.col)) * 3 + self.col
+    @classmethod
+    def build(cls, first, second, col, worker, n, w, ties, reliability, block) -> _Problem:
+        """The problem of answers ``(first, second, col, worker)`` on items coded by ``block``."""
+        key = first * n + second
+        order = np.argsort(key * 3 + col)
+        key, col, worker = key[order], col[order], worker[order]
+        new = np.empty(len(key), bool)
+        new[0], new[1:] = True, key[1:] != key[:-1]
+        pair = np.cumsum(new) - 1
+        pair_first, pair_second = first[order][new], second[order][new]
+        pair_outcome = pair * 3 + col
+        worker_outcome = worker * 3 + col
+        counts = np.bincount(pair_outcome, minlength=3 * len(pair_first)).astype(float)
+        worker_counts = np.bincount(worker_outcome, minlength=3 * w).astype(float).reshape(w, 3)
+        blocks = _Blocks.build(block, pair_first, pair_second)
+        return cls(
+            pair_first, pair_second, pair_outcome, worker_outcome, counts, worker_counts,
+            n, w, ties, reliability, blocks,
+        )  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -262,67 +307,95 @@ class _Problem:
         return s, tau, theta[self.n + 1 : self.n + 1 + self.w], theta[self.n + 1 + self.w :]
 
 
+def _answer_terms(
+    theta: np.ndarray, pb: _Problem, derivatives: bool, posterior: bool = True, value: bool = True
+):
+    """``(p, model derivatives, η, q, ln L, r)``: the model's (m, 3) probabilities of every
+    pair; with ``derivatives`` ∂ln p/∂(d, τ); the workers' η and q; with ``value`` the
+    log-likelihood ln L = Σ ln P over answers, P = η·p_o + (1 − η)·q_o = η·(p_o + κ_o) with
+    κ_o = e^{−ρ}·q_o; with ``posterior`` per answer the posterior probability
+    r = p_o / (p_o + κ_o) that it followed the model (in a buffer of ``pb`` that the next call
+    overwrites). Without reliability only ``p`` and its derivatives are computed."""
+    s, tau, rho, b = pb.unpack(theta)
+    p, *model_derivatives = _model(s[pb.pair_first] - s[pb.pair_second], tau, pb.ties, derivatives)
+    if not pb.reliability:
+        return p, model_derivatives, None, None, None, None
+    eta = special.expit(rho)
+    log_q = special.log_softmax(np.column_stack([b[::2], np.zeros(pb.w), b[1::2]]), axis=1)
+    q = np.exp(log_q)
+    if not pb.work:
+        pb.work.update(follow=np.empty(len(pb.pair_outcome)), mixed=np.empty(len(pb.pair_outcome)))
+    follow, mixed = pb.work["follow"], pb.work["mixed"]
+    np.take(p.ravel(), pb.pair_outcome, out=follow)
+    # κ = e^{−ρ}·q, its exponent capped far beyond any estimate (finite for any θ tried)
+    kappa = np.exp(np.minimum(log_q - rho[:, None], 700.0))
+    np.take(kappa.ravel(), pb.worker_outcome, out=mixed)
+    mixed += follow
+    np.maximum(mixed, 1e-300, out=mixed)
+    answered = pb.worker_counts.sum(axis=1)
+    log_likelihood = (
+        float(np.log(mixed).sum() + answered @ special.log_expit(rho)) if value else None
+    )
+    r = np.divide(follow, mixed, out=follow) if posterior else None
+    return p, model_derivatives, eta, q, log_likelihood, r
+
+
 def _log_posterior(theta: np.ndarray, pb: _Problem, order: int = 1):
-    """The log-posterior at ``theta``; with ``order`` ≥ 1 its gradient, with 2 also the
-    curvature for a Newton step (:class:`_Curvature`)."""
+    """The log-posterior at ``theta`` (``order`` 0); with ``order`` 1 ``(value, gradient)``,
+    with 2 also the curvature for a Newton step (:class:`_Curvature`); with −1 the gradient
+    alone. The gradient is Fisher's identity: the expected gradient of the complete-data
+    log-posterior (whether each answer followed the model known) given the answers, with the
+    posterior probabilities r of following the model as weights (Louis, *Finding the observed
+    information matrix when using the EM algorithm*, JRSS B 1982)."""
     s, tau, rho, b = pb.unpack(theta)
     n, w = pb.n, pb.w
-    p, *derivatives = _model(s[pb.first] - s[pb.second], tau, pb.ties, order > 0)
-    observed = pb.observed
-    p_o = p.ravel()[observed]
-    if pb.reliability:
-        b = b.reshape(w, 2)
-        eta = special.expit(rho)[pb.worker]
-        q_w = _noise(b)
-        q_o = q_w.ravel()[pb.worker * 3 + pb.col]
-        prob_o = np.maximum(eta * p_o + (1 - eta) * q_o, 1e-300)
-    else:
-        eta, prob_o = 1.0, np.maximum(p_o, 1e-300)
-    value = np.log(prob_o).sum() - (s @ s) / (2 * SCORE_PRIOR_SD**2)
-    value -= tau**2 / (2 * TIE_PRIOR_SD**2)
+    p, derivatives, eta, q, log_likelihood, r = _answer_terms(
+        theta, pb, order != 0, order != 0, order >= 0
+    )
+    prior = (s @ s) / (2 * SCORE_PRIOR_SD**2) + tau**2 / (2 * TIE_PRIOR_SD**2)
     if pb.reliability:
         shift = rho - RELIABILITY_PRIOR_MEAN
-        value -= (shift @ shift) / (2 * RELIABILITY_PRIOR_SD**2) + (b.ravel() @ b.ravel()) / (
-            2 * NOISE_PRIOR_SD**2
-        )
+        prior += (shift @ shift) / (2 * RELIABILITY_PRIOR_SD**2) + (b @ b) / (2 * NOISE_PRIOR_SD**2)
+    value = None
+    if order >= 0:
+        if pb.reliability:
+            value = log_likelihood - prior
+        else:
+            value = float(pb.counts @ np.log(np.maximum(p, 1e-300)).ravel()) - prior
     if order == 0:
         return value
-    dp_dd, dp_dtau = derivatives
-    g_d = eta * dp_dd.ravel()[observed] / prob_o
-    grad = np.empty(pb.size)
-    grad[:n] = np.bincount(pb.first, g_d, minlength=n) - np.bincount(pb.second, g_d, minlength=n)
-    grad[:n] -= s / SCORE_PRIOR_SD**2
-    grad[n] = (eta * dp_dtau.ravel()[observed] / prob_o).sum() - tau / TIE_PRIOR_SD**2
+    dlog_dd, dlog_dtau = derivatives
     if pb.reliability:
-        # ∂log P/∂(ρ, b_first, b_second) of the observed outcomes
-        noise = (1 - eta) * q_o / prob_o
-        per_answer = (
-            eta * (1 - eta) * (p_o - q_o) / prob_o,
-            noise * ((pb.col == 0) - q_w[pb.worker, 0]),
-            noise * ((pb.col == 2) - q_w[pb.worker, 2]),
+        followed = np.bincount(pb.pair_outcome, r, minlength=len(pb.counts)).reshape(-1, 3)
+    else:
+        followed = pb.counts.reshape(-1, 3)
+    g_pair = np.einsum("ij,ij->i", followed, dlog_dd)
+    grad = np.empty(pb.size)
+    grad[:n] = np.bincount(pb.pair_first, g_pair, minlength=n)
+    grad[:n] -= np.bincount(pb.pair_second, g_pair, minlength=n)
+    grad[:n] -= s / SCORE_PRIOR_SD**2
+    grad[n] = float((followed * dlog_dtau).sum()) - tau / TIE_PRIOR_SD**2
+    worker_followed = None
+    if pb.reliability:
+        # ∂/∂ρ_w = Σ (r − η_w); ∂/∂b_wk = Σ (1 − r)(1[outcome k] − q_wk) over w's answers
+        worker_followed = np.bincount(pb.worker_outcome, r, minlength=3 * w).reshape(w, 3)
+        noise = pb.worker_counts - worker_followed
+        columns = np.column_stack(
+            [
+                worker_followed.sum(axis=1) - eta * pb.worker_counts.sum(axis=1),
+                noise[:, 0] - q[:, 0] * noise.sum(axis=1),
+                noise[:, 2] - q[:, 2] * noise.sum(axis=1),
+            ]
         )
-        per_worker = np.column_stack([np.bincount(pb.worker, g, minlength=w) for g in per_answer])
-        _set_worker_columns(grad, per_worker - np.column_stack([shift, b]) * _WORKER_PRECISION, pb)
+        _set_worker_columns(
+            grad, columns - np.column_stack([shift, b.reshape(w, 2)]) * _WORKER_PRECISION, pb
+        )
+    if order == -1:
+        return grad
     if order == 1:
         return value, grad
-    jacobian = None
-    if pb.reliability:
-        eta, q = eta[:, None], q_w[pb.worker]
-        prob = eta * p + (1 - eta) * q
-        # ∂P/∂(ρ, b_first, b_second) for each outcome: (answers, 3 parameters, 3 outcomes)
-        outcome_is = np.eye(3)
-        jacobian = np.stack(
-            [
-                eta * (1 - eta) * (p - q),
-                (1 - eta) * q * (outcome_is[0] - q[:, 0:1]),
-                (1 - eta) * q * (outcome_is[2] - q[:, 2:3]),
-            ],
-            axis=1,
-        )
-    else:
-        prob = p
-    prob = np.maximum(prob, 1e-300)
-    return value, grad, _Curvature(theta, grad, pb, prob, eta * dp_dd, eta * dp_dtau, jacobian)
+    curvature = _Curvature(theta, grad, pb, p, derivatives, followed, eta, q, worker_followed)
+    return value, grad, curvature
 
 
 class _Curvature:
@@ -330,29 +403,41 @@ class _Curvature:
     information −∇²ℓ·v, by finite differences of the analytic gradient along v (Hessian-free
     Newton; Nocedal & Wright, *Numerical Optimization*, §7.1), and as preconditioner the inverse
     of the block-diagonal part (each query's scores, the tie parameter, each worker's three
-    parameters) of the expected Fisher information Σ_answers Σ_o ∇P_o ∇P_oᵀ / P_o + the prior
-    precision, which is positive definite everywhere."""
+    parameters) of the expected complete-data information given the answers (Louis 1982): each
+    pair's Fisher information about d (Σ_o p_o (∂ln p_o/∂d)²) times the answers expected to
+    have followed the model (Σ r), each worker's η(1 − η) per answer for ρ and the multinomial
+    information diag(q) − qqᵀ per answer expected to be noise for b, plus the prior
+    precision; positive definite everywhere, and computed from the gradient's sums alone."""
 
-    def __init__(self, theta, grad, pb: _Problem, prob, d_dd, d_dtau, d_worker) -> None:
+    def __init__(
+        self, theta, grad, pb: _Problem, p, derivatives, followed, eta, q, worker_followed
+    ) -> None:
         self.theta, self.grad, self.pb = theta, grad, pb
-        weight = (d_dd**2 / prob).sum(axis=1)
+        dlog_dd, dlog_dtau = derivatives
+        expected = followed.sum(axis=1)
+        weight = expected * (p * dlog_dd**2).sum(axis=1)
         self.score_inverses = [
             np.linalg.inv(pb.blocks.matrices(weight, chunk))
             for chunk in range(len(pb.blocks.chunks))
         ]
-        self.tie_inverse = 1 / ((d_dtau**2 / prob).sum() + 1 / TIE_PRIOR_SD**2)
+        tie_information = expected @ (p * dlog_dtau**2).sum(axis=1)
+        self.tie_inverse = 1 / (tie_information + 1 / TIE_PRIOR_SD**2)
         if pb.reliability:
-            scaled = d_worker / np.sqrt(prob)[:, None, :]
-            outer = scaled @ scaled.transpose(0, 2, 1)  # Σ_o ∇P_o ∇P_oᵀ / P_o per answer
-            cells = (pb.worker[:, None] * 9 + np.arange(9)).ravel()
-            info = np.bincount(cells, outer.ravel(), minlength=pb.w * 9).reshape(pb.w, 3, 3)
+            answered = pb.worker_counts.sum(axis=1)
+            noise = answered - worker_followed.sum(axis=1)
+            info = np.zeros((pb.w, 3, 3))
+            info[:, 0, 0] = answered * eta * (1 - eta)
+            sides = q[:, [0, 2]]
+            info[:, 1:, 1:] = noise[:, None, None] * (
+                sides[:, :, None] * np.eye(2) - sides[:, :, None] * sides[:, None, :]
+            )
             info += np.diag(_WORKER_PRECISION)
             self.worker_inverses = np.linalg.inv(info)
 
     def times(self, v: np.ndarray) -> np.ndarray:
         """−∇²ℓ(θ)·v ≈ (∇ℓ(θ) − ∇ℓ(θ + εv))/ε."""
         epsilon = 1e-6 / np.abs(v).max()
-        return (self.grad - _log_posterior(self.theta + epsilon * v, self.pb)[1]) / epsilon
+        return (self.grad - _log_posterior(self.theta + epsilon * v, self.pb, order=-1)) / epsilon
 
     def precondition(self, r: np.ndarray) -> np.ndarray:
         """The block-diagonal inverse times r."""
@@ -430,7 +515,9 @@ def fit_bradley_terry(
     code of its query (items are compared and grouped within their block; one block when
     omitted). ``reliability=False`` fits the plain tie model (η ≡ 1). ``alpha`` is the level of
     the test that separates groups. The fit stops when the step's predicted gain of
-    log-posterior (half the Newton decrement gᵀH⁻¹g) is below ``tolerance``.
+    log-posterior (half the Newton decrement gᵀH⁻¹g) is below ``tolerance``. BLAS runs on
+    ``BLAS_THREADS`` thread(s) during the fit: its matrices are small, and more threads only
+    compete for the cores.
     """
     if ties not in TIE_MODELS:
         raise InputError(f"unknown tie model {ties!r}: use davidson or rao-kupper")
@@ -449,55 +536,72 @@ def fit_bradley_terry(
     block = np.zeros(n, np.int64) if block is None else np.asarray(block, np.int64)
     if (block[first] != block[second]).any():
         raise InputError("an answer compares candidates of two different queries")
-    pb = _Problem(
-        first, second, 1 - outcome, worker, n, w, ties, reliability,
-        _Blocks.build(block, first, second),
-    )  # fmt: skip
+    with threadpool_limits(BLAS_THREADS):
+        pb = _Problem.build(first, second, 1 - outcome, worker, n, w, ties, reliability, block)
+        theta, iterations, converged = _maximise(pb, max_iter, tolerance)
+        return _fitted(theta, pb, alpha, iterations, converged)
 
+
+def _maximise(pb: _Problem, max_iter: int, tolerance: float) -> tuple[np.ndarray, int, bool]:
+    """The truncated Newton ascent from the prior means: ``(θ, iterations, converged)``."""
     theta = np.zeros(pb.size)
-    if reliability:
-        theta[n + 1 : n + 1 + w] = RELIABILITY_PRIOR_MEAN
+    if pb.reliability:
+        theta[pb.n + 1 : pb.n + 1 + pb.w] = RELIABILITY_PRIOR_MEAN
     value, grad, curvature = _log_posterior(theta, pb, order=2)
-    converged, iterations = False, 0
+    iterations = 0
     while iterations < max_iter:
         step = _direction(grad, curvature)
         gain = float(grad @ step)
         if gain / 2 < tolerance:
-            converged = True
-            break
-        length = 1.0  # backtrack until the log-posterior rises enough (Armijo)
-        while _log_posterior(theta + length * step, pb, order=0) < value + 1e-4 * length * gain:
+            return theta, iterations, True
+        length = 1.0  # backtrack until the log-posterior rises enough (Armijo); NaN does not
+        while not (
+            _log_posterior(theta + length * step, pb, order=0) >= value + 1e-4 * length * gain
+        ):
             length /= 2
             if length < 1e-12:  # no ascent left along the step: as close as the numbers allow
-                break
-        if length < 1e-12:
-            converged = True
-            break
+                return theta, iterations, True
         theta = theta + length * step
         iterations += 1
         value, grad, curvature = _log_posterior(theta, pb, order=2)
+    return theta, iterations, False
 
+
+def _fitted(
+    theta: np.ndarray, pb: _Problem, alpha: float, iterations: int, converged: bool
+) -> BradleyTerryFit:
+    """The fit's summary at the maximum ``theta``: tie parameter, workers, log-likelihood,
+    standard errors and groups."""
     s, tau, rho, b = pb.unpack(theta)
-    eta_w = special.expit(rho) if reliability else np.ones(w)
-    q_w = _noise(b.reshape(w, 2)) if reliability else np.full((w, 3), 1 / 3)
-    rows = np.arange(len(first))
-    eta = eta_w[worker][:, None]
-    p = _model(s[first] - s[second], tau, ties)[0]
-    p_obs = np.maximum(eta[:, 0] * p[rows, pb.col] + (1 - eta[:, 0]) * q_w[worker, pb.col], 1e-300)
-    # Expected Fisher information of each answer about d = s_first − s_second, under d = 0.
-    p0, dp0_dd, _ = _model(np.zeros(len(first)), tau, ties)
-    prob0 = np.maximum(eta * p0 + (1 - eta) * q_w[worker], 1e-300)
-    weight = ((eta * dp0_dd) ** 2 / prob0).sum(axis=1)
+    w = pb.w
+    p, _, _, _, log_likelihood, _ = _answer_terms(theta, pb, False, False)
+    if pb.reliability:
+        eta_w, q_w = special.expit(rho), _noise(b.reshape(w, 2))
+    else:
+        eta_w, q_w = np.ones(w), np.full((w, 3), 1 / 3)
+        log_likelihood = float(pb.counts @ np.log(np.maximum(p, 1e-300)).ravel())
+    # Expected Fisher information of each answer about d = s_first − s_second under d = 0: a
+    # function of its worker only, summed per distinct pair.
+    p0, dlog0_dd, _ = _model(np.zeros(1), tau, pb.ties)
+    prob0 = np.maximum(eta_w[:, None] * p0 + (1 - eta_w[:, None]) * q_w, 1e-300)
+    per_worker = ((eta_w[:, None] * p0 * dlog0_dd) ** 2 / prob0).sum(axis=1)
+    per_answer = (per_worker[:, None] * np.ones(3)).ravel()  # by worker·3 + outcome
+    if pb.reliability:
+        weight = np.bincount(
+            pb.pair_outcome // 3, per_answer[pb.worker_outcome], minlength=len(pb.pair_first)
+        )
+    else:
+        weight = pb.counts.reshape(-1, 3).sum(axis=1) * per_worker[0]
     standard_errors, groups, null_covariance = _groups(s, pb.blocks, weight, alpha)
     return BradleyTerryFit(
         scores=s,
         standard_errors=standard_errors,
         groups=groups,
-        tie=_tie_parameter(tau, ties),
-        ties=ties,
+        tie=_tie_parameter(tau, pb.ties),
+        ties=pb.ties,
         reliability=eta_w,
         noise=q_w,
-        log_likelihood=float(np.log(p_obs).sum()),
+        log_likelihood=log_likelihood,
         iterations=iterations,
         converged=converged,
         null_covariance=null_covariance,
@@ -508,7 +612,8 @@ def _groups(
     scores: np.ndarray, blocks: _Blocks, weight: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray, _NullCovariance]:
     """Standard errors, groups and null covariances of every item (module docstring: tests
-    within a query)."""
+    within a query), the walk down each query's ranking taken for all queries of a chunk at
+    once."""
     z_critical = special.ndtri(1 - alpha / 2)
     standard_errors = np.empty(len(scores))
     groups = np.empty(len(scores), np.int64)
@@ -518,18 +623,21 @@ def _groups(
         covariances = np.linalg.inv(blocks.matrices(weight, chunk))
         matrices.append(covariances)
         count, size = members.shape
+        rows = np.arange(count)
         where[0, members] = chunk
-        where[1, members] = np.arange(count)[:, None]
+        where[1, members] = rows[:, None]
         where[2, members] = np.arange(size)[None, :]
-        standard_errors[members] = np.sqrt(np.diagonal(covariances, axis1=1, axis2=2))
-        for items, cov in zip(members, covariances, strict=True):
-            ranked = np.argsort(-scores[items], kind="stable")  # positions, best first
-            head, group = ranked[0], 1
-            for item in ranked:
-                var = cov[head, head] + cov[item, item] - 2 * cov[head, item]
-                if scores[items[head]] - scores[items[item]] > z_critical * np.sqrt(var):
-                    head, group = item, group + 1
-                groups[items[item]] = group
+        variances = np.diagonal(covariances, axis1=1, axis2=2)
+        standard_errors[members] = np.sqrt(variances)
+        block_scores = scores[members]
+        ranked = np.argsort(-block_scores, axis=1, kind="stable")  # positions, best first
+        head, group = ranked[:, 0], np.ones(count, np.int64)
+        for item in ranked.T:
+            var = variances[rows, head] + variances[rows, item] - 2 * covariances[rows, head, item]
+            apart = block_scores[rows, head] - block_scores[rows, item] > z_critical * np.sqrt(var)
+            head = np.where(apart, item, head)
+            group += apart
+            groups[members[rows, item]] = group
     return standard_errors, groups, _NullCovariance(tuple(matrices), *where)
 
 

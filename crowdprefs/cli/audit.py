@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -10,7 +9,7 @@ import typer
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console, escape
+from crowdprefs.cli.console import console, err_console, escape, print_json
 from crowdprefs.cli.options import (
     DEFAULT_SEED,
     OUTPUT,
@@ -379,7 +378,13 @@ def audit_command(
             "(default: the stated musical background)."
         ),
     ] = None,
-    html: Annotated[Path | None, typer.Option(help="Write an HTML report here.")] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write an HTML report here; its long tables show their first 200 rows and are "
+            "written whole beside it as STEM.NAME.csv (linked from the page)."
+        ),
+    ] = None,
     as_json: Json = False,
     wide: Wide = False,
     csv_dir: Annotated[
@@ -421,6 +426,10 @@ def audit_command(
         "--split-by": split_by, "--columns": columns_file,
     }  # fmt: skip
     report = output_file(html, inputs)
+    if report is not None:  # the page's whole tables go beside it, checked now too
+        from crowdprefs.quality.report import table_files
+
+        report_tables = table_files(report)
     tables = None if csv_dir is None else OutputFolder(csv_dir, inputs=inputs)
     if (directory is None) == (answers is None):
         raise InputError("give either a project folder or --answers results.csv (not both)")
@@ -448,12 +457,15 @@ def audit_command(
         written = result.write_csv(tables)
         err_console.print(f"wrote {len(written)} tables to {escape(str(tables))}")
     if report is not None:
-        from crowdprefs.quality.report import render
+        from crowdprefs.quality.report import write_report
 
-        report.write(render(result, title))
-        err_console.print(f"wrote the report to {escape(str(report))}")
+        write_report(result, title, report, report_tables)
+        err_console.print(
+            f"wrote the report to {escape(str(report))} and its {len(report_tables)} "
+            f"long tables beside it ({escape(report.path.stem)}.*.csv)"
+        )
     if as_json:
-        console.print_json(json.dumps(result.to_json()))
+        print_json(result.to_json())
     else:
         _render(result, title, wide)
 
@@ -580,16 +592,14 @@ def replay_command(
     closed = sum(result.closed.values())
     cost = _cost_line(frame, reward, fee_rate, fee_minimum)
     if as_json:
-        console.print_json(
-            json.dumps(
-                {
-                    "closed": result.closed,
-                    "iterations": int(frame["iteration"].max()),
-                    "lists": result.lists.to_dict(orient="records"),
-                    "issues": result.issues.to_dict(orient="records"),
-                    "cost": cost[0],
-                }
-            )
+        print_json(
+            {
+                "closed": result.closed,
+                "iterations": int(frame["iteration"].max()),
+                "lists": result.lists.to_dict(orient="records"),
+                "issues": result.issues.to_dict(orient="records"),
+                "cost": cost[0],
+            }
         )
     from crowdprefs.campaign.replay import NOTES
 

@@ -4,7 +4,9 @@ typer's help read well on narrow terminals."""
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 
 from rich.console import Console
 
@@ -13,7 +15,26 @@ from crowdprefs.progress import stderr as err_console
 
 console = Console()
 
-__all__ = ["console", "err_console", "escape", "tidy_help"]
+__all__ = ["console", "err_console", "escape", "print_json", "tidy_help"]
+
+
+def print_json(data) -> None:
+    """Print ``data`` as indented JSON on stdout with the standard library (rich's highlighting
+    JSON printer takes most of the time of a large report); NaN and infinities become null."""
+    json.dump(_finite(data), sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def _finite(value):
+    """``value`` with non-finite floats replaced by None, for strict JSON."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
 
 #: A line break inside a help paragraph, except before a bullet ("- ") or an indented line.
 _SOFT_BREAK = re.compile(r"\n(?!- |\s)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 from collections.abc import Iterator
@@ -14,7 +13,7 @@ import typer
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, escape
+from crowdprefs.cli.console import console, escape, print_json
 from crowdprefs.cli.options import (
     DEFAULT_SEED,
     OUTPUT,
@@ -375,7 +374,7 @@ def status(
         report = driver.status(project)
         hint = next_step(project, directory, totals=report["totals"])
     if as_json:
-        console.print_json(json.dumps(report))
+        print_json(report)
         return
     t = report["totals"]
     had = t["budget_had"]

@@ -7,7 +7,6 @@ that the CLI starts without it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,8 +17,8 @@ import typer
 from rich.table import Table
 
 from crowdprefs.cli.app import app
-from crowdprefs.cli.console import console, err_console, escape
-from crowdprefs.cli.options import renamed
+from crowdprefs.cli.console import console, err_console, escape, print_json
+from crowdprefs.cli.options import OUTPUT, Scheduler, StudyJobs, renamed
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -38,7 +37,13 @@ Runs = Annotated[
 ]
 Metadata = Annotated[
     Path | None,
-    typer.Option("--metadata", help="'document artist genre' lines (needed by output/judge)."),
+    typer.Option(
+        "--metadata",
+        help="'document artist genre' lines (needed by the output, judge and trained estimators).",
+    ),
+]
+OracleJudgments = Annotated[
+    Path, typer.Option("--judgments", help="ALL judgments (the oracle): query doc gain.")
 ]
 ScaleOpt = Annotated[str, typer.Option("--scale", help="Gain scale: fine (0-100) or broad (0-2).")]
 EstimatorOpt = Annotated[
@@ -226,7 +231,7 @@ def estimate(
             rule=combine, level=level,
         )  # fmt: skip
     if as_json:
-        console.print_json(json.dumps(ranking.to_dict()))
+        print_json(ranking.to_dict())
         return
     console.print(
         _frame_table(ranking.systems, f"AG@{ranking.k} estimates ({level:.0%} intervals)")
@@ -241,9 +246,7 @@ def estimate(
 @mtc_app.command(cls=RENAMED)
 def simulate(
     runs: Runs,
-    judgments: Annotated[
-        Path, typer.Option("--judgments", help="ALL judgments (the oracle): query doc gain.")
-    ],
+    judgments: OracleJudgments,
     metadata: Metadata = None,
     scale: ScaleOpt = "fine",
     cutoff: CutoffOpt = None,
@@ -303,7 +306,7 @@ def simulate(
         title = f"MTC: {report.estimator.name}, {report.selection} selection"
         mtc.plot_simulation(report.sim.log, figure, title)
     if as_json:
-        console.print_json(json.dumps(report.to_dict()))
+        print_json(report.to_dict())
         return
     log, stop, end = report.sim.log, report.stop, report.end
     shown = log if len(log) <= 40 else log.iloc[:: max(len(log) // 30, 1)]
@@ -376,3 +379,122 @@ def train(
         f"per-query error sd eta {model.eta:.3f}; variance scale {model.variance_scale:.3f}"
     )
     err_console.print(f"model written to {escape(str(out))}")
+
+
+@mtc_app.command()
+def transfer(
+    runs: Runs,
+    judgments: OracleJudgments,
+    metadata: Metadata = None,
+    scale: ScaleOpt = "fine",
+    splits: Annotated[
+        int,
+        typer.Option(
+            "--splits", min=1, max=10_000, help="Random splits, seeded --first, --first + 1, …"
+        ),
+    ] = 48,
+    first: Annotated[int, typer.Option("--first", min=0, help="Seed of the first split.")] = 0,
+    estimators: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--estimator",
+            help="Estimator to study (repeat the option for several): trained, judge, compat "
+            "(the reference tool), fitted, output or uniform (default: all but fitted, the slow "
+            "one).",
+            show_default=False,
+        ),
+    ] = None,
+    target: TargetOpt = 0.95,
+    csv_out: Annotated[
+        Path | None,
+        typer.Option(
+            *OUTPUT,
+            help="Also write one row per split and estimator to this CSV (without the CPU "
+            "times: the same file for any --jobs).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
+) -> None:
+    """Every estimator on new systems and new queries, over random splits of a judged collection.
+
+    Each split deals the systems and the queries into disjoint halves: a gain model is trained
+    on one half of the systems × one half of the queries (`mtc train`), and every estimator is
+    simulated on the other systems × the other queries (`mtc simulate`, 20 judgments per
+    iteration). Per estimator: accuracy after 120 judgments, judgments to the stop, accuracy and
+    stated − realised there, each with its paired difference to judge over the same splits."""
+    from crowdprefs.evaluation import mtc
+    from crowdprefs.evaluation.mtc.transfer import BASELINE, EARLY, TIMING
+    from crowdprefs.files import output
+    from crowdprefs.parallel import Runner
+    from crowdprefs.progress import make_progress
+
+    out = output(csv_out, {"--runs": runs, "--judgments": judgments, "--metadata": metadata})
+    runner = Runner.from_options(jobs, scheduler)
+    with _option_hints():
+        names = mtc.check_estimators(estimators or mtc.DEFAULT_ESTIMATORS, metadata is not None)
+        inputs = mtc.load_inputs(runs, judgments, metadata, scale)
+        with make_progress(transient=True) as progress:
+            task = progress.add_task(f"transfer splits {runner.where}", total=splits)
+            frame = mtc.transfer_study(
+                inputs.col, inputs.meta, inputs.gains, inputs.scale, splits, first, names,
+                target=target, runner=runner,
+                on_done=lambda done: progress.update(task, completed=done),
+            )  # fmt: skip
+    if out is not None:
+        out.write(frame.drop(columns=list(TIMING)).to_csv(index=False, lineterminator="\n"))
+    summary = mtc.transfer_summary(frame)
+    col = inputs.col
+    systems, queries = col.n_systems - col.n_systems // 2, col.n_queries - col.n_queries // 2
+    if as_json:
+        print_json(
+            {
+                "splits": splits, "first": first, "target": target, "baseline": BASELINE,
+                "early": EARLY, "systems": systems, "queries": queries,
+                "summary": summary.reset_index().to_dict(orient="records"),
+                "rows": frame.to_dict(orient="records"),
+            }
+        )  # fmt: skip
+        return
+    console.print(_transfer_table(summary, splits, first, systems, queries))
+
+
+def _transfer_table(
+    summary: pd.DataFrame, splits: int, first: int, systems: int, queries: int
+) -> Table:
+    """The summary of :func:`~crowdprefs.evaluation.mtc.transfer_summary` as a table."""
+    from crowdprefs.evaluation.mtc.transfer import BASELINE, EARLY
+
+    def paired(row: pd.Series, column: str, fmt: str) -> str:
+        text = fmt.format(row[column])
+        if math.isnan(row[f"{column}_diff"]):
+            return text
+        signed = fmt if "+" in fmt else fmt.replace("{:", "{:+")
+        se = row[f"{column}_se"]
+        error = "–" if math.isnan(se) else fmt.replace("+", "").format(se)
+        return f"{text} ({signed.format(row[f'{column}_diff'])}±{error})"
+
+    table = Table(
+        title=f"MTC transfer: {splits} splits (seeds {first}–{first + splits - 1}), each "
+        f"estimator on {systems} systems × {queries} queries none of its training saw; "
+        f"(±) = paired difference to {BASELINE} over the same splits ± its standard error"
+    )
+    for column in (
+        "estimator", f"accuracy after {EARLY}", "judgments to stop", "ratio",
+        "accuracy at stop (worst)", "stated − realised", "target reached", "CPU s/run",
+    ):  # fmt: skip
+        table.add_column(column, justify="left" if column == "estimator" else "right")
+    for name, row in summary.iterrows():
+        ratio = "–" if math.isnan(row["ratio"]) else f"{row['ratio']:.2f}"
+        table.add_row(
+            escape(str(name)),
+            paired(row, "early", "{:.3f}"),
+            paired(row, "judgments", "{:.0f}"),
+            ratio,
+            f"{row['accuracy']:.3f} ({row['worst']:.3f})",
+            paired(row, "gap", "{:+.3f}"),
+            f"{row['reached']:.0%}",
+            f"{row['seconds']:.2f}",
+        )
+    return table

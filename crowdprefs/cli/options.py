@@ -201,6 +201,32 @@ CrowdModelFile = Annotated[
     ),
 ]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel audio jobs.")]
+
+
+def at_least_one(value: int | None) -> int | None:
+    """A count that must be 1 or more (None: the default)."""
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"must be 1 or more, got {value}")
+    return value
+
+
+StudyJobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        callback=at_least_one,
+        help="Processes the study's independent tasks run on (default: CROWDPREFS_JOBS, else "
+        "every core; 1: in this process). The results do not depend on it.",
+    ),
+]
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Run the tasks on the Dask cluster whose scheduler is at this address (e.g. "
+        "tcp://10.0.0.5:8786; default: CROWDPREFS_SCHEDULER); needs crowdprefs\\[cluster].",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 Wide = Annotated[
     bool, typer.Option("--wide", help="Show every column, however wide the table gets.")

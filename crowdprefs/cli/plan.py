@@ -24,7 +24,9 @@ from crowdprefs.cli.options import (
     ResultsFile,
     Reward,
     Rule,
+    Scheduler,
     Seed,
+    StudyJobs,
     column_options,
 )
 
@@ -118,6 +120,8 @@ def plan(
         Path | None,
         typer.Option(*OUTPUT, help="Also write one row per design and campaign to this CSV."),
     ] = None,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Estimate a campaign's cost, duration and list quality before any money is spent.
 
@@ -133,10 +137,12 @@ def plan(
     from crowdprefs.errors import InputError
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
+    from crowdprefs.parallel import Runner
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
     from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
 
+    runner = Runner.from_options(jobs, scheduler)
     out = output_file(
         csv_out, {"--candidates": candidates, "--truth": truth, "--crowd-model": crowd_model}
     )
@@ -176,14 +182,17 @@ def plan(
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
     model = load_crowd_model(crowd_model) if crowd_model else CrowdModel()
     with make_progress(transient=True) as progress:
-        task = progress.add_task("simulating campaigns", total=campaigns * len(designs))
+        task = progress.add_task(
+            f"simulating campaigns {runner.where}", total=campaigns * len(designs)
+        )
         results = simulate_designs(
             hidden,
             designs,
             model,
             campaigns=campaigns,
             seed=seed,
-            on_campaign=lambda _: progress.advance(task),
+            on_campaign=lambda done: progress.update(task, completed=done),
+            runner=runner,
         )
     if out is not None:
         out.write(results.to_csv(index=False, lineterminator="\n"))
@@ -262,6 +271,8 @@ def fit(
     ] = Path("crowd-model.toml"),
     columns: Columns = None,
     columns_file: ColumnsFile = None,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Fit the simulated crowd to a recorded campaign, for 'plan --crowd-model'.
 
@@ -272,9 +283,12 @@ def fit(
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
+    from crowdprefs.parallel import Runner
+    from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check, save_fit
     from crowdprefs.results_file import read_results
 
+    runner = Runner.from_options(jobs, scheduler)
     out = output_file(output, {"RESULTS": results, "--lists": lists, "--columns": columns_file})
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
     from crowdprefs.cli.audit import report_reading
@@ -282,8 +296,18 @@ def fit(
     answers = read_results(results, columns)
     report_reading(answers)
     produced = read_lists(lists) if lists else None
-    with console.status("fitting the crowd model"):
-        fitted = fit_crowd_model(answers, produced, bootstrap=bootstrap, seed=seed)
+    with make_progress() as progress:
+        task = progress.add_task(
+            f"fitting the crowd model, bootstrap {runner.where}", total=bootstrap or None
+        )
+        fitted = fit_crowd_model(
+            answers,
+            produced,
+            bootstrap=bootstrap,
+            seed=seed,
+            runner=runner,
+            on_replicate=lambda done: progress.update(task, completed=done),
+        )
     save_fit(fitted, out)
     model = fitted.model
     source = "its lists" if produced is not None else "latent gaps"
@@ -310,9 +334,17 @@ def fit(
     if produced is None:
         console.print("predictive check: give the campaign's lists (--lists) to run it")
         return
-    with console.status("simulating the recorded design"):
+    with make_progress() as progress:
+        task = progress.add_task(f"simulating the recorded design {runner.where}", total=campaigns)
         check = predictive_check(
-            fitted.replicates or model, answers, produced, aggregation, campaigns, seed
+            fitted.replicates or model,
+            answers,
+            produced,
+            aggregation,
+            campaigns,
+            seed,
+            runner=runner,
+            on_done=lambda done: progress.update(task, completed=done),
         )
     design = check.attrs["design"]
     report = Table(

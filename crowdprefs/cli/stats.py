@@ -21,13 +21,17 @@ from crowdprefs.cli.options import (
     Correction,
     OneSided,
     PlotFile,
+    Scheduler,
     Seed,
+    StudyJobs,
     renamed,
 )
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from crowdprefs.parallel import Runner
 
 stats_app = typer.Typer(
     help="Significance tests, power and stability studies, GAWM and HITS over a scores file "
@@ -177,6 +181,7 @@ def _study(
     plot: Path | None,
     output: Path | None,
     output_format: Format,
+    runner: Runner,
 ) -> None:
     from crowdprefs.evaluation import power as P
     from crowdprefs.files import output as output_file
@@ -190,7 +195,8 @@ def _study(
         raise InputError(f"--size-step must be at least 1, got {step}")
     sizes = P.default_sizes(n_queries, step, stability=kind == "stability")
     study = P.power_study if kind == "power" else P.stability_study
-    table = study(matrices, strata_series, sizes, samples, procedure or ("FT", "W1"), seed)
+    chosen = procedure or ("FT", "W1")
+    table = study(matrices, strata_series, sizes, samples, chosen, seed, runner=runner)
     if table_file is not None:
         table_file.write(table.to_csv(index=False, lineterminator="\n"))
         console.print(f"wrote {escape(str(table_file))}")
@@ -217,6 +223,12 @@ def _study(
         _render(last[["measure", "procedure", "size", *shares]], title, output_format, 2)
 
 
+def _runner(jobs: int | None, scheduler: str | None) -> Runner:
+    from crowdprefs.parallel import Runner
+
+    return Runner.from_options(jobs, scheduler)
+
+
 @stats_app.command("power")
 def power_command(
     scores: ScoresFile,
@@ -232,11 +244,13 @@ def power_command(
     output_format: Annotated[
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Power: the share of system pairs found significant in query subsets of growing size."""
     _study(
         "power", scores, measure, strata, stratum_column, procedure, samples, step, seed, plot,
-        output, output_format,
+        output, output_format, _runner(jobs, scheduler),
     )  # fmt: skip
 
 
@@ -255,11 +269,13 @@ def stability_command(
     output_format: Annotated[
         Format, typer.Option("--format", help="Output format.")
     ] = Format.table,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Stability: conflicts and swaps between disjoint query subsets, up to half the queries."""
     _study(
         "stability", scores, measure, strata, stratum_column, procedure, samples, step, seed,
-        plot, output, output_format,
+        plot, output, output_format, _runner(jobs, scheduler),
     )  # fmt: skip
 
 

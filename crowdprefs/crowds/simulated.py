@@ -3,8 +3,9 @@
 The model of the workers and their answers lives in :mod:`crowdprefs.quality.crowd_model`
 (:class:`~crowdprefs.quality.crowd_model.CrowdModel`, its drawn
 :class:`~crowdprefs.quality.crowd_model.WorkerPool` and
-:func:`~crowdprefs.quality.crowd_model.simulate_answers`); this adapter reads the project's
-pairs, hands them to the model and stores the answers.
+:func:`~crowdprefs.quality.crowd_model.answer_chunks`); this adapter reads the project's pairs,
+draws the model's answers for them a few thousand pairs at a time and streams them to the store,
+so that a round of millions of answers never sits in memory.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_model import (
     CrowdModel,
     WorkerPool,
+    answer_chunks,
     latent_similarity,
     random_truth,
-    simulate_answers,
 )
 
 if TYPE_CHECKING:
@@ -86,11 +87,9 @@ class SimulatedCrowd:
                 f"{wanted} distinct answers ([simulated] workers, or answers_per_pair)"
             )
         sort = pairs[pairs["x"] != pairs["query"]]  # a check's x is its query itself
-        documents = pd.concat(
-            [sort[["query", "x"]].set_axis(["query", "document"], axis=1),
-             pairs[["query", "y"]].set_axis(["query", "document"], axis=1)]
-        )  # fmt: skip
-        unknown = [key for key in documents.itertuples(index=False, name=None)
+        queries = sort["query"].tolist() + pairs["query"].tolist()
+        documents = sort["x"].tolist() + pairs["y"].tolist()
+        unknown = [key for key in zip(queries, documents, strict=True)
                    if key not in self.similarity]  # fmt: skip
         if unknown:
             raise InputError(
@@ -118,7 +117,7 @@ class SimulatedCrowd:
         published = store.hits(self.name).set_index("pair_id")["created_at"]
         start = pairs["pair_id"].map(published).dropna()
         published_at = datetime.fromisoformat(start.iloc[0]) if len(start) else None
-        answers = simulate_answers(
+        chunks = answer_chunks(
             pairs.assign(listen_seconds=listening_seconds(project, pairs), answers_wanted=slots),
             self.similarity,
             self.pool,
@@ -128,6 +127,6 @@ class SimulatedCrowd:
             published_at,
             np.isin(self.pool.ids, list(store.blocked_workers(self.name))),
         )
-        if answers.empty:
+        if not (slots.to_numpy() > first).any():
             return 0
-        return project.store.add_answers(self.name, answers)
+        return store.add_answer_stream(self.name, chunks)  # chunk by chunk, as they are drawn

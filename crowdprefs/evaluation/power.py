@@ -28,6 +28,7 @@ import pandas as pd
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.stats import friedman_tukey_decisions, pairwise_pvalues, validate_scores
 from crowdprefs.files import Output, save_figure
+from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.progress import make_progress
 
 
@@ -210,45 +211,67 @@ def _run(
     disjoint: bool,
     budget: int,
     label: str,
+    runner: Runner,
 ) -> dict[tuple[int, int, int], list[np.ndarray]]:
-    """Per (measure index, procedure index, size): per-sample decisions summaries."""
+    """Per (measure index, procedure index, size): per-sample decisions summaries.
+
+    The subsets are drawn here, in one stream; each chunk of samples of one size is a task of
+    ``runner``, so the result does not depend on where the chunks run."""
     n_measures, n_systems, n_queries = values.shape
     pairs = n_systems * (n_systems - 1) // 2
     rng = np.random.default_rng(seed)
-    plan = []
+    tasks = []
     for size in sizes:
         count = 1 if size == n_queries else samples
         a, b = stratified_subsets(codes, size, count, rng, disjoint)
-        plan.append((size, a, b, _chunks(count, pairs, size, budget)))
-    results: dict[tuple[int, int, int], list[np.ndarray]] = {}
+        for chunk in _chunks(count, pairs, size, budget):
+            tasks.append((size, a[chunk], None if b is None else b[chunk]))
     with make_progress() as progress:
-        task = progress.add_task(label, total=sum(len(p[3]) for p in plan))
-        for size, a, b, chunks in plan:
-            progress.update(task, description=f"{label}: {size} queries")
-            for chunk in chunks:
-                for m in range(n_measures):
-                    subset_a = values[m][:, a[chunk]].transpose(1, 0, 2)
-                    subset_b = None if b is None else values[m][:, b[chunk]].transpose(1, 0, 2)
-                    for p, procedure in enumerate(procedures):
-                        direction_a, significant_a = procedure.decide(subset_a)
-                        if subset_b is None:
-                            summary = significant_a.mean(axis=1)[:, None]
-                        else:
-                            direction_b, significant_b = procedure.decide(subset_b)
-                            swap = direction_a * direction_b < 0
-                            summary = np.stack(
-                                [
-                                    (significant_a.mean(axis=1) + significant_b.mean(axis=1)) / 2,
-                                    (significant_a != significant_b).mean(axis=1),
-                                    swap.mean(axis=1),
-                                    (swap & significant_a & significant_b).mean(axis=1),
-                                    (swap & (significant_a != significant_b)).mean(axis=1),
-                                ],
-                                axis=1,
-                            )
-                        results.setdefault((m, p, size), []).append(summary)
-                progress.advance(task)
+        bar = progress.add_task(f"{label} {runner.where}", total=len(tasks))
+        done = runner.map(
+            _decide_chunk,
+            (values, list(procedures)),
+            tasks,
+            lambda n: progress.update(bar, completed=n),
+        )
+    results: dict[tuple[int, int, int], list[np.ndarray]] = {}
+    for (size, _, _), summaries in zip(tasks, done, strict=True):
+        for (m, p), summary in summaries.items():
+            results.setdefault((m, p, size), []).append(summary)
     return results
+
+
+def _decide_chunk(
+    shared: tuple[np.ndarray, list[Procedure]],
+    task: tuple[int, np.ndarray, np.ndarray | None],
+) -> dict[tuple[int, int], np.ndarray]:
+    """One task of :func:`_run`: per (measure, procedure), the summaries of a chunk of samples
+    (power: the share of significant pairs; stability: also conflicts and swaps between the
+    two disjoint subsets)."""
+    values, procedures = shared
+    _, a, b = task
+    summaries = {}
+    for m in range(values.shape[0]):
+        subset_a = values[m][:, a].transpose(1, 0, 2)
+        subset_b = None if b is None else values[m][:, b].transpose(1, 0, 2)
+        for p, procedure in enumerate(procedures):
+            direction_a, significant_a = procedure.decide(subset_a)
+            if subset_b is None:
+                summaries[m, p] = significant_a.mean(axis=1)[:, None]
+                continue
+            direction_b, significant_b = procedure.decide(subset_b)
+            swap = direction_a * direction_b < 0
+            summaries[m, p] = np.stack(
+                [
+                    (significant_a.mean(axis=1) + significant_b.mean(axis=1)) / 2,
+                    (significant_a != significant_b).mean(axis=1),
+                    swap.mean(axis=1),
+                    (swap & significant_a & significant_b).mean(axis=1),
+                    (swap & (significant_a != significant_b)).mean(axis=1),
+                ],
+                axis=1,
+            )
+    return summaries
 
 
 def power_study(
@@ -259,13 +282,15 @@ def power_study(
     procedures: Sequence[str] = ("FT", "W1"),
     seed: int = 0,
     budget: int = 2**21,
+    runner: Runner = SERIAL,
 ) -> pd.DataFrame:
     """Evaluation power per measure, procedure and query-subset size (the power-and-stability paper,
     §4 and §6.1).
 
     For every size, ``samples`` stratified subsets (one when the size is the whole query set)
     are drawn once and shared by all measures and procedures. ``budget`` bounds the number of
-    ``pairs × queries`` cells processed at once (memory).
+    ``pairs × queries`` cells processed at once (memory); each such chunk is a task of
+    ``runner``.
 
     Returns a tidy DataFrame ``measure, procedure, size, samples, power, power_sd`` where
     ``power`` is the mean over samples of the share of system pairs found significant.
@@ -274,7 +299,7 @@ def power_study(
     sizes = list(sizes or default_sizes(len(queries)))
     _check_sizes(sizes, len(queries), samples)
     chosen = get_procedures(procedures)
-    results = _run(values, codes, sizes, samples, chosen, seed, False, budget, "power")
+    results = _run(values, codes, sizes, samples, chosen, seed, False, budget, "power", runner)
     rows = []
     for (m, p, size), parts in results.items():
         share = np.concatenate(parts)[:, 0]
@@ -294,6 +319,7 @@ def stability_study(
     procedures: Sequence[str] = ("FT", "W1"),
     seed: int = 0,
     budget: int = 2**21,
+    runner: Runner = SERIAL,
 ) -> pd.DataFrame:
     """Evaluation stability per measure, procedure and subset size (the power-and-stability paper,
     §5 and §6.2).
@@ -310,7 +336,7 @@ def stability_study(
     sizes = list(sizes or default_sizes(len(queries), stability=True))
     _check_sizes(sizes, len(queries) // 2, samples)
     chosen = get_procedures(procedures)
-    results = _run(values, codes, sizes, samples, chosen, seed, True, budget, "stability")
+    results = _run(values, codes, sizes, samples, chosen, seed, True, budget, "stability", runner)
     columns = ["power", "conflicts", "swaps", "significant_swaps", "conflict_swaps"]
     rows = []
     for (m, p, size), parts in results.items():

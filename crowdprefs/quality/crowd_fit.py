@@ -25,7 +25,8 @@ created_at, accepted_at, submitted_at``) and estimates every field of
 * **activity**: the Zipf exponent whose successive sampling of distinct workers per pair (as the
   simulation draws them) reproduces the recorded answers per worker at the head of the
   distribution (the workers giving the first half of the answers; least squares of the log
-  counts by rank, common random numbers over exponents).
+  counts by rank, common random numbers over exponents; each worker's chance of being drawn
+  by Rosén's approximation, so the search is linear in the workers).
 * **times**: ``median_seconds`` the median of the workers' median times,
   ``worker_seconds_spread`` the standard deviation of their log medians (workers with 3 answers
   or more), ``answer_seconds_spread`` that of each answer's log time around its worker's
@@ -37,10 +38,13 @@ created_at, accepted_at, submitted_at``) and estimates every field of
 
 Confidence intervals: percentile intervals of a bootstrap over workers (resampled with their
 answers; each refit starts from the fit to all answers), the round-timing fields resampling
-iterations and the completion time resampling HITs. :func:`predictive_check` simulates the
-recorded design on the recorded candidates with the fitted model (one bootstrap replicate per
-simulated campaign when given) and compares pairs per iteration, iterations, agreement and
-answer shares with the recording.
+iterations and the completion time resampling HITs. Each replicate is
+:func:`bootstrap_replicate`, a pure function of the seed and its index; the fit is linear in
+the answers and in the workers (the workers integrated over the type grid a block at a time).
+
+:func:`predictive_check` simulates the recorded design on the recorded candidates with the
+fitted model (one bootstrap replicate per simulated campaign when given) and compares pairs per
+iteration, iterations, agreement and answer shares with the recording.
 
 A field the recording cannot inform keeps its default and :attr:`Fit.kept` says why (no work
 times, fewer than three timed iterations, no bots…), never shown as fitted; ``activity`` at the
@@ -51,7 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,10 +63,12 @@ import numpy as np
 import pandas as pd
 import tomli_w
 from scipy import optimize
+from scipy.stats import binom
 
 from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, tally
 from crowdprefs.errors import InputError
 from crowdprefs.files import write_atomic
+from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality.audit import infer_iterations
 from crowdprefs.quality.crowd_model import CrowdModel, choice_shares
 from crowdprefs.quality.planning import MAX_CAMPAIGNS, Collection, Design, simulate_campaign
@@ -122,20 +128,32 @@ class _Answers:
     gap: np.ndarray | None
     oriented: bool
 
-    def resampled(self, drawn: np.ndarray) -> _Answers:
-        """The answers of the ``drawn`` workers (codes drawn with replacement; a worker drawn
-        twice counts as two), worker *i* of the result being ``drawn[i]``."""
+    def by_worker(self) -> tuple[np.ndarray, np.ndarray]:
+        """The answers' rows sorted by worker (stable) and where each worker's rows start
+        (``workers + 1`` bounds): the index :meth:`resampled` draws from."""
         order = np.argsort(self.worker, kind="stable")
-        start = np.searchsorted(self.worker[order], np.arange(self.workers + 1))
-        rows = np.concatenate([order[start[w] : start[w + 1]] for w in drawn])
+        return order, np.searchsorted(self.worker[order], np.arange(self.workers + 1))
+
+    def resampled(
+        self, drawn: np.ndarray, grouped: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[_Answers, np.ndarray]:
+        """The answers of the ``drawn`` workers (codes drawn with replacement; a worker drawn
+        twice counts as two), worker *i* of the result being ``drawn[i]``, and the rows taken
+        (``grouped``: :meth:`by_worker`, computed when not given)."""
+        order, start = grouped if grouped is not None else self.by_worker()
         sizes = start[drawn + 1] - start[drawn]
-        return replace(
+        ends = np.cumsum(sizes)
+        within = np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - sizes, sizes)
+        rows = order[np.repeat(start[drawn], sizes) + within]
+        sample = replace(
             self,
             pair=self.pair[rows],
-            worker=np.repeat(np.arange(self.workers), sizes),
+            worker=np.repeat(np.arange(len(drawn)), sizes),
             choice=self.choice[rows],
             a_is_x=self.a_is_x[rows],
+            workers=len(drawn),
         )
+        return sample, rows
 
 
 def usable_answers(frame: pd.DataFrame) -> pd.DataFrame:
@@ -153,11 +171,16 @@ def usable_answers(frame: pd.DataFrame) -> pd.DataFrame:
 
 def find_bots(answers: pd.DataFrame) -> list[str]:
     """Workers with ≥ 5 answers, all "equal", in times that vary by at most one second."""
-    per = answers.groupby("worker_id").agg(
-        n=("choice", "size"),
-        equal=("choice", lambda c: bool((c == "equal").all())),
-        low=("seconds", "min"),
-        high=("seconds", "max"),
+    per = (
+        answers[["worker_id", "seconds"]]
+        .assign(equal=answers["choice"].eq("equal"))
+        .groupby("worker_id")
+        .agg(
+            n=("equal", "size"),
+            equal=("equal", "all"),
+            low=("seconds", "min"),
+            high=("seconds", "max"),
+        )
     )
     bots = per[(per["n"] >= 5) & per["equal"] & (per["high"] - per["low"] <= 1.0)]
     return sorted(bots.index.astype(str))
@@ -281,18 +304,108 @@ def _gap_prior(expected: np.ndarray, oriented: bool) -> np.ndarray:
     return np.concatenate([side[::-1] * (1 - share), [p0], side * share])
 
 
+WORKER_BLOCK = 1024
+"""Workers integrated over the type grid at a time (bounds the fit's memory to a block's
+posteriors, not every worker's)."""
+
+
+PRUNE = 40.0
+"""Grid types whose prior weight, times the best likelihood (1), is below ``e^−PRUNE`` times
+the careless type's share of a worker's marginal likelihood are left out of that worker's
+integral (their posterior is below ``e^−PRUNE``)."""
+
+CACHED_CELLS = 4_000_000
+"""With known gaps, the workers' log-likelihoods of every type are kept across EM iterations
+when there are at most this many (32 MB); more are recomputed a block at a time."""
+
+
 @dataclass(frozen=True)
 class _ContinuumFit:
     population: Population
-    posterior: np.ndarray  # (workers, types + 1)
+    workers: np.ndarray  # (workers, 5): posterior sums (_type_summaries) of every worker
     gap_posterior: np.ndarray  # (pairs, 2G + 1) or one-hot over the known gaps
     log_likelihood: float
 
+    @property
+    def careless(self) -> np.ndarray:
+        """Each worker's posterior chance of being careless."""
+        return self.workers[:, 3]
+
+
+def _type_summaries() -> np.ndarray:
+    """``(types + 1, 5)``: each grid type's log noise, log band and bias (0 for the careless
+    type), whether it is the careless type and whether it is honest."""
+    noise, band, bias = (
+        grid.reshape(-1)
+        for grid in np.meshgrid(np.log(NOISE_GRID), np.log(BAND_GRID), BIAS_GRID, indexing="ij")
+    )
+    honest = np.stack([noise, band, bias, np.zeros_like(noise), np.ones_like(noise)], axis=1)
+    return np.vstack([honest, [0.0, 0.0, 0.0, 1.0, 0.0]])
+
+
+@dataclass(frozen=True)
+class _Integrated:
+    """The workers integrated over the type grid: each worker's log marginal likelihood, the
+    summed posterior of every type, ``E log P`` of each (gap, choice) under each worker's
+    posterior (only when asked) and each worker's posterior summaries (:func:`_type_summaries`)."""
+
+    marginal: np.ndarray
+    totals: np.ndarray
+    expected: np.ndarray | None
+    summaries: np.ndarray
+
+
+def _integrate(
+    stats: np.ndarray,
+    log_weights: np.ndarray,
+    flat: np.ndarray,
+    expected: bool,
+    cached: np.ndarray | None = None,
+) -> _Integrated:
+    """Integrate every worker (``stats``: ``(workers, gaps × 3)`` choice counts) over the
+    types (``flat``: ``(types, gaps × 3)`` log shares; ``log_weights`` their prior), a block of
+    :data:`WORKER_BLOCK` workers at a time; ``cached``: ``stats @ flat.T`` when already known)."""
+    workers, cells = stats.shape
+    right = np.hstack([flat, _type_summaries()]) if expected else _type_summaries()
+    transposed = np.ascontiguousarray(flat.T)
+    marginal = np.empty(workers)
+    totals = np.zeros(len(log_weights))
+    means = np.empty((workers, right.shape[1]))
+    answers = stats.sum(axis=1)
+    for first in range(0, workers, WORKER_BLOCK):
+        block = slice(first, min(first + WORKER_BLOCK, workers))
+        # a type's likelihood is at most 1 and the careless type's (last) is 3^−answers:
+        # types whose prior is below that by e^PRUNE hold no posterior worth adding
+        floor = log_weights[-1] - answers[block].max(initial=0.0) * np.log(3.0) - PRUNE
+        keep = np.flatnonzero(log_weights >= floor)
+        joint = stats[block] @ transposed[:, keep] if cached is None else cached[block][:, keep]
+        joint += log_weights[keep]
+        top = joint.max(axis=1)
+        joint -= top[:, None]
+        np.exp(joint, out=joint)
+        total = joint.sum(axis=1)
+        joint /= total[:, None]  # the block's posteriors
+        marginal[block] = top + np.log(total)
+        totals[keep] += joint.sum(axis=0)
+        means[block] = joint @ right[keep]
+    if not expected:
+        return _Integrated(marginal, totals, None, means)
+    return _Integrated(marginal, totals, means[:, :cells], means[:, cells:])
+
 
 def fit_continuum(
-    data: _Answers, start: Population | None = None, tolerance: float = 1e-4, iterations: int = 300
+    data: _Answers,
+    start: Population | None = None,
+    tolerance: float = 1e-4,
+    iterations: int = 300,
+    start_gaps: np.ndarray | None = None,
 ) -> _ContinuumFit:
-    """EM fit of the workers' continuum (module doc) to coded answers."""
+    """EM fit of the workers' continuum (module doc) to coded answers, from the population
+    ``start`` and, for latent gaps, the pairs' gap posteriors ``start_gaps`` when given (a
+    bootstrap refit starts from the fit to all answers).
+
+    Every step is linear in the answers and in the workers (each worker integrated over the
+    type grid, a block at a time): no per-worker Python loop."""
     known = data.gap is not None
     widest = int(np.abs(data.gap).max()) if known else LATENT_GAPS
     widest = max(widest, 1)
@@ -300,6 +413,7 @@ def fit_continuum(
     types = log_shares.shape[0]
     flat = log_shares.reshape(types, -1)
     n_gaps = 2 * widest + 1
+    cells = n_gaps * 3
     sign = np.where(data.a_is_x, 1, -1)
     if known:
         gap_a = data.gap[data.pair] * sign + widest
@@ -308,6 +422,8 @@ def fit_continuum(
     else:
         # column j of a pair (x-gap j − G) is A-gap j − G when x is A, else G − j
         column = np.where(data.a_is_x[:, None], np.arange(n_gaps), np.arange(n_gaps)[::-1])
+        # each answer's (worker, A-gap, choice) cell for every column j of its pair
+        cell = data.worker[:, None] * cells + column * 3 + data.choice[:, None]
     population = start or Population(gaps=tuple(np.full(n_gaps, 1.0 / n_gaps)))
     if not known and len(population.gaps) != n_gaps:
         population = replace(population, gaps=tuple(np.full(n_gaps, 1.0 / n_gaps)))
@@ -317,54 +433,51 @@ def fit_continuum(
         BIAS_GRID[1] - BIAS_GRID[0],
     ]
 
-    def e_step_gaps(posterior: np.ndarray, prior: np.ndarray) -> np.ndarray:
-        expected = (posterior @ flat).reshape(data.workers, n_gaps, 3)  # E log P per worker
-        value = expected[data.worker[:, None], column, data.choice[:, None]]  # (answers, nG)
+    def e_step_gaps(expected: np.ndarray, prior: np.ndarray) -> np.ndarray:
+        """Gap posteriors given ``E log P`` per worker (``(workers, gaps × 3)``)."""
+        value = expected.reshape(-1)[cell]  # (answers, nG)
         log_q = np.log(prior)[None, :] + np.stack(
             [np.bincount(data.pair, value[:, j], minlength=data.pairs) for j in range(n_gaps)],
             axis=1,
         )
         return np.exp(log_q - _logsumexp(log_q, 1)[:, None])
 
-    if not known:  # start from every worker being the population's average worker
-        average = np.tile(np.exp(population.log_weights()), (data.workers, 1))
-        gap_posterior = e_step_gaps(average, np.asarray(population.gaps))
+    if not known and start_gaps is not None and start_gaps.shape == (data.pairs, n_gaps):
+        gap_posterior = start_gaps
+    elif not known:  # start from every worker being the population's average worker
+        average = np.exp(population.log_weights()) @ flat
+        gap_posterior = e_step_gaps(
+            np.broadcast_to(average, (data.workers, cells)), np.asarray(population.gaps)
+        )
 
     def worker_stats() -> np.ndarray:
-        """Expected counts of each worker's choices at each A-gap: ``(workers, gaps, 3)``."""
-        stats = np.zeros((data.workers, n_gaps, 3))
+        """Expected counts of each worker's choices at each A-gap: ``(workers, gaps × 3)``."""
         if known:
-            np.add.at(stats, (data.worker, gap_a, data.choice), 1.0)
-            return stats
-        rows = gap_posterior[data.pair[:, None], column]
-        for choice in range(3):
-            pick = data.choice == choice
-            stats[:, :, choice] = np.stack(
-                [
-                    np.bincount(data.worker[pick], rows[pick, j], minlength=data.workers)
-                    for j in range(n_gaps)
-                ],
-                axis=1,
-            )
-        return stats
+            index = (data.worker * n_gaps + gap_a) * 3 + data.choice
+            counts = np.bincount(index, minlength=data.workers * cells)
+        else:
+            weights = gap_posterior[data.pair]  # x-gap j of an answer sits in its cell j
+            counts = np.bincount(cell.reshape(-1), weights.reshape(-1), data.workers * cells)
+        return counts.reshape(data.workers, cells).astype(float)
 
     log_like = -np.inf
-    fixed = worker_stats().reshape(data.workers, -1) @ flat.T if known else None
+    fixed = worker_stats() if known else None
+    cached = None  # the known gaps' log-likelihoods of every worker and type, when small
+    if known and fixed.shape[0] * types <= CACHED_CELLS:
+        cached = fixed @ flat.T
     for _ in range(iterations):
-        loglik = fixed if known else worker_stats().reshape(data.workers, -1) @ flat.T
-        joint = population.log_weights()[None, :] + loglik
-        marginal = _logsumexp(joint, 1)
-        posterior = np.exp(joint - marginal[:, None])
-        honest = posterior[:, :-1].sum(axis=0).reshape(len(NOISE_GRID), len(BAND_GRID), -1)
+        observed = fixed if known else worker_stats()
+        step = _integrate(observed, population.log_weights(), flat, not known, cached)
+        honest = step.totals[:-1].reshape(len(NOISE_GRID), len(BAND_GRID), -1)
         grids = (np.log(NOISE_GRID), np.log(BAND_GRID), BIAS_GRID)
         moments = [
             _moments(honest.sum(axis=tuple(a for a in range(3) if a != d)), grids[d], steps[d] / 2)
             for d in range(3)
         ]
-        careless = float(np.clip(posterior[:, -1].mean(), 1e-4, 0.5))
+        careless = float(np.clip(step.totals[-1] / data.workers, 1e-4, 0.5))
         gaps = population.gaps
         if not known:
-            gap_posterior = e_step_gaps(posterior, np.asarray(population.gaps))
+            gap_posterior = e_step_gaps(step.expected, np.asarray(population.gaps))
             gaps = tuple(_gap_prior(gap_posterior.sum(axis=0), data.oriented))
         updated = Population(
             noise=float(np.exp(moments[0][0])),
@@ -385,10 +498,10 @@ def fit_continuum(
             abs(updated.bias_spread - population.bias_spread),
             abs(updated.careless_share - population.careless_share),
         )
-        population, log_like = updated, float(marginal.sum())
+        population, log_like = updated, float(step.marginal.sum())
         if change < tolerance:
             break
-    return _ContinuumFit(population, posterior, gap_posterior, log_like)
+    return _ContinuumFit(population, step.summaries, gap_posterior, log_like)
 
 
 # --------------------------------------------------------------------------- activity and times
@@ -404,33 +517,56 @@ ACTIVITY_BOUND = 4.0
 """The largest Zipf exponent :func:`fit_activity` searches."""
 
 
+def inclusion_chances(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """``(len(sizes), workers)``: each worker's chance to be among ``k`` distinct workers drawn
+    by successive sampling with ``weight``, for every ``k`` of ``sizes`` (Rosén's approximation
+    ``1 − exp(−w t)``, ``t`` set so that the chances sum to ``k``; bisection on ``log t``)."""
+    w = np.asarray(weight, dtype=float) / np.sum(weight)
+    k = np.asarray(sizes, dtype=float)[:, None]
+    full = k[:, 0] >= len(w)
+    k = np.minimum(k, len(w) - 0.5)
+    low = np.log(k)  # sum(1 − exp(−w t)) ≤ t
+    high = np.log(-np.log1p(-k / len(w)) / w.min())  # every chance ≥ k / workers
+    for _ in range(60):
+        middle = (low + high) / 2
+        above = (-np.expm1(-w[None, :] * np.exp(middle))).sum(axis=1, keepdims=True) > k
+        high = np.where(above, middle, high)
+        low = np.where(above, low, middle)
+    chances = -np.expm1(-w[None, :] * np.exp((low + high) / 2))
+    chances[full] = 1.0
+    return chances
+
+
 def fit_activity(per_worker: np.ndarray, per_pair: np.ndarray, seed: int = 0) -> float:
     """The Zipf exponent of activity whose successive sampling of distinct workers (``per_pair``
     answers per pair, ``len(per_worker)`` workers) reproduces the busiest workers' recorded
-    answers (the module doc); 0 when fewer than three workers answered."""
+    answers (the module doc); 0 when fewer than three workers answered.
+
+    A worker's answers are simulated as binomial draws over the pairs of each size, with their
+    chances of being drawn (:func:`inclusion_chances`) and common uniform numbers for every
+    exponent (inverse CDF): linear in the workers and in the distinct pair sizes, whatever the
+    number of pairs."""
     counts = np.sort(np.asarray(per_worker, dtype=float))[::-1]
     workers = len(counts)
     if workers < 3:
         return 0.0
     per_pair = np.minimum(np.asarray(per_pair, dtype=np.int64), workers)
+    sizes, pairs = np.unique(per_pair, return_counts=True)
     head = _head(counts)
     rng = np.random.default_rng([seed, 0xAC7])
     reps = 6
-    gumbel = -np.log(-np.log(rng.random((reps, len(per_pair), workers))))
-    kth = workers - per_pair
-    positions = np.unique(kth)
+    uniform = rng.random((reps, len(sizes), workers))
     log_rank = np.log(np.arange(1, workers + 1))
 
     def loss(exponent: float) -> float:
-        keys = gumbel - exponent * log_rank
-        threshold = np.take_along_axis(
-            np.partition(keys, positions, axis=2), kth[None, :, None], axis=2
-        )
-        chosen = (keys >= threshold).sum(axis=1)  # (reps, workers)
-        expected = np.sort(chosen, axis=1)[:, ::-1].mean(axis=0)
+        chances = inclusion_chances(np.exp(-exponent * log_rank), sizes)
+        drawn = binom.ppf(uniform, pairs[None, :, None], chances[None, :, :]).sum(axis=1)
+        expected = np.sort(drawn, axis=1)[:, ::-1].mean(axis=0)
         return float(np.sum((np.log(counts[:head]) - np.log(expected[:head] + 0.5)) ** 2))
 
-    result = optimize.minimize_scalar(loss, bounds=(0.0, ACTIVITY_BOUND), method="bounded")
+    result = optimize.minimize_scalar(
+        loss, bounds=(0.0, ACTIVITY_BOUND), method="bounded", options={"xatol": 1e-3}
+    )
     return float(result.x)
 
 
@@ -485,29 +621,38 @@ def fit_rounds(times: pd.DataFrame, base: CrowdModel) -> dict[str, float]:
     }
 
 
-def fit_times(answers: pd.DataFrame, careless: pd.Index, base: CrowdModel) -> dict[str, float]:
-    """The answer-time fields of the model (module doc) from honest workers' answers;
-    ``careless`` names the workers the fit finds careless."""
-    seconds = answers["seconds"].astype(float)
+def _time_fields(
+    seconds: np.ndarray, worker: np.ndarray, careless: np.ndarray, base: CrowdModel
+) -> dict[str, float]:
+    """:func:`fit_times` on coded answers: each answer's ``seconds`` and ``worker`` code, and
+    whether each worker code is careless (``careless[w]``)."""
     ok = seconds > 0
-    worker = answers["worker_id"].astype(str)[ok]
-    seconds = seconds[ok]
-    median = seconds.groupby(worker).median()
-    enough = worker.value_counts() >= 3
-    spread = np.log(median[enough[enough].index]).std(ddof=1)
-    residual = np.log(seconds) - np.log(worker.map(median))
-    slow = median[median.index.isin(careless)]
-    middle = float(median.median()) if len(median) else base.median_seconds
+    seconds, worker = seconds[ok], worker[ok]
+    order = np.lexsort((seconds, worker))
+    seconds, worker = seconds[order], worker[order]
+    present, first, n = np.unique(worker, return_index=True, return_counts=True)
+    median = (seconds[first + (n - 1) // 2] + seconds[first + n // 2]) / 2  # per present worker
+    log_median = np.log(median)
+    enough = log_median[n >= 3]
+    spread = float(enough.std(ddof=1)) if len(enough) > 1 else np.nan
+    residual = np.log(seconds) - np.repeat(log_median, n)
+    slow = median[careless[present]] if len(present) else median
+    middle = float(np.median(median)) if len(median) else base.median_seconds
     return {
         "median_seconds": middle,
-        "worker_seconds_spread": float(spread)
-        if np.isfinite(spread)
-        else base.worker_seconds_spread,
+        "worker_seconds_spread": spread if np.isfinite(spread) else base.worker_seconds_spread,
         "answer_seconds_spread": float(residual.std(ddof=1))
         if len(residual) > 1
         else base.answer_seconds_spread,
-        "careless_seconds": float(slow.median()) if len(slow) else middle,
+        "careless_seconds": float(np.median(slow)) if len(slow) else middle,
     }
+
+
+def fit_times(answers: pd.DataFrame, careless: pd.Index, base: CrowdModel) -> dict[str, float]:
+    """The answer-time fields of the model (module doc) from honest workers' answers;
+    ``careless`` names the workers the fit finds careless."""
+    code, ids = pd.factorize(answers["worker_id"].astype(str))
+    return _time_fields(answers["seconds"].astype(float).to_numpy(), code, ids.isin(careless), base)
 
 
 def hit_hours(answers: pd.DataFrame) -> np.ndarray:
@@ -590,22 +735,65 @@ def _gap_shares(continuum: _ContinuumFit) -> dict[int, float]:
 
 
 def _worker_table(continuum: _ContinuumFit, ids: pd.Index, data: _Answers) -> pd.DataFrame:
-    noise, band, bias = (
-        grid.reshape(-1)
-        for grid in np.meshgrid(np.log(NOISE_GRID), np.log(BAND_GRID), BIAS_GRID, indexing="ij")
-    )
-    post = continuum.posterior
-    honest = post[:, :-1] / np.maximum(post[:, :-1].sum(axis=1, keepdims=True), 1e-300)
+    means = continuum.workers
+    noise, band, bias = (means[:, :3] / np.maximum(means[:, 4:], 1e-300)).T
     return pd.DataFrame(
         {
             "answers": np.bincount(data.worker, minlength=data.workers),
-            "noise": np.exp(honest @ noise),
-            "band": np.exp(honest @ band),
-            "bias": honest @ bias,
-            "careless": post[:, -1],
+            "noise": np.exp(noise),
+            "band": np.exp(band),
+            "bias": bias,
+            "careless": continuum.careless,
         },
         index=pd.Index(ids, name="worker_id"),
     ).sort_values("answers", ascending=False)
+
+
+@dataclass(frozen=True)
+class BootstrapShared:
+    """What every bootstrap replicate reads (:func:`bootstrap_replicate`): the coded answers,
+    their rows by worker, each answer's work time, the fit to all answers, the counted model,
+    the timed iterations and the HITs' hours; picklable, so replicates can run in processes."""
+
+    data: _Answers
+    grouped: tuple[np.ndarray, np.ndarray]
+    seconds: np.ndarray
+    start: Population
+    start_gaps: np.ndarray
+    counted: CrowdModel
+    per_pair: np.ndarray
+    times: pd.DataFrame
+    hours: np.ndarray
+    seed: int
+
+
+def bootstrap_replicate(shared: BootstrapShared, r: int) -> CrowdModel:
+    """Bootstrap replicate ``r``: workers resampled with their answers and refitted (from the fit
+    to all answers), iterations and HITs resampled for the timing fields. A pure function of
+    ``shared`` and ``r`` (its random numbers come from ``(seed, r)``), so replicates may run in
+    any order or process."""
+    data, base = shared.data, shared.counted
+    rng = np.random.default_rng([shared.seed, 0xB007, r])
+    drawn = rng.integers(0, data.workers, data.workers)
+    sample, rows = data.resampled(drawn, shared.grouped)
+    refit = fit_continuum(
+        sample,
+        start=shared.start,
+        tolerance=1e-3,
+        iterations=REFIT_ITERATIONS,
+        start_gaps=shared.start_gaps,
+    )
+
+    times, hours = shared.times, shared.hours
+    timed = times.iloc[rng.integers(0, len(times), len(times))] if len(times) else times
+    spans = rng.choice(hours, len(hours)) if len(hours) else hours
+    fields = {
+        **_time_fields(shared.seconds[rows], sample.worker, refit.careless > 0.5, base),
+        **fit_rounds(timed, base),
+        "completion_hours": float(np.median(spans)) if len(spans) else base.completion_hours,
+    }
+    counts = np.bincount(sample.worker, minlength=sample.workers)
+    return _model_of(refit, replace(base, **fields), counts, shared.per_pair, shared.seed + r + 1)
 
 
 def fit_crowd_model(
@@ -614,12 +802,16 @@ def fit_crowd_model(
     base: CrowdModel = CrowdModel(),
     bootstrap: int = 0,
     seed: int = 0,
+    *,
+    runner: Runner = SERIAL,
+    on_replicate: Callable[[int], None] | None = None,
 ) -> Fit:
     """Fit the crowd model to a recorded campaign (see the module doc).
 
     ``lists`` (``query, document, group``: the campaign's published lists) fixes each pair's
     gap; without them the gaps are latent. ``bootstrap`` replicates over workers give the
-    intervals (none when 0).
+    intervals (none when 0; each one :func:`bootstrap_replicate`, a task of ``runner``);
+    ``on_replicate`` is called after each with the number of replicates done.
     """
     if not 0 <= bootstrap <= MAX_CAMPAIGNS:
         raise InputError(
@@ -663,31 +855,19 @@ def fit_crowd_model(
     )
     model = _model_of(continuum, counted, per_worker, per_pair, seed)
 
-    replicates = []
-    rng = np.random.default_rng([seed, 0xB007])
-    code = pd.Series(data.worker, index=honest.index)
-    rows_of = [code.index[code.to_numpy() == w] for w in range(data.workers)]
-    for r in range(bootstrap):
-        drawn = rng.integers(0, data.workers, data.workers)
-        sample = data.resampled(drawn)
-        refit = fit_continuum(
-            sample, start=continuum.population, tolerance=1e-3, iterations=REFIT_ITERATIONS
-        )
-        careless_r = np.flatnonzero(refit.posterior[:, -1] > 0.5).astype(str)
-        resampled = honest.loc[np.concatenate([rows_of[w] for w in drawn])].assign(
-            worker_id=np.repeat(np.arange(len(drawn)), [len(rows_of[w]) for w in drawn]).astype(str)
-        )
-        timed = times.iloc[rng.integers(0, len(times), len(times))] if len(times) else times
-        spans = rng.choice(hours, len(hours)) if len(hours) else hours
-        fields_r = {
-            **fit_times(resampled, pd.Index(careless_r), base),
-            **fit_rounds(timed, base),
-            "completion_hours": float(np.median(spans)) if len(spans) else base.completion_hours,
-        }
-        counts_r = np.bincount(sample.worker, minlength=sample.workers)
-        replicates.append(
-            _model_of(refit, replace(counted, **fields_r), counts_r, per_pair, seed + r + 1)
-        )
+    shared = BootstrapShared(
+        data=data,
+        grouped=data.by_worker(),
+        seconds=honest["seconds"].astype(float).to_numpy(),
+        start=continuum.population,
+        start_gaps=continuum.gap_posterior,
+        counted=counted,
+        per_pair=per_pair,
+        times=times,
+        hours=hours,
+        seed=seed,
+    )
+    replicates = runner.map(bootstrap_replicate, shared, range(bootstrap), on_replicate)
     kept = unfitted(honest, bots, times, hours, model)
     intervals = {}
     if replicates:
@@ -810,12 +990,15 @@ def predictive_check(
     aggregation: AggregationRule,
     campaigns: int = 200,
     seed: int = 0,
+    runner: Runner = SERIAL,
+    on_done: Callable[[int], None] | None = None,
 ) -> pd.DataFrame:
     """Simulate the recorded design on the recorded candidates, with ``lists`` as the truth, and
     compare with the recording: one row per statistic (:func:`campaign_statistics`) with the
     recorded value, the simulated mean, its 5% and 95% quantiles and the simulated share of
     campaigns at or below the recorded value. Campaign ``i`` uses model ``i`` modulo their
-    number (bootstrap replicates make it a posterior predictive check)."""
+    number (bootstrap replicates make it a posterior predictive check) and seed
+    ``seed · 7919 + i``, whichever ``runner`` runs it; ``on_done(n)`` follows the campaigns."""
     if not 1 <= campaigns <= MAX_CAMPAIGNS:
         raise InputError(
             f"the predictive check's campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], "
@@ -835,13 +1018,9 @@ def predictive_check(
     truth = lists.merge(documents, on=["query", "document"])
     if len(truth) < len(documents):
         raise InputError("the lists do not place every candidate of the recorded answers")
-    collection = Collection.from_truth(truth)
     pool = [models] if isinstance(models, CrowdModel) else list(models)
-    rows = []
-    for i in range(campaigns):
-        campaign = simulate_campaign(collection, design, pool[i % len(pool)], seed=seed * 7919 + i)
-        rows.append(simulated_statistics(campaign.per_iteration))
-    simulated = pd.DataFrame(rows)
+    shared = (Collection.from_truth(truth), design, pool, seed)
+    simulated = pd.DataFrame(runner.map(_simulated_campaign, shared, range(campaigns), on_done))
     depth = int(max(recorded["iterations"], simulated["iterations"].max()))
     per_iteration = [f"pairs in iteration {i}" for i in range(1, depth + 1)]
     names = ["iterations", "pairs", *per_iteration, "agreement", *(f"share {c}" for c in CHOICES)]
@@ -860,3 +1039,10 @@ def predictive_check(
     table.attrs["design"] = design
     table.attrs["campaigns"] = campaigns
     return table
+
+
+def _simulated_campaign(shared: tuple, i: int) -> dict[str, float]:
+    """One task of :func:`predictive_check`: the statistics of simulated campaign ``i``."""
+    collection, design, pool, seed = shared
+    campaign = simulate_campaign(collection, design, pool[i % len(pool)], seed=seed * 7919 + i)
+    return simulated_statistics(campaign.per_iteration)

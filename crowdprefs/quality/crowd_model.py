@@ -36,9 +36,9 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,6 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.settings import check_section, check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
@@ -213,21 +212,188 @@ def latent_similarity(truth: pd.DataFrame) -> dict[tuple[str, str], float]:
 
 
 def random_truth(candidates: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """A hidden truth for candidates without one: about three members per group, seeded."""
+    """A hidden truth for candidates without one: about three members per group, seeded (the
+    queries in their order of appearance)."""
     rng = np.random.default_rng([seed, 0x7207])
-    parts = []
-    for query, frame in candidates.groupby("query", sort=False):
-        levels = max(1, round(len(frame) / 3))
-        parts.append(
-            pd.DataFrame(
-                {
-                    "query": query,
-                    "document": frame["document"].to_numpy(),
-                    "group": rng.integers(1, levels + 1, len(frame)),
-                }
-            )
+    codes, queries = pd.factorize(candidates["query"])
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=len(queries)).tolist()
+    groups = [rng.integers(1, max(1, round(n / 3)) + 1, n) for n in sizes]
+    return pd.DataFrame(
+        {
+            "query": candidates["query"].to_numpy()[order],
+            "document": candidates["document"].to_numpy()[order],
+            "group": np.concatenate(groups) if groups else np.zeros(0, dtype=np.int64),
+        }
+    )
+
+
+ANSWER_COLUMNS = [
+    "pair_id", "crowd", "assignment_id", "worker_id", "choice", "seconds", "accepted_at",
+    "submitted_at", "score",
+]  # fmt: skip
+"""The columns of :func:`simulate_answers`' rows."""
+
+PAIRS_PER_CHUNK = 5_000
+"""Pairs answered and stored at a time: a round's millions of answers never sit in memory."""
+
+CHOICES = np.array(["A", "B", "equal"])
+"""The choices by code (0, 1, 2), in the order careless workers draw them."""
+
+
+def whole_microseconds(value: np.ndarray, per_unit: int) -> np.ndarray:
+    """``timedelta(hours=v)`` (``per_unit`` 3,600,000,000) or ``timedelta(seconds=v)``
+    (1,000,000) of each positive ``v``, in microseconds, rounded exactly as CPython rounds it:
+    the whole units, the fraction's microseconds truncated, their rest half to even."""
+    fraction, whole = np.modf(value)
+    rest, part = np.modf(fraction * float(per_unit))
+    micro = whole.astype(np.int64) * per_unit + part.astype(np.int64)
+    return micro + ((rest > 0.5) | ((rest == 0.5) & (micro % 2 == 1)))
+
+
+def iso_times(start: datetime, micro: np.ndarray) -> np.ndarray:
+    """``(start + timedelta(microseconds=m)).isoformat(timespec="milliseconds")`` of each
+    ``m`` (``start`` naive or at a fixed offset, in years 1970 to 9999), written digit by
+    digit: numpy's own formatting of each time is several times slower."""
+    naive = start.replace(tzinfo=None)
+    stamp = naive.isoformat(timespec="milliseconds")
+    offset = start.isoformat(timespec="milliseconds")[len(stamp) :].encode()
+    ms = (np.datetime64(naive, "us") + micro.astype("timedelta64[us]")).astype("datetime64[ms]")
+    day, in_day = np.divmod(ms.astype(np.int64), 86_400_000)
+    days, which = np.unique(day, return_inverse=True)
+    dates = np.datetime_as_string(days.astype("datetime64[D]")).astype("S10")
+    width = len(stamp) + len(offset)
+    text = np.empty((len(ms), width), dtype=np.uint8)
+    text[:, :10] = dates.view(np.uint8).reshape(-1, 10)[which]
+    text[:, [10, 13, 16, 19]] = np.frombuffer(b"T::.", dtype=np.uint8)
+    hours, minutes = in_day // 3_600_000, in_day // 60_000 % 60
+    seconds, milli = in_day // 1000 % 60, in_day % 1000
+    digits = {11: hours // 10, 12: hours % 10, 14: minutes // 10, 15: minutes % 10,
+              17: seconds // 10, 18: seconds % 10,
+              20: milli // 100, 21: milli // 10 % 10, 22: milli % 10}  # fmt: skip
+    for place, digit in digits.items():
+        text[:, place] = 48 + digit  # ASCII "0" + the digit
+    text[:, len(stamp) :] = np.frombuffer(offset, dtype=np.uint8)
+    return text.view(f"S{width}").ravel().astype(f"U{width}")
+
+
+def latent_of(
+    similarity: dict[tuple[str, str], float], pairs: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """``s_x`` and ``s_y`` of each pair, NaN where the truth has none; an ``x`` equal to its
+    query (an attention check) is more similar than any candidate."""
+    query = pairs["query"].tolist()
+    keys = (zip(query, pairs[column].tolist(), strict=True) for column in ("x", "y"))
+    sx, sy = (np.array([similarity.get(key, np.nan) for key in k], dtype=float) for k in keys)
+    top = np.nanmax(list(similarity.values())) if similarity else 0.0
+    return np.where(pairs["x"].to_numpy() == pairs["query"].to_numpy(), top + 3.0, sx), sy
+
+
+def answer_chunks(
+    pairs: pd.DataFrame,
+    similarity: dict[tuple[str, str], float],
+    pool: WorkerPool,
+    model: CrowdModel,
+    seed: int,
+    first: np.ndarray | None = None,
+    published_at: datetime | None = None,
+    blocked: np.ndarray | None = None,
+) -> Iterator[dict[str, np.ndarray | list[str]]]:
+    """:func:`crowdprefs.quality.crowd_model.simulate_answers`' answers (``pairs`` with
+    ``listen_seconds``), the same to the bit, :data:`PAIRS_PER_CHUNK` pairs at a time and
+    vectorised to their times' text (answer *k* of pair *p* depends only on the seed, *p* and
+    *k*): columns of arrays, as :meth:`~crowdprefs.campaign.store.Store.add_answer_stream`
+    takes them. The pairs are checked at once (workers enough, a similarity for each), not on
+    the first chunk."""
+    wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
+    first = np.zeros(len(pairs), np.int64) if first is None else np.asarray(first, np.int64)
+    blocked = np.zeros(len(pool.ids), dtype=bool) if blocked is None else blocked
+    available = int((~blocked).sum())
+    if (wanted > available).any():
+        raise InputError(
+            f"the simulated crowd has {available} workers not blocked; "
+            f"a pair cannot get {wanted.max()} distinct answers"
         )
-    return pd.concat(parts, ignore_index=True)
+    if not (wanted > first).any():
+        return iter(())
+    sx, sy = latent_of(similarity, pairs)
+    missing = np.isnan(sx) | np.isnan(sy)
+    if missing.any():
+        bad = pairs.loc[missing].iloc[0]
+        raise InputError(
+            f"the simulated crowd's truth has no similarity for query {bad['query']!r}, "
+            f"pair {bad['x']!r}/{bad['y']!r}"
+        )
+    a_is_x = pairs["a_is_x"].to_numpy(dtype=bool)
+    gap = np.where(a_is_x, sx - sy, sy - sx)  # s_A − s_B
+    pair_ids = pairs["pair_id"].to_numpy(dtype=np.int64)
+    listen_seconds = (
+        pairs["listen_seconds"].to_numpy(dtype=np.float64)
+        if "listen_seconds" in pairs
+        else np.full(len(pairs), np.nan)
+    )
+    with np.errstate(divide="ignore"):  # blocked workers rank last (log 0 = −∞)
+        log_weight = np.log(np.where(blocked, 0.0, pool.weight))
+    workers = np.arange(len(pool.ids))
+    careless_worker, bot_worker = pool.kind == "careless", pool.kind == "bot"
+    start = published_at or datetime.fromisoformat(now())
+
+    def stream() -> Iterator[dict[str, np.ndarray | list[str]]]:
+        for begin in range(0, len(pairs), PAIRS_PER_CHUNK):
+            part = slice(begin, begin + PAIRS_PER_CHUNK)
+            todo = np.maximum(wanted[part] - first[part], 0)
+            if not todo.any():
+                continue
+            row = np.repeat(np.arange(len(todo)), todo)
+            k = first[part][row] + np.arange(len(row)) - np.repeat(np.cumsum(todo) - todo, todo)
+            pair_id = pair_ids[part]
+            # Distinct workers per pair: the Gumbel-top-k ranking of the pool, keyed by pair.
+            u = counter_uniform(seed, 1, pair_id[:, None], workers[None, :])
+            ranking = np.argsort(-(log_weight[None, :] - np.log(-np.log(u))), axis=1)
+            worker = ranking[row, k]
+            pair_id = pair_id[row]
+
+            def draw(stream: int, where: np.ndarray | slice = slice(None)) -> np.ndarray:
+                return counter_uniform(seed, stream, pair_id[where], k[where])  # noqa: B023
+
+            perceived = (
+                gap[part][row] + pool.noise[worker] * special.ndtri(draw(2)) - pool.bias[worker]
+            )
+            choice = np.where(
+                np.abs(perceived) < pool.band[worker], 2, np.where(perceived > 0, 0, 1)
+            )
+            seconds = pool.median_seconds[worker] * np.exp(
+                model.answer_seconds_spread * special.ndtri(draw(3))
+            )
+            listen = listen_seconds[part][
+                row
+            ]  # an honest worker hears the three clips, then decides
+            floor = listen - model.think_seconds * np.log(draw(7))
+            seconds = np.where(np.isnan(listen), seconds, np.maximum(seconds, floor))
+            careless, bots = careless_worker[worker], bot_worker[worker]
+            choice[careless] = (draw(4, careless) * 3).astype(int)
+            seconds[careless] = model.careless_seconds * np.exp(
+                0.3 * special.ndtri(draw(5, careless))
+            )
+            choice[bots] = 2
+            seconds[bots] = model.bot_seconds
+            accepted = whole_microseconds(model.completion_hours * draw(6), 3_600_000_000)
+            submitted = accepted + whole_microseconds(seconds, 1_000_000)
+            side = np.array([1, -1, 0])[choice]
+            yield {
+                "pair_id": pair_id,
+                "assignment_id": [
+                    f"sim-{p}-{j}" for p, j in zip(pair_id.tolist(), k.tolist(), strict=True)
+                ],
+                "worker_id": pool.ids[worker],
+                "choice": CHOICES[choice],
+                "score": np.where(a_is_x[part][row], side, -side),
+                "seconds": np.round(seconds, 1),
+                "accepted_at": iso_times(start, accepted),
+                "submitted_at": iso_times(start, submitted),
+            }
+
+    return stream()
 
 
 def simulate_answers(
@@ -240,104 +406,13 @@ def simulate_answers(
     published_at: datetime | None = None,
     blocked: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Answers ``first[i] … answers_wanted[i]−1`` of every pair, vectorised over all of them.
-
-    ``pairs`` needs ``pair_id, query, x, y, a_is_x, answers_wanted``. An ``x`` equal to its
-    query (an attention check) is identical to the query, so more similar than any candidate.
-    Workers ``blocked`` (a mask over the pool) are no longer drawn: answer *k* of a pair goes to
-    the *k*-th worker of the pair's ranking without them, so it never repeats a worker who
-    answered the pair before a block. Returns rows ready for
-    :meth:`crowdprefs.campaign.store.Store.add_answers`.
-    """
-    wanted = pairs["answers_wanted"].to_numpy(dtype=np.int64)
-    first = (
-        np.zeros(len(pairs), dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
-    )
-    blocked = np.zeros(len(pool.ids), dtype=bool) if blocked is None else blocked
-    available = int((~blocked).sum())
-    if (wanted > available).any():
-        raise InputError(
-            f"the simulated crowd has {available} workers not blocked; "
-            f"a pair cannot get {wanted.max()} distinct answers"
-        )
-    todo = np.maximum(wanted - first, 0)
-    row = np.repeat(np.arange(len(pairs)), todo)
-    k = np.concatenate(
-        [np.arange(f, w) for f, w in zip(first, wanted, strict=True) if w > f]
-        or [np.zeros(0, np.int64)]
-    )
-    if len(row) == 0:
+    """:func:`answer_chunks` of every pair at once, as rows ready for
+    :meth:`crowdprefs.campaign.store.Store.add_answers`."""
+    parts = list(answer_chunks(pairs, similarity, pool, model, seed, first, published_at, blocked))
+    if not parts:
         return pd.DataFrame(columns=["pair_id"])
-    pair_id = pairs["pair_id"].to_numpy(dtype=np.int64)
-
-    # Distinct workers per pair: the Gumbel-top-k ranking of the pool, keyed by pair.
-    worker_index = np.arange(len(pool.ids))
-    u = counter_uniform(seed, 1, pair_id[:, None], worker_index[None, :])
-    weight = np.where(blocked, 0.0, pool.weight)  # blocked workers rank last (log 0 = −∞)
-    with np.errstate(divide="ignore"):
-        ranking = np.argsort(-(np.log(weight)[None, :] - np.log(-np.log(u))), axis=1)
-    worker = ranking[row, k]
-
-    def draw(stream: int) -> np.ndarray:
-        return counter_uniform(seed, stream, pair_id[row], k)
-
-    def latent(column: str) -> np.ndarray:
-        keys = zip(pairs["query"], pairs[column], strict=True)
-        return np.array([similarity.get(key, np.nan) for key in keys])
-
-    sx, sy = latent("x"), latent("y")
-    top = np.nanmax(list(similarity.values())) if similarity else 0.0
-    sx = np.where(pairs["x"].to_numpy() == pairs["query"].to_numpy(), top + 3.0, sx)
-    if np.isnan(sx).any() or np.isnan(sy).any():
-        missing = pairs.loc[np.isnan(sx) | np.isnan(sy)].iloc[0]
-        raise InputError(
-            f"the simulated crowd's truth has no similarity for query {missing['query']!r}, "
-            f"pair {missing['x']!r}/{missing['y']!r}"
-        )
-    a_is_x = pairs["a_is_x"].to_numpy(dtype=bool)
-    gap = np.where(a_is_x, sx - sy, sy - sx)[row]  # s_A − s_B
-
-    perceived = gap + pool.noise[worker] * special.ndtri(draw(2)) - pool.bias[worker]
-    choice = np.where(
-        np.abs(perceived) < pool.band[worker], "equal", np.where(perceived > 0, "A", "B")
-    ).astype(object)
-    seconds = pool.median_seconds[worker] * np.exp(
-        model.answer_seconds_spread * special.ndtri(draw(3))
-    )
-    if "listen_seconds" in pairs:  # an honest worker hears the three clips, then decides
-        listen = pairs["listen_seconds"].to_numpy(dtype=np.float64)[row]
-        floor = listen - model.think_seconds * np.log(draw(7))
-        seconds = np.where(np.isnan(listen), seconds, np.maximum(seconds, floor))
-
-    kind = pool.kind[worker]
-    careless = kind == "careless"
-    choice[careless] = np.array(["A", "B", "equal"], dtype=object)[
-        (draw(4)[careless] * 3).astype(int)
-    ]
-    seconds[careless] = model.careless_seconds * np.exp(0.3 * special.ndtri(draw(5)[careless]))
-    bots = kind == "bot"
-    choice[bots] = "equal"
-    seconds[bots] = model.bot_seconds
-
-    start = published_at or datetime.fromisoformat(now())
-    accepted = [start + timedelta(hours=h) for h in model.completion_hours * draw(6)]
-    frame = pd.DataFrame(
-        {
-            "pair_id": pair_id[row],
-            "crowd": "simulated",
-            "assignment_id": [f"sim-{p}-{j}" for p, j in zip(pair_id[row], k, strict=True)],
-            "worker_id": pool.ids[worker],
-            "choice": choice,
-            "seconds": np.round(seconds, 1),
-            "accepted_at": [t.isoformat(timespec="milliseconds") for t in accepted],
-            "submitted_at": [
-                (t + timedelta(seconds=float(sec))).isoformat(timespec="milliseconds")
-                for t, sec in zip(accepted, seconds, strict=True)
-            ],
-        }
-    )
-    frame["score"] = score_of(frame["choice"], pd.Series(a_is_x[row].astype(int)))
-    return frame
+    columns = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    return pd.DataFrame(columns).assign(crowd="simulated")[ANSWER_COLUMNS]
 
 
 def model_file_section(path: str | os.PathLike) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, pair
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.measures import Judged, average_dynamic_recall, judge
+from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, distinct_workers, round_hours
 from crowdprefs.quality.review import ReviewRules, round_flags
 from crowdprefs.results_file import FRAME_COLUMNS
@@ -750,27 +751,18 @@ def simulate(
     campaigns: int = 100,
     seed: int = 0,
     on_campaign: Callable[[int], None] | None = None,
+    runner: Runner = SERIAL,
 ) -> pd.DataFrame:
     """Simulate ``campaigns`` whole campaigns; one row each with :data:`SUMMARY_COLUMNS`.
 
     Campaign ``i`` uses seed ``seed · 1000003 + i``: its initial orders, workers and answers, so
-    two designs simulated with the same seed are compared on the same campaigns (paired). With
-    several models (e.g. bootstrap replicates of a fit) campaign ``i`` uses model ``i`` modulo
-    their number.
+    two designs simulated with the same seed are compared on the same campaigns (paired), and
+    the result is the same whichever ``runner`` runs them. With several models (e.g. bootstrap
+    replicates of a fit) campaign ``i`` uses model ``i`` modulo their number. ``on_campaign(n)``
+    follows the campaigns done.
     """
-    if not 1 <= campaigns <= MAX_CAMPAIGNS:
-        raise InputError(
-            f"campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], got {campaigns}"
-        )
-    models = [model] if isinstance(model, CrowdModel) else list(model)
-    collection = Collection.from_truth(truth)
-    rows = []
-    for i in range(campaigns):
-        crowd = models[i % len(models)]
-        rows.append(simulate_campaign(collection, design, crowd, seed=seed * 1_000_003 + i).summary)
-        if on_campaign:
-            on_campaign(i)
-    return pd.DataFrame(rows)[SUMMARY_COLUMNS]
+    frame = simulate_designs(truth, {"": design}, model, campaigns, seed, on_campaign, runner)
+    return frame[SUMMARY_COLUMNS]
 
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
@@ -800,15 +792,31 @@ def simulate_designs(
     campaigns: int = 100,
     seed: int = 0,
     on_campaign: Callable[[int], None] | None = None,
+    runner: Runner = SERIAL,
 ) -> pd.DataFrame:
     """:func:`simulate` for several designs on the same campaign seeds (paired): one row per
-    design and campaign, ``design, campaign`` then :data:`SUMMARY_COLUMNS`."""
-    frames = []
-    for name, design in designs.items():
-        frame = simulate(truth, design, model, campaigns, seed, on_campaign)
-        frames.append(frame.assign(design=name, campaign=np.arange(campaigns)))
-    columns = ["design", "campaign", *SUMMARY_COLUMNS]
-    return pd.concat(frames, ignore_index=True)[columns]
+    design and campaign, ``design, campaign`` then :data:`SUMMARY_COLUMNS`. Every (design,
+    campaign) is one task of ``runner``."""
+    if not 1 <= campaigns <= MAX_CAMPAIGNS:
+        raise InputError(
+            f"campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], got {campaigns}"
+        )
+    models = [model] if isinstance(model, CrowdModel) else list(model)
+    shared = (Collection.from_truth(truth), list(designs.values()), models, seed)
+    tasks = [(d, i) for d in range(len(designs)) for i in range(campaigns)]
+    rows = runner.map(_campaign_summary, shared, tasks, on_campaign)
+    frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    frame.insert(0, "campaign", np.tile(np.arange(campaigns), len(designs)))
+    frame.insert(0, "design", np.repeat(list(designs), campaigns))
+    return frame
+
+
+def _campaign_summary(shared: tuple, task: tuple[int, int]) -> dict[str, float]:
+    """One task of :func:`simulate_designs`: the summary of campaign ``i`` of design ``d``."""
+    collection, designs, models, seed = shared
+    d, i = task
+    model = models[i % len(models)]
+    return simulate_campaign(collection, designs[d], model, seed=seed * 1_000_003 + i).summary
 
 
 def compare_designs(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:

@@ -1,15 +1,23 @@
-"""The audit as one self-contained HTML page (no external files, no scripts).
+"""The audit as an HTML page (no scripts) and, beside it, its long tables as CSV files.
 
 Tables come from :class:`crowdprefs.quality.audit.Audit`; plots (agreement per iteration, each
 worker's median work time against their agreement with the verdicts, option shares per iteration)
 are drawn with matplotlib and embedded as base64 PNG. The template is rendered by jinja2 with
 autoescaping on, so worker text (background, comments, ids) is always escaped.
+
+Tables that grow with the campaign (workers, flags, comments, transitivity per query and per
+worker, non-transitive triples) show their first :data:`TOP_ROWS` rows (the busiest workers, the
+most violated queries and workers first); each is written whole as ``STEM.NAME.csv`` beside the
+page (:func:`table_files`, :data:`LINKED_TABLES`) and linked with a relative link, so a campaign
+of 100,000 answers gives a page of a few hundred kilobytes.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Mapping
+from urllib.parse import quote
 
 import matplotlib
 
@@ -19,6 +27,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from jinja2 import Environment  # noqa: E402
 
+from crowdprefs.files import Output  # noqa: E402
 from crowdprefs.quality.audit import (  # noqa: E402
     CHOICES,
     ITERATION_CELLS,
@@ -28,6 +37,19 @@ from crowdprefs.quality.audit import (  # noqa: E402
     table_2_cells,
     usable,
 )
+
+TOP_ROWS = 200
+"""Rows a long table shows on the page; the whole table is in its CSV file beside it."""
+
+LINKED_TABLES = (
+    "workers",
+    "flags",
+    "comments",
+    "transitivity-queries",
+    "transitivity-workers",
+    "triples",
+)
+"""The tables written whole beside the page, each as ``STEM.NAME.csv``."""
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -40,10 +62,14 @@ th { background: #f0f0f0; } td.text { text-align: left; max-width: 30em; }
 tr.total td { font-weight: bold; border-top: 2px solid #888; }
 .flag { color: #a00; } figure { display: inline-block; margin: 0.5em; }
 </style></head><body>
+{% macro shown(table, count) %}{% if count > top or links.get(table) %}<p>
+{%- if count > top %}The first {{ top }} of {{ count }} rows. {% endif %}
+{%- if links.get(table) %}<a href="{{ links[table] }}">All {{ count }} rows as CSV</a>.
+{%- endif %}</p>{% endif %}{% endmacro %}
 <h1>Audit of {{ title }}</h1>
 <p>{{ facts.answers }} answers ({{ facts.empty_answers }} empty, {{ facts.rejected_answers }}
 rejected) by {{ facts.workers }} workers; {{ flagged }} workers flagged;
-{{ contradictions|length }} non-transitive verdict triples.</p>
+{{ triples_total }} non-transitive verdict triples.</p>
 
 <h2>Iterations</h2>
 <p>The total row sums pairs, answers, completion times and costs, counts unique workers, and
@@ -56,6 +82,7 @@ averages the iterations' previous-worker shares, median times and agreements.
 <figcaption>{{ name }}</figcaption></figure>{% endfor %}
 
 <h2>Flagged workers</h2>
+{{ shown('flags', flags_total) }}
 {% if flags %}<table><tr><th>worker</th><th>flag</th><th>evidence</th></tr>
 {% for w, f, e in flags %}<tr><td class="text">{{ w }}</td><td class="text flag">{{ f }}</td>
 <td class="text">{{ e }}</td></tr>{% endfor %}</table>{% else %}<p>None.</p>{% endif %}
@@ -68,11 +95,13 @@ averages the iterations' previous-worker shares, median times and agreements.
 {{ summary.none }}: agreement {{ '%.3f'|format(summary.score) }}</p>{% endfor %}{% endif %}
 
 <h2>Workers</h2>
+{{ shown('workers', workers_total) }}
 <table><tr>{% for h in worker_heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in workers %}<tr>{% for cell in row[:-1] %}<td>{{ cell }}</td>{% endfor %}
 <td class="text">{{ row[-1] }}</td></tr>{% endfor %}</table>
 
-{% if comments %}<h2>Worker comments</h2><table><tr><th>worker</th><th>comment</th></tr>
+{% if comments %}<h2>Worker comments</h2>
+{{ shown('comments', comments_total) }}<table><tr><th>worker</th><th>comment</th></tr>
 {% for w, c in comments %}<tr><td class="text">{{ w }}</td><td class="text">{{ c }}</td></tr>
 {% endfor %}</table>{% endif %}
 
@@ -80,12 +109,14 @@ averages the iterations' previous-worker shares, median times and agreements.
 <p>Three candidates whose three pairs were all judged form a complete triple; it violates
 transitivity when no weak order fits the judgments (a &gt; b and b &gt; c but a ≤ c; a = b and
 b = c but a ≠ c). Per query over its verdicts, per worker over their own answers.</p>
-{% for name, heads, rows, total in transitivity %}<h3>{{ name }}: {{ total }}</h3>
+{% for name, heads, rows, total, table, count in transitivity %}<h3>{{ name }}: {{ total }}</h3>
+{{ shown(table, count) }}
 {% if rows %}<table><tr>{% for h in heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in rows %}<tr><td class="text">{{ row[0] }}</td>{% for cell in row[1:] %}
 <td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}{% endfor %}
 
 {% if contradictions %}<h2>Non-transitive verdicts</h2>
+{{ shown('triples', triples_total) }}
 <table><tr><th>query</th><th>a</th><th>b</th><th>c</th></tr>
 {% for row in contradictions %}<tr>{% for cell in row %}<td class="text">{{ cell }}</td>
 {% endfor %}</tr>{% endfor %}</table>{% endif %}
@@ -160,8 +191,54 @@ def plots(result: Audit) -> list[tuple[str, str]]:
     return figures
 
 
-def render(result: Audit, title: str) -> str:
-    """The HTML report of an audit."""
+def table_files(report: Output) -> dict[str, Output]:
+    """The CSV file of each of :data:`LINKED_TABLES` beside ``report`` (``STEM.NAME.csv``), each
+    checked like the report (with its inputs) before any work."""
+    path = report.path
+    return {
+        name: Output(path.with_name(f"{path.stem}.{name}.csv"), inputs=report.inputs)
+        for name in LINKED_TABLES
+    }
+
+
+def linked_tables(result: Audit) -> dict[str, pd.DataFrame]:
+    """The whole tables the page caps, by :data:`LINKED_TABLES` name."""
+    comments = pd.DataFrame(columns=["worker_id", "comment"])
+    if result.answers is not None:
+        given = result.answers[result.answers["comment"].fillna("") != ""]
+        comments = given[["worker_id", "comment"]]
+    return {
+        "workers": result.workers.reset_index(),
+        "flags": result.flags,
+        "comments": comments,
+        "transitivity-queries": _by_violations(result.transitivity.get("queries")).reset_index(),
+        "transitivity-workers": _by_violations(result.transitivity.get("workers")).reset_index(),
+        "triples": result.contradictions,
+    }
+
+
+def _by_violations(rates: pd.DataFrame | None) -> pd.DataFrame:
+    """A transitivity table's judged rows, the most violations first."""
+    if rates is None:
+        return pd.DataFrame()
+    judged = rates[rates["triples"] > 0]
+    return judged.sort_values(["violations", "triples"], ascending=False, kind="stable")
+
+
+def write_report(result: Audit, title: str, report: Output, files: Mapping[str, Output]) -> None:
+    """Write the page to ``report`` and each table of ``files`` (:func:`table_files`) whole as
+    CSV, the page linking them by their names (relative links)."""
+    tables = linked_tables(result)
+    for name, out in files.items():
+        out.write(tables[name].to_csv(index=False))
+    report.write(render(result, title, links={name: out.path.name for name, out in files.items()}))
+
+
+def render(
+    result: Audit, title: str, top: int = TOP_ROWS, links: Mapping[str, str] | None = None
+) -> str:
+    """The HTML report of an audit: long tables show their first ``top`` rows and link to
+    ``links[name]`` (a file name beside the page, :data:`LINKED_TABLES`) when given."""
     answers = result.answers
     environment = Environment(autoescape=True)
     worker_columns = [
@@ -195,39 +272,51 @@ def render(result: Audit, title: str) -> str:
         reference.append((name, rows, columns, agreement_summary(table)))
     transitivity = []
     for name, rates in result.transitivity.items():
-        judged = rates[rates["triples"] > 0]
+        judged = _by_violations(rates)
         rate = overall_rate(rates)
         total = (
             f"{_fmt(rate)} of {int(judged['triples'].sum())} complete triples violated"
             if len(judged)
             else "no complete triple"
         )
+        shown = judged.head(top)
         rows = [[key, *(_fmt(v) for v in row)] for key, row in zip(
-            judged.index, judged.itertuples(index=False), strict=True
+            shown.index, shown.itertuples(index=False), strict=True
         )]  # fmt: skip
         heads = [rates.index.name, *rates.columns]
+        table = f"transitivity-{name}"
         transitivity.append(
-            (f"per {'query' if name == 'queries' else 'worker'}", heads, rows, total)
-        )
+            (f"per {'query' if name == 'queries' else 'worker'}", heads, rows, total, table,
+             len(judged))
+        )  # fmt: skip
     comments = []
     if answers is not None:
         given = answers[answers["comment"].fillna("") != ""]
         comments = list(given[["worker_id", "comment"]].itertuples(index=False, name=None))
+    shown_workers = workers.head(top)
     return environment.from_string(TEMPLATE).render(
         title=title,
+        top=top,
+        links={name: quote(file) for name, file in (links or {}).items()},
         facts=result.facts,
         flagged=result.flags["worker_id"].nunique(),
         iteration_heads=ITERATION_CELLS,
         iterations=[table_2_cells(row) for row in result.iterations.to_dict(orient="records")],
         plots=plots(result),
-        flags=list(result.flags.itertuples(index=False, name=None)),
+        flags=list(result.flags.head(top).itertuples(index=False, name=None)),
+        flags_total=len(result.flags),
         reference=reference,
         worker_heads=["worker", *worker_columns],
         workers=[
             [worker, *(_fmt(v) for v in row)]
-            for worker, row in zip(workers.index, workers.itertuples(index=False), strict=True)
+            for worker, row in zip(
+                shown_workers.index, shown_workers.itertuples(index=False), strict=True
+            )
         ],
-        comments=comments,
+        workers_total=len(workers),
+        comments=comments[:top],
+        comments_total=len(comments),
         transitivity=transitivity,
-        contradictions=list(result.contradictions.itertuples(index=False, name=None)),
+        contradictions=list(result.contradictions.head(top).itertuples(index=False, name=None)),
+        triples_total=len(result.contradictions),
     )

@@ -83,9 +83,9 @@ def test_the_log_posterior_s_gradient_and_curvature_are_exact(ties, reliability)
     rng = np.random.default_rng(3)
     first = rng.integers(0, 6, 200)
     second = (first + rng.integers(1, 6, 200)) % 6
-    problem = bt._Problem(
+    problem = bt._Problem.build(
         first, second, rng.integers(0, 3, 200), rng.integers(0, 5, 200), 6, 5, ties,
-        reliability, bt._Blocks.build(np.zeros(6, int), first, second),
+        reliability, np.zeros(6, int),
     )  # fmt: skip
     theta = rng.normal(0, 1, problem.size)
     value, grad, curvature = bt._log_posterior(theta, problem, order=2)

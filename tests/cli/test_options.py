@@ -80,7 +80,7 @@ def test_rule_format_and_scale_each_mean_one_thing():
     assert not formats & {"audio prepare", "prepare"}
     assert {"--audio-format"} <= set(options["audio prepare"]) & set(options["prepare"])
     scales = {c: o["--scale"] for c, o in options.items() if "--scale" in o}
-    assert set(scales) == {"mtc next", "mtc estimate", "mtc simulate", "mtc train"}
+    assert set(scales) == {"mtc next", "mtc estimate", "mtc simulate", "mtc train", "mtc transfer"}
     assert len(set(scales.values())) == 1 and "fine" in next(iter(scales.values()))
     assert "--combine" in options["mtc estimate"] and "--combine" in options["mtc simulate"]
     assert "--divide-by" in options["stats gawm"]

@@ -250,7 +250,8 @@ def where(name: str) -> list[str]:
 
 
 def test_every_walkthrough_is_tested_here(walks):
-    assert set(walks) == {"demo", "real-files", "mturk-fake", "web", "web-answered"}
+    assert set(walks) == {"demo", "real-files", "mturk-fake", "web", "web-answered", "cluster"}
+    assert where("cluster") == ["README.md"]
     assert where("demo") == where("web") == where("web-answered") == ["docs/getting-started.md"]
     assert where("mturk-fake") == ["docs/tasks/mturk.md"]
     assert where("real-files") == ["docs/tasks/recorded.md"]
@@ -300,6 +301,17 @@ def test_the_mturk_fake_walkthrough(walks, tmp_path):
     demo_collection(tmp_path)
     with session(tmp_path) as shell:
         shell.run(walks["mturk-fake"])
+
+
+@pytest.mark.slow
+def test_the_cluster_walkthrough(walks, tmp_path):
+    """A Dask scheduler and two worker processes started as the README says, and ``plan`` on
+    them: the table the README shows (the same as on one core)."""
+    pytest.importorskip("distributed")
+    demo_collection(tmp_path)
+    walk = walks["cluster"]
+    with session(tmp_path, dict.fromkeys(walk.placeholders, str(free_port()))) as shell:
+        shell.run(walk)
 
 
 def play_every_clip(page) -> None:

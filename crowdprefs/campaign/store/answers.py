@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import lazy_loader
@@ -55,6 +57,11 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     columns = [frame[name].astype(object).where(frame[name].notna(), None) for name in names]
     rows = zip(*(column.tolist() for column in columns), strict=True)
     return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _plain(column: Any) -> list[Any]:
+    """A column (array, series or list) as a list of plain Python values."""
+    return column.tolist() if hasattr(column, "tolist") else list(column)
 
 
 def _answers_with_pairs() -> Join:
@@ -151,6 +158,37 @@ class Answers(StoreBase):
                 refresh_pair_counts(conn, changed)
             if rejections is not None and len(rejections):
                 record_rejections(conn, crowd, rejections)
+        return int(new)
+
+    def add_answer_stream(self, crowd: str, chunks: Iterable[Mapping[str, Any]]) -> int:
+        """Store ``crowd``'s answers arriving as a stream of chunks, in one transaction;
+        returns how many were new.
+
+        Each chunk maps :data:`ANSWER_COLUMNS` but ``crowd`` (optional ones may be missing, none
+        holds NULL) to equally long columns (arrays, series or lists) and is stored as it
+        comes, by the database driver straight from plain tuples: a round of millions of
+        answers never sits in memory at once. The answers are undecided (no ``status``);
+        answers already stored (same crowd and assignment) are skipped, as by
+        :meth:`add_answers`."""
+        answers = tables.answers
+        with self.transaction() as conn:
+            last = conn.execute(select(func.coalesce(func.max(answers.c.answer_id), 0))).scalar()
+            for chunk in chunks:
+                names = ["crowd", *(c for c in ANSWER_COLUMNS if c in chunk and c != "crowd")]
+                compiled = insert_ignore(conn, answers).compile(
+                    dialect=conn.dialect, column_keys=names
+                )
+                order = compiled.positiontup if compiled.positional else names
+                values = {name: _plain(chunk[name]) for name in names[1:]}
+                values["crowd"] = [crowd] * len(values[names[1]])
+                rows = zip(*(values[name] for name in order), strict=True)
+                while batch := list(itertools.islice(rows, CHUNK)):
+                    if not compiled.positional:
+                        batch = [dict(zip(order, row, strict=True)) for row in batch]
+                    conn.exec_driver_sql(str(compiled), batch)
+            arrived = answers.c.answer_id > last
+            new = conn.execute(select(func.count()).select_from(answers).where(arrived)).scalar()
+            refresh_pair_counts(conn, select(answers.c.pair_id).where(arrived))
         return int(new)
 
     def answers_per_pair(self, crowd: str) -> pd.Series:

@@ -21,6 +21,7 @@ The package, by concern:
 * :mod:`~.selection`: the reference tool's static weight and an adaptive weight (§3.4);
 * :mod:`~.simulation`: MTC against complete judgments (§5);
 * :mod:`~.workflow`: the commands as library calls (next, estimate, simulate, train).
+* :mod:`~.transfer`: every estimator on new systems and new queries, over random splits.
 
 Everything is vectorised over the incidence matrix, so a simulation is a loop over judgment
 batches only.
@@ -108,6 +109,13 @@ from crowdprefs.evaluation.mtc.trained import (
     system_profiles,
     train_gain_model,
     trained_features,
+)
+from crowdprefs.evaluation.mtc.transfer import (
+    DEFAULT_ESTIMATORS,
+    TRANSFER_ESTIMATORS,
+    check_estimators,
+    transfer_study,
+    transfer_summary,
 )
 from crowdprefs.evaluation.mtc.workflow import (
     ESTIMATORS,
@@ -221,6 +229,11 @@ __all__ = [
     "take_batch",
     "train_gain_model",
     "transfer_split",
+    "DEFAULT_ESTIMATORS",
+    "TRANSFER_ESTIMATORS",
+    "check_estimators",
+    "transfer_study",
+    "transfer_summary",
     "train_model",
     "trained_features",
     "TrainedEstimator",
