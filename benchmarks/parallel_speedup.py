@@ -11,10 +11,14 @@ once; sampled every 0.05 s) and the cores the machine gives this process. Worklo
   10 answers against the sequential adaptive design (400 simulated campaigns in all);
 * ``stats power``: the MIREX 2011 AMS power study of the power-and-stability paper (4 measures,
   sizes 5…100, ``--samples``), from ``../shared/data`` (skipped when absent);
-* ``mtc transfer --splits``: the MTC transfer study on MIREX 2011 AMS (skipped when absent).
+* ``mtc transfer --splits 24``: the MTC transfer study on MIREX 2011 AMS (skipped when absent).
+
+Each study also runs once at its smallest size (one campaign, sample or split): its time is the
+command's fixed cost (start, reading the inputs, the report), which no number of jobs shortens,
+and gives Amdahl's bound on the speed-up, printed beside the speed-up measured.
 
 Run: ``python benchmarks/parallel_speedup.py [--jobs N] [--campaigns 200] [--samples 500]
-[--splits 8] [--only plan]`` (``unset PYTHONDONTWRITEBYTECODE`` first; the load average is
+[--splits 24] [--only plan]`` (``unset PYTHONDONTWRITEBYTECODE`` first; the load average is
 printed: other work on the machine takes cores from the parallel run).
 """
 
@@ -29,8 +33,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import psutil
 
 from crowdprefs.demo import make_collection
@@ -82,26 +88,35 @@ def measure(command: list[str], output: Path) -> dict[str, float]:
     }
 
 
-def compare(name: str, command: list[str], output: Path, jobs: int) -> dict[str, float]:
-    """``command`` with ``--jobs 1`` then ``--jobs jobs``; prints one line, returns figures."""
-    base = measure([*command, "--jobs", "1"], output)
-    par = measure([*command, "--jobs", str(jobs)], output)
+def compare(
+    key: str, name: str, command: Callable[[int], list[str]], size: int, output: Path, jobs: int
+) -> dict[str, float]:
+    """``command(size)`` with ``--jobs 1`` then ``--jobs jobs``, and ``command(1)`` (the
+    command's fixed cost: start, reading, report); prints one line, returns the figures."""
+    fixed = measure([*command(1), "--jobs", "1"], output)["wall"]
+    base = measure([*command(size), "--jobs", "1"], output)
+    par = measure([*command(size), "--jobs", str(jobs)], output)
     same = base.pop("output") == par.pop("output")
     speedup = base["wall"] / par["wall"]
+    bound = base["wall"] / (fixed + (base["wall"] - fixed) / jobs)
     print(
-        f"{name:32} | 1 job {base['wall']:6.1f} s ({base['cpu']:6.1f} CPU s, "
-        f"{base['rss_mb']:5.0f} MB PSS) | {jobs} jobs {par['wall']:6.1f} s "
-        f"({par['cpu']:6.1f} CPU s, {par['rss_mb']:5.0f} MB) | ×{speedup:.2f} | "
-        f"identical: {'yes' if same else 'NO'}",
+        f"{name:28} | 1 job {base['wall']:6.1f} s ({base['cpu']:6.1f} CPU s, "
+        f"{base['rss_mb']:4.0f} MB) | {jobs} jobs {par['wall']:6.1f} s "
+        f"({par['cpu']:6.1f} CPU s, {par['rss_mb']:4.0f} MB) | ×{speedup:.2f} "
+        f"(at most ×{bound:.2f}: {fixed:.1f} s fixed) | identical: {'yes' if same else 'NO'}",
         flush=True,
     )
     return {
-        f"{name}_wall_1": base["wall"],
-        f"{name}_wall_n": par["wall"],
-        f"{name}_speedup": speedup,
-        f"{name}_rss_1": base["rss_mb"],
-        f"{name}_rss_n": par["rss_mb"],
-        f"{name}_identical": float(same),
+        f"{key}_wall_1": base["wall"],
+        f"{key}_wall_n": par["wall"],
+        f"{key}_cpu_1": base["cpu"],
+        f"{key}_cpu_n": par["cpu"],
+        f"{key}_speedup": speedup,
+        f"{key}_bound": bound,
+        f"{key}_fixed": fixed,
+        f"{key}_mb_1": base["rss_mb"],
+        f"{key}_mb_n": par["rss_mb"],
+        f"{key}_identical": float(same),
     }
 
 
@@ -110,7 +125,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=cores())
     parser.add_argument("--campaigns", type=int, default=200)
     parser.add_argument("--samples", type=int, default=500)
-    parser.add_argument("--splits", type=int, default=8)
+    parser.add_argument("--splits", type=int, default=24)
     parser.add_argument("--only", choices=["plan", "power", "mtc"], action="append")
     parser.add_argument("--json", action="store_true", help="End with the figures as JSON.")
     args = parser.parse_args()
@@ -120,7 +135,7 @@ def main() -> None:
     only = set(args.only or ["plan", "power", "mtc"])
     print(
         f"cores available: {cores()}; parallel runs use --jobs {args.jobs}; load average "
-        f"{os.getloadavg()[0]:.2f}"
+        f"{os.getloadavg()[0]:.2f}; 'at most': Amdahl's bound from the command's fixed cost"
     )
     figures: dict[str, float] = {"cores": cores(), "jobs": args.jobs}
     with tempfile.TemporaryDirectory() as folder:
@@ -129,13 +144,16 @@ def main() -> None:
             candidates, truth = make_collection(2010)
             candidates.to_csv(root / "c.csv", index=False)
             write_lists(truth, root / "t.qrel")
-            command = [
-                script, "plan", "--candidates", str(root / "c.csv"), "--truth",
-                str(root / "t.qrel"), "--campaigns", str(args.campaigns), "--adaptive",
-                "sequential", "-o", str(root / "plan.csv"),
-            ]  # fmt: skip
+
+            def plan(size: int) -> list[str]:
+                return [
+                    script, "plan", "--candidates", str(root / "c.csv"), "--truth",
+                    str(root / "t.qrel"), "--campaigns", str(size), "--adaptive",
+                    "sequential", "-o", str(root / "plan.csv"),
+                ]  # fmt: skip
+
             name = f"plan --campaigns {args.campaigns}"
-            figures |= compare(name, command, root / "plan.csv", args.jobs)
+            figures |= compare("plan", name, plan, args.campaigns, root / "plan.csv", args.jobs)
         if not (DATA / "runs.txt").exists():
             print(f"{DATA} is absent: the MIREX studies are skipped")
         else:
@@ -147,25 +165,34 @@ def main() -> None:
                     matrix.stack().rename("score").reset_index().assign(measure=measure)
                     for measure, matrix in mirex_measures(DATA).items()
                 ]
-                import pandas as pd
-
                 scores = pd.concat(rows).set_axis(["system", "query", "score", "measure"], axis=1)
                 scores.to_csv(root / "scores.csv", index=False)
-                command = [
-                    script, "stats", "power", "--scores", str(root / "scores.csv"), "--strata",
-                    str(DATA / "metadata.txt"), "--samples", str(args.samples), "--format",
-                    "csv", "-o", str(root / "power.csv"),
-                ]  # fmt: skip
+
+                def power(size: int) -> list[str]:
+                    return [
+                        script, "stats", "power", "--scores", str(root / "scores.csv"),
+                        "--strata", str(DATA / "metadata.txt"), "--samples", str(size),
+                        "--format", "csv", "-o", str(root / "power.csv"),
+                    ]  # fmt: skip
+
                 name = f"stats power --samples {args.samples}"
-                figures |= compare(name, command, root / "power.csv", args.jobs)
+                figures |= compare(
+                    "power", name, power, args.samples, root / "power.csv", args.jobs
+                )
             if "mtc" in only:
-                command = [
-                    script, "mtc", "transfer", "--runs", str(DATA / "runs.txt"), "--judgments",
-                    str(DATA / "judgments.txt"), "--metadata", str(DATA / "metadata.txt"),
-                    "--splits", str(args.splits), "-o", str(root / "transfer.csv"),
-                ]  # fmt: skip
+
+                def transfer(size: int) -> list[str]:
+                    return [
+                        script, "mtc", "transfer", "--runs", str(DATA / "runs.txt"),
+                        "--judgments", str(DATA / "judgments.txt"), "--metadata",
+                        str(DATA / "metadata.txt"), "--splits", str(size),
+                        "-o", str(root / "transfer.csv"),
+                    ]  # fmt: skip
+
                 name = f"mtc transfer --splits {args.splits}"
-                figures |= compare(name, command, root / "transfer.csv", args.jobs)
+                figures |= compare(
+                    "mtc", name, transfer, args.splits, root / "transfer.csv", args.jobs
+                )
     if args.json:
         print(json.dumps(figures))
 

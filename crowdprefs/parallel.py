@@ -23,11 +23,13 @@ last bits of a result would depend on the engine).
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing import forkserver
 from typing import Any, TypeVar
 
 from threadpoolctl import threadpool_limits
@@ -42,8 +44,12 @@ R = TypeVar("R")
 JOBS_VARIABLE = "CROWDPREFS_JOBS"
 SCHEDULER_VARIABLE = "CROWDPREFS_SCHEDULER"
 
-#: Tasks in flight per worker: enough to keep it busy, few enough to bound memory.
+#: Chunks of tasks in flight per worker: enough to keep it busy, few enough to bound memory.
 IN_FLIGHT_PER_WORKER = 2
+
+#: Chunks per worker a study's tasks are cut into: few enough that sending them costs little
+#: beside the work, enough to keep the workers evenly busy to the end.
+CHUNKS_PER_WORKER = 32
 
 #: Seconds to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT = 10
@@ -63,9 +69,13 @@ class Runner:
     scheduler: str | None = None
 
     @classmethod
-    def from_options(cls, jobs: int | None = None, scheduler: str | None = None) -> Runner:
+    def from_options(
+        cls, jobs: int | None = None, scheduler: str | None = None, study: str | None = None
+    ) -> Runner:
         """The runner of the ``--jobs`` and ``--scheduler`` options, defaulting to
-        ``CROWDPREFS_JOBS`` (else every core) and ``CROWDPREFS_SCHEDULER`` (else none)."""
+        ``CROWDPREFS_JOBS`` (else every core) and ``CROWDPREFS_SCHEDULER`` (else none);
+        ``study``, the module of the study's tasks, is loaded by the local workers' fork server
+        from now on, while the command reads its inputs (:meth:`prepare`)."""
         scheduler = scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
         if jobs is None:
             text = os.environ.get(JOBS_VARIABLE, "").strip()
@@ -74,7 +84,17 @@ class Runner:
             jobs = int(text) if text else cores()
         if jobs < 1:
             raise InputError(f"the jobs must be a whole number ≥ 1, got {jobs}")
-        return cls(jobs=jobs, scheduler=scheduler)
+        runner = cls(jobs=jobs, scheduler=scheduler)
+        if study is not None:
+            runner.prepare(study)
+        return runner
+
+    def prepare(self, study: str) -> None:
+        """Start the local workers' fork server, importing the module ``study`` (the study's
+        tasks) in the background; workers forked from it start at once. Nothing for one job
+        or on a cluster."""
+        if self.scheduler is None and self.jobs > 1:
+            _fork_server(study)
 
     @property
     def where(self) -> str:
@@ -103,19 +123,22 @@ class Runner:
                         on_done(done)
             return results
         with self._engine(task, shared) as (submit, workers):
-            return _drain(submit, items, workers, on_done)
+            size = -(-len(items) // (workers * CHUNKS_PER_WORKER))
+            chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
+            return _drain(submit, chunks, workers, on_done)
 
     @contextmanager
     def _engine(self, task: Callable, shared: Any) -> Iterator[tuple[Callable, int]]:
         """``(submit(item) -> Future, workers)`` of a process pool or a Dask cluster."""
         if self.scheduler is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload([__name__, task.__module__])
             executor = ProcessPoolExecutor(
-                self.jobs, mp_context=context, initializer=_install, initargs=(shared,)
+                self.jobs,
+                mp_context=_fork_server(task.__module__),
+                initializer=_install,
+                initargs=(shared,),
             )
             with _closing(executor):
-                yield lambda item: executor.submit(_call_installed, task, item), self.jobs
+                yield lambda chunk: executor.submit(_call_installed, task, chunk), self.jobs
             return
         client = _connect(self.scheduler)
         try:
@@ -123,7 +146,7 @@ class Runner:
             workers = len(client.scheduler_info(n_workers=-1)["workers"])
             executor = client.get_executor(pure=False)
             with _closing(executor):
-                yield lambda item: executor.submit(task, handle, item), max(1, workers)
+                yield lambda chunk: executor.submit(_call, task, handle, chunk), max(1, workers)
         finally:
             client.close()
 
@@ -133,15 +156,15 @@ SERIAL = Runner()
 
 
 def _drain(
-    submit: Callable[[Any], Future],
-    items: Sequence,
+    submit: Callable[[list], Future],
+    chunks: list[list],
     workers: int,
     on_done: Callable[[int], None] | None,
 ) -> list:
-    """Submit the items a window at a time; collect the results in the items' order."""
-    results: list = [None] * len(items)
+    """Submit the chunks a window at a time; the results in the items' order."""
+    results: list[list] = [[] for _ in chunks]
     pending: dict[Future, int] = {}
-    upcoming = iter(enumerate(items))
+    upcoming = iter(enumerate(chunks))
     window = workers * IN_FLIGHT_PER_WORKER
     done = 0
 
@@ -156,12 +179,13 @@ def _drain(
     while pending:
         finished, _ = wait(pending, return_when=FIRST_COMPLETED)
         for future in finished:
-            results[pending.pop(future)] = future.result()
-            done += 1
+            index = pending.pop(future)
+            results[index] = future.result()
+            done += len(chunks[index])
             if on_done:
                 on_done(done)
         fill()
-    return results
+    return [result for chunk in results for result in chunk]
 
 
 @contextmanager
@@ -173,6 +197,16 @@ def _closing(executor: Executor) -> Iterator[None]:
         executor.shutdown(wait=True, cancel_futures=True)
         raise
     executor.shutdown(wait=True)
+
+
+def _fork_server(study: str) -> multiprocessing.context.ForkServerContext:
+    """The ``forkserver`` context, its server started (if it is not yet) with this module and
+    ``study`` imported: ``forkserver`` rather than ``fork``, as the parent runs threads (the
+    progress bar's), which a forked child must not inherit mid-operation."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, study])
+    forkserver.ensure_running()
+    return context
 
 
 def _connect(address: str):
@@ -201,5 +235,11 @@ def _install(shared: Any) -> None:
     threadpool_limits(1)
 
 
-def _call_installed(task: Callable, item: Any) -> Any:
-    return task(_shared, item)
+def _call(task: Callable, shared: Any, chunk: list) -> list:
+    """A chunk of tasks in a worker, each on one BLAS thread (a Dask worker's environment
+    already says one thread; a local worker's initializer set it)."""
+    return [task(shared, item) for item in chunk]
+
+
+def _call_installed(task: Callable, chunk: list) -> list:
+    return _call(task, _shared, chunk)

@@ -424,14 +424,15 @@ def transfer(
     simulated on the other systems × the other queries (`mtc simulate`, 20 judgments per
     iteration). Per estimator: accuracy after 120 judgments, judgments to the stop, accuracy and
     stated − realised there, each with its paired difference to judge over the same splits."""
+    from crowdprefs.parallel import Runner
+
+    runner = Runner.from_options(jobs, scheduler, "crowdprefs.evaluation.mtc.transfer")
     from crowdprefs.evaluation import mtc
     from crowdprefs.evaluation.mtc.transfer import BASELINE, EARLY, TIMING
     from crowdprefs.files import output
-    from crowdprefs.parallel import Runner
     from crowdprefs.progress import make_progress
 
     out = output(csv_out, {"--runs": runs, "--judgments": judgments, "--metadata": metadata})
-    runner = Runner.from_options(jobs, scheduler)
     with _option_hints():
         names = mtc.check_estimators(estimators or mtc.DEFAULT_ESTIMATORS, metadata is not None)
         inputs = mtc.load_inputs(runs, judgments, metadata, scale)

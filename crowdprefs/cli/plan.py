@@ -131,18 +131,19 @@ def plan(
     design on the same simulated campaigns."""
     from dataclasses import replace
 
+    from crowdprefs.parallel import Runner
+
+    runner = Runner.from_options(jobs, scheduler, "crowdprefs.quality.planning")  # loads meanwhile
     from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
     from crowdprefs.errors import InputError
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
-    from crowdprefs.parallel import Runner
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
     from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
 
-    runner = Runner.from_options(jobs, scheduler)
     out = output_file(
         csv_out, {"--candidates": candidates, "--truth": truth, "--crowd-model": crowd_model}
     )
@@ -280,15 +281,16 @@ def fit(
     bots, activity and times are fitted with bootstrap intervals and saved as TOML. With
     --lists the model is checked against the campaign: its recorded design simulated on its
     candidates against its lists. --rule, --alpha and --margin give the rule it used."""
+    from crowdprefs.parallel import Runner
+
+    runner = Runner.from_options(jobs, scheduler, "crowdprefs.quality.crowd_fit")  # loads meanwhile
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
-    from crowdprefs.parallel import Runner
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_fit import fit_crowd_model, predictive_check, save_fit
     from crowdprefs.results_file import read_results
 
-    runner = Runner.from_options(jobs, scheduler)
     out = output_file(output, {"RESULTS": results, "--lists": lists, "--columns": columns_file})
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
     from crowdprefs.cli.audit import report_reading

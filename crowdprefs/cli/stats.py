@@ -226,7 +226,7 @@ def _study(
 def _runner(jobs: int | None, scheduler: str | None) -> Runner:
     from crowdprefs.parallel import Runner
 
-    return Runner.from_options(jobs, scheduler)
+    return Runner.from_options(jobs, scheduler, "crowdprefs.evaluation.power")
 
 
 @stats_app.command("power")
