@@ -3,6 +3,7 @@ tables, CSV and JSON). A core utility: the library reports through it, the CLI s
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -37,18 +38,29 @@ def escape(text: str) -> str:
     return escape_markup(visible)
 
 
-#: Seconds between the plain progress lines written where stderr is not a terminal.
+#: Seconds between the plain progress lines written where stderr is not a terminal, unless
+#: ``CROWDPREFS_PROGRESS_SECONDS`` says otherwise (0: none).
 LINE_SECONDS = 10.0
+
+
+def line_seconds() -> float:
+    """The seconds between plain progress lines (:data:`LINE_SECONDS`, or the variable's)."""
+    text = os.environ.get("CROWDPREFS_PROGRESS_SECONDS", "")
+    try:
+        return max(0.0, float(text)) if text.strip() else LINE_SECONDS
+    except ValueError:
+        return LINE_SECONDS
 
 
 class _Progress(Progress):
     """A rich progress bar that, where stderr is not a terminal (a log file, a batch job, a
-    pipe), writes a plain line per task every :data:`LINE_SECONDS` instead of nothing; work
+    pipe), writes a plain line per task every :func:`line_seconds` instead of nothing; work
     shorter than that writes no line."""
 
     def __init__(self, *columns, **options) -> None:
         super().__init__(*columns, **options)
-        self._plain = not self.console.is_terminal
+        every = line_seconds()
+        self._every = every if every > 0 and not self.console.is_terminal else None
         self._last: dict[TaskID, float] = {}
 
     def add_task(self, description: str, *args, **kwargs) -> TaskID:
@@ -66,7 +78,7 @@ class _Progress(Progress):
 
     def _line(self, task_id: TaskID) -> None:
         now = time.monotonic()
-        if not self._plain or now - self._last.get(task_id, now) < LINE_SECONDS:
+        if self._every is None or now - self._last.get(task_id, now) < self._every:
             return
         self._last[task_id] = now
         task = self._tasks[task_id]
@@ -80,7 +92,7 @@ class _Progress(Progress):
 
 
 def make_progress(*, transient: bool = True) -> Progress:
-    """A progress bar on stderr (plain lines every :data:`LINE_SECONDS` where stderr is not a
+    """A progress bar on stderr (plain lines every :func:`line_seconds` where stderr is not a
     terminal)."""
     return _Progress(
         TextColumn("[progress.description]{task.description}"),

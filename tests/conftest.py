@@ -17,6 +17,9 @@ import crowdprefs.cli.console  # noqa: E402,F401
 # The suite runs one test process per core: studies run in the test's own process unless a test
 # asks for jobs (tests/test_parallel.py compares 1, 2 and 4 jobs, and the default, every core).
 os.environ.setdefault("CROWDPREFS_JOBS", "1")
+# Outputs are compared line for line: no plain progress lines, even when a loaded machine makes
+# an operation last longer than their interval (tests/test_parallel.py tests them).
+os.environ.setdefault("CROWDPREFS_PROGRESS_SECONDS", "0")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"
 

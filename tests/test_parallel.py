@@ -204,18 +204,18 @@ def test_crowd_model_fit_is_identical_on_1_and_2_jobs(recorded):
 
 
 def test_progress_writes_plain_lines_where_stderr_is_not_a_terminal(monkeypatch, capsys):
-    """A batch job's log gets a line per task every LINE_SECONDS (markup and control
-    characters of the description shown as text); a terminal gets the bar instead."""
+    """A batch job's log gets a line per task every CROWDPREFS_PROGRESS_SECONDS (markup and
+    control characters of the description shown as text); quick work writes none."""
     from crowdprefs import progress
 
-    monkeypatch.setattr(progress, "LINE_SECONDS", 0.0)
+    monkeypatch.setenv("CROWDPREFS_PROGRESS_SECONDS", "0.000001")
     with progress.make_progress() as bar:
         task = bar.add_task("simulating [b]x[/b] \x1b[31m", total=3)
         for _ in range(3):
             bar.advance(task)
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert lines[-1].startswith("simulating x \\x1b[31m: 3/3 (") and len(lines) == 3
-    monkeypatch.setattr(progress, "LINE_SECONDS", 3600.0)
+    monkeypatch.delenv("CROWDPREFS_PROGRESS_SECONDS")  # 10 s: quick work writes nothing
     with progress.make_progress() as bar:
         bar.advance(bar.add_task("quick", total=1))
     assert not capsys.readouterr().err.strip()

@@ -128,6 +128,7 @@ class Session:
             "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",  # stdout and stderr in the order they were written
             "COLUMNS": "80",
+            "CROWDPREFS_PROGRESS_SECONDS": "0",  # a slow machine's progress lines are not shown
             "PATH": f"{SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         self.background: list[subprocess.Popen] = []
