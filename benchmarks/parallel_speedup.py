@@ -193,6 +193,8 @@ def main() -> None:
                 figures |= compare(
                     "mtc", name, transfer, args.splits, root / "transfer.csv", args.jobs
                 )
+    checked = [value for key, value in figures.items() if key.endswith("_identical")]
+    figures["identical"] = min(checked, default=float("nan"))
     if args.json:
         print(json.dumps(figures))
 
