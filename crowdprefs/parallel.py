@@ -7,8 +7,9 @@ returns the results in the items' order; the study does not know which engine ra
 
 One engine interface, :class:`concurrent.futures.Executor`, covers both places a study runs:
 
-* locally, a :class:`~concurrent.futures.ProcessPoolExecutor` (``forkserver`` processes, the
-  study's modules preloaded), whose initializer installs ``shared`` in each worker once;
+* locally, a :class:`~concurrent.futures.ProcessPoolExecutor` whose workers are forked from the
+  study's process (or from a fork server where the caller runs threads of its own) and hold
+  ``shared`` once;
 * on a cluster, ``dask.distributed``'s executor (``Client.get_executor``), after
   ``Client.scatter(..., broadcast=True)`` has sent ``shared`` to each worker once.
 
@@ -23,18 +24,18 @@ last bits of a result would depend on the engine).
 from __future__ import annotations
 
 import multiprocessing
-import multiprocessing.context
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing import forkserver
 from typing import Any, TypeVar
 
 from threadpoolctl import threadpool_limits
 
 from crowdprefs.errors import InputError
+from crowdprefs.progress import paused
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -69,13 +70,9 @@ class Runner:
     scheduler: str | None = None
 
     @classmethod
-    def from_options(
-        cls, jobs: int | None = None, scheduler: str | None = None, study: str | None = None
-    ) -> Runner:
+    def from_options(cls, jobs: int | None = None, scheduler: str | None = None) -> Runner:
         """The runner of the ``--jobs`` and ``--scheduler`` options, defaulting to
-        ``CROWDPREFS_JOBS`` (else every core) and ``CROWDPREFS_SCHEDULER`` (else none);
-        ``study``, the module of the study's tasks, is loaded by the local workers' fork server
-        from now on, while the command reads its inputs (:meth:`prepare`)."""
+        ``CROWDPREFS_JOBS`` (else every core) and ``CROWDPREFS_SCHEDULER`` (else none)."""
         scheduler = scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
         if jobs is None:
             text = os.environ.get(JOBS_VARIABLE, "").strip()
@@ -84,17 +81,7 @@ class Runner:
             jobs = int(text) if text else cores()
         if jobs < 1:
             raise InputError(f"the jobs must be a whole number ≥ 1, got {jobs}")
-        runner = cls(jobs=jobs, scheduler=scheduler)
-        if study is not None:
-            runner.prepare(study)
-        return runner
-
-    def prepare(self, study: str) -> None:
-        """Start the local workers' fork server, importing the module ``study`` (the study's
-        tasks) in the background; workers forked from it start at once. Nothing for one job
-        or on a cluster."""
-        if self.scheduler is None and self.jobs > 1:
-            _fork_server(study)
+        return cls(jobs=jobs, scheduler=scheduler)
 
     @property
     def where(self) -> str:
@@ -131,12 +118,7 @@ class Runner:
     def _engine(self, task: Callable, shared: Any) -> Iterator[tuple[Callable, int]]:
         """``(submit(item) -> Future, workers)`` of a process pool or a Dask cluster."""
         if self.scheduler is None:
-            executor = ProcessPoolExecutor(
-                self.jobs,
-                mp_context=_fork_server(task.__module__),
-                initializer=_install,
-                initargs=(shared,),
-            )
+            executor = _local_pool(self.jobs, task, shared)
             with _closing(executor):
                 yield lambda chunk: executor.submit(_call_installed, task, chunk), self.jobs
             return
@@ -199,14 +181,23 @@ def _closing(executor: Executor) -> Iterator[None]:
     executor.shutdown(wait=True)
 
 
-def _fork_server(study: str) -> multiprocessing.context.ForkServerContext:
-    """The ``forkserver`` context, its server started (if it is not yet) with this module and
-    ``study`` imported: ``forkserver`` rather than ``fork``, as the parent runs threads (the
-    progress bar's), which a forked child must not inherit mid-operation."""
+def _local_pool(jobs: int, task: Callable, shared: Any) -> ProcessPoolExecutor:
+    """``jobs`` worker processes, each given ``shared`` once.
+
+    Forked from this process when, its progress bars paused, it runs no other thread: the
+    workers start at once, with everything this process has loaded and ``shared`` already in
+    their memory. Otherwise (a caller's threads) from a fork server that imports this module and
+    the task's: a process forked while another thread runs may inherit a lock held for ever."""
+    with paused():
+        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+            executor = ProcessPoolExecutor(
+                jobs, multiprocessing.get_context("fork"), _install, (shared,)
+            )
+            executor.submit(int)  # the first task forks every worker, now
+            return executor
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, study])
-    forkserver.ensure_running()
-    return context
+    context.set_forkserver_preload([__name__, task.__module__])
+    return ProcessPoolExecutor(jobs, context, _install, (shared,))
 
 
 def _connect(address: str):

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import re
 import time
+import weakref
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
@@ -63,6 +65,14 @@ class _Progress(Progress):
         self._every = every if every > 0 and not self.console.is_terminal else None
         self._last: dict[TaskID, float] = {}
 
+    def start(self) -> None:
+        super().start()
+        _SHOWN.add(self)
+
+    def stop(self) -> None:
+        _SHOWN.discard(self)
+        super().stop()
+
     def add_task(self, description: str, *args, **kwargs) -> TaskID:
         task = super().add_task(description, *args, **kwargs)
         self._last[task] = time.monotonic()
@@ -89,6 +99,24 @@ class _Progress(Progress):
             highlight=False,
             soft_wrap=True,
         )
+
+
+_SHOWN: weakref.WeakSet[_Progress] = weakref.WeakSet()
+"""The progress bars on screen (each refreshed by a thread of its own)."""
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """Take the progress bars off the screen for the block, so that no refresh thread runs in
+    it (a process may then fork safely), and put them back after."""
+    shown = list(_SHOWN)
+    for bar in shown:
+        bar.stop()
+    try:
+        yield
+    finally:
+        for bar in shown:
+            bar.start()
 
 
 def make_progress(*, transient: bool = True) -> Progress:

@@ -50,6 +50,24 @@ def test_runner_returns_results_in_item_order_whatever_the_jobs():
     assert {pid for _, pid in serial} == {os.getpid()}
 
 
+def test_workers_come_from_a_fork_server_while_other_threads_run():
+    """A caller with threads of its own gets workers from the fork server (a fork would copy
+    locks those threads hold); the results are the same as forked workers'."""
+    import threading
+
+    forked = Runner(2).map(_draw, {"seed": 3}, list(range(10)))
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait)
+    busy.start()
+    try:
+        served = Runner(2).map(_draw, {"seed": 3}, list(range(10)))
+    finally:
+        stop.set()
+        busy.join()
+    assert [v for v, _ in served] == [v for v, _ in forked]
+    assert os.getpid() not in {pid for _, pid in served}
+
+
 def test_a_task_error_reaches_the_caller_unchanged():
     for jobs in (1, 2):
         with pytest.raises(InputError, match="task 3 refuses"):

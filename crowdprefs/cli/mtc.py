@@ -426,7 +426,7 @@ def transfer(
     stated − realised there, each with its paired difference to judge over the same splits."""
     from crowdprefs.parallel import Runner
 
-    runner = Runner.from_options(jobs, scheduler, "crowdprefs.evaluation.mtc.transfer")
+    runner = Runner.from_options(jobs, scheduler)
     from crowdprefs.evaluation import mtc
     from crowdprefs.evaluation.mtc.transfer import BASELINE, EARLY, TIMING
     from crowdprefs.files import output

@@ -133,7 +133,7 @@ def plan(
 
     from crowdprefs.parallel import Runner
 
-    runner = Runner.from_options(jobs, scheduler, "crowdprefs.quality.planning")  # loads meanwhile
+    runner = Runner.from_options(jobs, scheduler)
     from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
@@ -283,7 +283,7 @@ def fit(
     candidates against its lists. --rule, --alpha and --margin give the rule it used."""
     from crowdprefs.parallel import Runner
 
-    runner = Runner.from_options(jobs, scheduler, "crowdprefs.quality.crowd_fit")  # loads meanwhile
+    runner = Runner.from_options(jobs, scheduler)
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists

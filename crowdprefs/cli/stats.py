@@ -226,7 +226,7 @@ def _study(
 def _runner(jobs: int | None, scheduler: str | None) -> Runner:
     from crowdprefs.parallel import Runner
 
-    return Runner.from_options(jobs, scheduler, "crowdprefs.evaluation.power")
+    return Runner.from_options(jobs, scheduler)
 
 
 @stats_app.command("power")
