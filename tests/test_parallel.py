@@ -156,6 +156,31 @@ def test_plan_refuses_bad_jobs_in_one_line(collection, option, message):
     assert "Traceback" not in result.stderr
 
 
+def test_ctrl_c_stops_a_parallel_study_in_one_line_and_leaves_no_worker(collection):
+    """Ctrl-C reaches the whole process group, workers included: the command ends with one
+    line and 130, writes nothing, and no worker outlives it."""
+    import signal
+    import subprocess
+    import time
+
+    out = collection / "interrupted.csv"
+    command = [
+        "crowdprefs", "plan", "--candidates", collection / "c.csv", "--truth",
+        collection / "t.qrel", "--campaigns", 5000, "--jobs", 2, "-o", out,
+    ]  # fmt: skip
+    started = subprocess.Popen(
+        list(map(str, command)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env=_default_env(),
+    )  # fmt: skip
+    time.sleep(4)
+    os.killpg(started.pid, signal.SIGINT)
+    _, err = started.communicate(timeout=120)
+    assert started.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert not out.exists()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(started.pid, 0)  # the group is empty: no worker left
+
+
 def test_a_bad_jobs_variable_or_an_unreachable_scheduler_is_one_line(collection):
     bad = crowdprefs("plan", "--candidates", collection / "c.csv", env={JOBS_VARIABLE: "many"})
     assert bad.returncode != 0 and f"{JOBS_VARIABLE} must be a whole number" in bad.stderr

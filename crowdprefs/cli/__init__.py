@@ -29,9 +29,17 @@ from crowdprefs.cli import mtc  # noqa: F401,E402  mtc next, estimate, simulate
 # isort: on
 
 
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT).
+INTERRUPTED = 130
+
+
 def _fail(message: str, code: int) -> None:
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def _interrupted() -> None:
+    _fail("interrupted: the state on disk is consistent; rerun the command to resume", INTERRUPTED)
 
 
 def main() -> None:
@@ -52,7 +60,9 @@ def main() -> None:
             sys.exit(code)
         _fail(message, code)
     except KeyboardInterrupt:
-        _fail("interrupted: the state on disk is consistent; rerun the command to resume", 130)
+        _interrupted()
     except OSError as error:  # unreadable or unwritable files, full disks, ...
         _fail(str(error), 2)
+    if code == INTERRUPTED:  # typer returns it for Ctrl-C (its KeyboardInterrupt)
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
