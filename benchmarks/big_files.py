@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -248,7 +249,16 @@ def main() -> None:
         if args.skip != "audit":
             figures["audit"] = audit_study(folder, args.audit_answers)
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(flat(figures)))
+
+
+def flat(figures: dict, prefix: str = "") -> dict[str, float]:
+    """The nested figures as one level, each key a slug of its path (``fit_3_workers_...``)."""
+    out: dict[str, float] = {}
+    for name, value in figures.items():
+        key = re.sub(r"\W+", "_", f"{prefix} {name}").strip("_")
+        out |= flat(value, key) if isinstance(value, dict) else {key: value}
+    return out
 
 
 if __name__ == "__main__":

@@ -315,7 +315,19 @@ def main() -> None:
     fits = bradley_terry(sorted(args.sizes), args.queries, args.careless, args.seed)
     kappas = kappa(args.seed)
     if args.json:
-        print(json.dumps({"bradley_terry": fits, "fleiss_kappa": kappas}))
+        figures = {
+            f"at{size}_{key}": value
+            for size, row in zip(sorted(args.sizes), fits, strict=True)
+            for key, value in row.items()
+        }
+        if kappas:
+            ratios = [row["statsmodels"] / row["ours"] for row in kappas]
+            figures |= {
+                "kappa_faster_min": min(ratios),
+                "kappa_faster_max": max(ratios),
+                "kappa_difference": max(row["difference"] for row in kappas),
+            }
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

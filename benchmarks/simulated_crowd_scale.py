@@ -113,6 +113,7 @@ def main() -> None:
             f"{round_mb / aggregate_mb:.1f}× memory"
         )
         peak = max(figures[f"{step}_mb"] for step, _ in steps)
+        figures["peak_mb"] = peak
         print(f"largest peak of any command: {peak:.0f} MB")
     if args.json:
         print(json.dumps(figures))

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from console_script import crowdprefs
 
 from crowdprefs.demo import make_collection
 from crowdprefs.errors import InputError
 from crowdprefs.io import write_lists
 from crowdprefs.parallel import JOBS_VARIABLE, SCHEDULER_VARIABLE, Runner
-from tests.console_script import crowdprefs
 
 
 def _draw(shared: dict, item: int) -> tuple[float, int]:
