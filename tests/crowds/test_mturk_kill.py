@@ -52,7 +52,7 @@ def _progress(store: Store) -> tuple:
     return (tuple(batch) if batch else (0, "none")) + tuple(counts)
 
 
-def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Counter:
+def _run_with_kills(root, fake, url: str, kills: int, base: float, seed: int) -> Counter:
     """Run the campaign in forked children, SIGKILLing the first ``kills`` ones.
 
     Kills alternate between the two phases: the parent watches the state until the child
@@ -67,14 +67,15 @@ def _run_with_kills(root, url: str, kills: int, base: float, seed: int) -> Count
         location = watched.store.location
     store = Store(location, lock=False)  # the parent only reads
     try:
-        return _kill_children(store, root, url, kills, base, rng, killed)
+        return _kill_children(store, root, fake, url, kills, base, rng, killed)
     finally:
         store.close()
 
 
-def _kill_children(store, root, url, kills, base, rng, killed) -> Counter:
+def _kill_children(store, root, fake, url, kills, base, rng, killed) -> Counter:
     while True:
-        pid = os.fork()
+        with fake.lock:  # the fake's server thread is between requests: the child inherits no
+            pid = os.fork()  # lock it holds (a SQLite mutex held at the fork hung a child)
         if pid == 0:
             _child(root, url)
         target = ("built", "published")[killed.total() % 2]
@@ -146,7 +147,7 @@ def test_fifty_kills_during_publish_and_collect(tmp_path, databases):
         project.close()
         fake, url = start_fake(project)
         left = KILLS - killed.total()
-        killed += _run_with_kills(root, url, left, base=whole / 40, seed=2026 + campaign)
+        killed += _run_with_kills(root, fake, url, left, base=whole / 40, seed=2026 + campaign)
         _check_against(root, fake, expected_lists, expected_answers)
         fake.stop()
         if killed.total() == KILLS:
