@@ -116,7 +116,7 @@ class Runner:
 
     @contextmanager
     def _engine(self, task: Callable, shared: Any) -> Iterator[tuple[Callable, int]]:
-        """``(submit(item) -> Future, workers)`` of a process pool or a Dask cluster."""
+        """``(submit(chunk) -> Future, workers)`` of a process pool or a Dask cluster."""
         if self.scheduler is None:
             executor = _local_pool(self.jobs, task, shared)
             with _closing(executor):
@@ -219,17 +219,16 @@ _shared: Any = None
 
 
 def _install(shared: Any) -> None:
-    """Initializer of a local worker: keep ``shared``; one BLAS thread (the jobs are the
-    parallelism)."""
+    """Initializer of a local worker: keep ``shared`` for every chunk it runs."""
     global _shared
     _shared = shared
-    threadpool_limits(1)
 
 
 def _call(task: Callable, shared: Any, chunk: list) -> list:
-    """A chunk of tasks in a worker, each on one BLAS thread (a Dask worker's environment
-    already says one thread; a local worker's initializer set it)."""
-    return [task(shared, item) for item in chunk]
+    """A chunk of tasks in a worker, each on one BLAS thread, as :meth:`Runner.map` runs them
+    in its own process (a threaded BLAS sums in another order)."""
+    with threadpool_limits(1):
+        return [task(shared, item) for item in chunk]
 
 
 def _call_installed(task: Callable, chunk: list) -> list:
