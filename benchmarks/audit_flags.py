@@ -2,7 +2,7 @@
 
 1. Flags: runs ``--campaigns`` whole demo campaigns (11 queries, 118 candidates, 10 answers per
    pair) with the default simulated crowd, each with its own seed, and prints the precision and
-   recall of :func:`crowdprefs.quality.audit.flag_workers` against the planted careless workers and
+   recall of :func:`crowdprefs.quality.flags.flag_workers` against the planted careless workers and
    bots (:class:`crowdprefs.crowds.simulated.WorkerPool`), overall and for workers with at least 5
    answers, and per rule.
 2. Speed: the vectorised Krippendorff's α (ordinal) against the ``krippendorff`` package, and
@@ -30,6 +30,9 @@ from crowdprefs.campaign import driver
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.quality import audit as A
+from crowdprefs.quality.agreement import fleiss_kappa, krippendorff_alpha
+from crowdprefs.quality.flags import flag_quality, flag_workers
+from crowdprefs.quality.frames import project_answers, project_verdicts
 from crowdprefs.results_file import FRAME_COLUMNS
 
 
@@ -41,13 +44,13 @@ def flag_study(campaigns: int) -> dict:
             project = create_demo_project(Path(tmp) / f"c{seed}", seed=seed)
             crowd = SimulatedCrowd.for_project(project)
             driver.run(project, crowd)
-            answers = A.project_answers(project)
-            flags = A.flag_workers(answers, A.project_verdicts(project, answers))
+            answers = project_answers(project)
+            flags = flag_workers(answers, project_verdicts(project, answers))
             kinds = pd.Series(crowd.pool.kind, index=crowd.pool.ids)
             counts = answers.groupby("worker_id").size()
             kinds = kinds[kinds.index.isin(counts.index)]
             for name, chosen in (("all", kinds), (">=5 answers", kinds[counts[kinds.index] >= 5])):
-                q = A.flag_quality(flags[flags["worker_id"].isin(chosen.index)], chosen)
+                q = flag_quality(flags[flags["worker_id"].isin(chosen.index)], chosen)
                 totals[name] = [
                     t + v
                     for t, v in zip(
@@ -122,7 +125,7 @@ def speed(units: int) -> dict:
         for j in range(10):
             data[j, (j >= start) & (j < start + counts[:, k])] = k
     started = time.perf_counter()
-    ours = A.krippendorff_alpha(counts)
+    ours = krippendorff_alpha(counts)
     t_ours = time.perf_counter() - started
     started = time.perf_counter()
     theirs = krippendorff.alpha(
@@ -136,7 +139,7 @@ def speed(units: int) -> dict:
     )
     figures = {"alpha_ratio": t_theirs / t_ours, "alpha_difference": abs(ours - theirs)}
     started = time.perf_counter()
-    ours = A.fleiss_kappa(counts)
+    ours = fleiss_kappa(counts)
     t_ours = time.perf_counter() - started
     started = time.perf_counter()
     theirs = statsmodels_fleiss(counts)

@@ -40,7 +40,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from crowdprefs.campaign.bradley_terry import fit_bradley_terry
-from crowdprefs.quality.audit import fleiss_kappa
+from crowdprefs.quality.agreement import fleiss_kappa
 from crowdprefs.quality.crowd_model import (
     CrowdModel,
     WorkerPool,

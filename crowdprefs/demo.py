@@ -122,6 +122,8 @@ def example_runs(
 #: The crowds the demo can run: the simulated workers directly, behind the local MTurk fake, or
 #: as simulated judges posting over HTTP to a local ``crowdprefs serve``.
 DEMO_CROWDS = ("simulated", "mturk-fake", "web")
+#: Bootstrap crowds the demo's audit rebuilds the lists from (how stable they are).
+DEMO_RESAMPLES = 200
 #: The measures the demo scores the synthetic systems with.
 DEMO_MEASURES = ("ADR@5", "nDCG@5", "AG@5")
 #: What the demo writes in its folder.
@@ -237,6 +239,7 @@ def run_demo(
     from crowdprefs.hits.render import write_preview
     from crowdprefs.io import read_lists, write_runs
     from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.flags import flag_quality
     from crowdprefs.quality.report import render
 
     started = time.perf_counter()
@@ -286,9 +289,11 @@ def run_demo(
             contradictions=len(driver.query_contradictions(project)),
         )
         ended("previews", previews=len(write_preview(project, 1, files["preview"])))
-        audited = auditing.audit_project(project, reference=truth)
+        audited = auditing.audit_project(
+            project, reference=truth, resamples=DEMO_RESAMPLES, seed=options.seed
+        )
         files["audit"].write_text(render(audited, str(files["project"])), encoding="utf-8")
-        flags = auditing.flag_quality(audited.flags, _planted_kinds(project, options.crowd))
+        flags = flag_quality(audited.flags, _planted_kinds(project, options.crowd))
         ended(
             "audit", audit=audited, flag_precision=flags["precision"], flag_recall=flags["recall"]
         )

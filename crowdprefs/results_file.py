@@ -361,11 +361,11 @@ def _one_answer_per_worker(
 def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.DataFrame:
     """Read a results file as an answers frame (:data:`FRAME_COLUMNS`).
 
-    ``iteration`` is left empty (see :func:`crowdprefs.quality.audit.infer_iterations`); ``pair_id``
-    numbers the HITs in order of appearance. Errors name the file, the record (row 1 = the first
-    answer), the value and the option that names the column. ``frame.attrs`` holds ``source``,
-    ``encoding``, ``identity`` (the column(s) identifying an answer) and ``empty_rows`` (the
-    records whose answer is empty).
+    ``iteration`` is left empty (see :func:`crowdprefs.quality.frames.infer_iterations`);
+    ``pair_id`` numbers the HITs in order of appearance. Errors name the file, the record (row 1 =
+    the first answer), the value and the option that names the column. ``frame.attrs`` holds
+    ``source``, ``encoding``, ``identity`` (the column(s) identifying an answer) and
+    ``empty_rows`` (the records whose answer is empty).
     """
     raw, encoding = read_table(path)
     source = str(path)

@@ -501,6 +501,75 @@ OPTIONS = [
         "http",
     ),
     option(
+        "evaluate --truth-resamples -1",
+        lambda ws, t: [
+            "evaluate",
+            "--truth",
+            ws.project,
+            "--runs",
+            ws.runs,
+            "--truth-resamples",
+            -1,
+        ],  # fmt: skip
+        "truth-resamples",
+    ),
+    option(
+        "evaluate --truth-resamples with a lists file",
+        lambda ws, t: [
+            "evaluate",
+            "--truth",
+            ws.truth,
+            "--runs",
+            ws.runs,
+            "--truth-resamples",
+            5,
+        ],  # fmt: skip
+        "give a project folder",
+    ),
+    option(
+        "evaluate --truth PROJECT: nothing closed",
+        lambda ws, t: [
+            "evaluate",
+            "--truth",
+            ws.project,
+            "--runs",
+            ws.runs,
+            "--truth-resamples",
+            5,
+        ],  # fmt: skip
+        "no closed list",
+    ),
+    option(
+        "evaluate --truth-resamples --jobs 0",
+        lambda ws, t: [
+            "evaluate",
+            "--truth",
+            ws.project,
+            "--runs",
+            ws.runs,
+            "--truth-resamples",
+            5,
+            "--jobs",
+            0,
+        ],  # fmt: skip
+        "jobs",
+    ),
+    option(
+        "audit --resamples -1",
+        lambda ws, t: ["audit", "--answers", ws.results, "--resamples", -1],
+        "resamples",
+    ),
+    option(
+        "audit --resamples x",
+        lambda ws, t: ["audit", "--answers", ws.results, "--resamples", "x"],
+        "resamples",
+    ),
+    option(
+        "audit --seed -1",
+        lambda ws, t: ["audit", "--answers", ws.results, "--seed", -1],
+        "seed",
+    ),
+    option(
         "evaluate --k 0",
         lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--k", 0],
         "",

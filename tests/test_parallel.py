@@ -221,7 +221,7 @@ def recorded(tmp_path_factory) -> Path:
     from crowdprefs.campaign import driver
     from crowdprefs.crowds import get_crowd
     from crowdprefs.demo import create_demo_project
-    from crowdprefs.quality.audit import project_answers
+    from crowdprefs.quality.frames import project_answers
     from crowdprefs.results_file import write_results
 
     root = tmp_path_factory.mktemp("fit")

@@ -43,6 +43,13 @@ Two stopping rules:
     chances to cross, so the error bound still holds; its price is power (truly different pairs
     called equal), given exactly by :func:`operating` and measured on whole campaigns by
     ``benchmarks/adaptive_vs_fixed.py``.
+
+A third rule buys answers where they matter rather than saving them: :class:`FragilityRule`
+(``[fragility]``) gives a pair ``step`` more answers, up to ``maximum``, while its verdict under
+the project's rule is *fragile*: fewer than ``min_flips`` of its answers, changed to another
+choice, would give it another verdict (:func:`~crowdprefs.campaign.aggregate.fewest_changes`).
+It applies on its own (to the fixed design) or beside a stopping rule, a pair then wanting the
+larger of the two counts (:func:`wanted_next`).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from crowdprefs.campaign.aggregate import AggregationRule, verdicts
+from crowdprefs.campaign.aggregate import AggregationRule, fewest_changes, verdicts
 from crowdprefs.campaign.settings import CONFIG_NAME, check_section, check_values
 from crowdprefs.errors import InputError
 
@@ -370,3 +377,96 @@ def operating(rule: StoppingRule, p_more: float, p_equal: float, p_less: float) 
         raise InputError(f"answer shares must be >= 0 and sum to 1, got {shares[0].tolist()}")
     out, answers, rounds = _propagate(policy(rule).table, rule.looks, shares / shares.sum())
     return Operating(*map(float, out[0]), float(answers[0]), float(rounds[0]))
+
+
+@dataclass(frozen=True)
+class FragilityRule:
+    """More answers for the pairs whose verdict a few changed answers would flip.
+
+    A sorting pair is *fragile* when fewer than ``min_flips`` of its answers, changed to another
+    choice, give it another verdict under ``aggregation`` (its flips, from
+    :func:`~crowdprefs.campaign.aggregate.fewest_changes`; a verdict no change can flip is not
+    fragile). A fragile pair gets ``step`` more answers per further round, never more than
+    ``maximum`` in all, so the published lists have no verdict fewer than ``min_flips`` answers
+    decide, except on pairs at their maximum. The ``bradley-terry`` rule decides pairs from every
+    answer of the query, not from their own answers, and is refused.
+    """
+
+    min_flips: int = 2
+    step: int = 2
+    maximum: int = 20
+    aggregation: AggregationRule = field(default_factory=AggregationRule)
+
+    def __post_init__(self) -> None:
+        check_values("fragility", self)
+        if self.min_flips < 2:
+            raise InputError(
+                f"[fragility] min_flips = {self.min_flips} asks no further answers (a verdict "
+                "takes at least one changed answer to flip): use 2 or more, or 0 for off"
+            )
+        if self.aggregation.rule == "bradley-terry":
+            raise InputError(
+                "[fragility] judges each pair on its own answers; the bradley-terry rule decides "
+                "pairs from every answer of the query: turn one of them off"
+            )
+
+    @classmethod
+    def from_section(
+        cls, section: dict[str, Any], answers_per_pair: int, aggregation: AggregationRule
+    ) -> FragilityRule | None:
+        """The rule of a project's ``[fragility]`` TOML section; ``None`` when it is off
+        (``min_flips = 0``, the default). ``maximum`` defaults to twice ``answers_per_pair``."""
+        check_section("fragility", section, CONFIG_NAME)
+        data = dict(section)
+        if data.get("min_flips", 0) == 0:
+            return None
+        data.setdefault("maximum", 2 * answers_per_pair)
+        return cls(aggregation=aggregation, **data)
+
+
+_FLIPS: dict[tuple[AggregationRule, int, int, int], int] = {}
+"""The flips of every answer counts met so far, per rule (a pure function of both: a planned
+campaign meets the same few hundred counts in every round)."""
+
+
+def _flips(counts: np.ndarray, aggregation: AggregationRule) -> np.ndarray:
+    """:func:`~crowdprefs.campaign.aggregate.fewest_changes`' flips of each ``(more, equal,
+    less)`` row (each with an answer at least), each distinct row computed once per process."""
+    rows, inverse = np.unique(counts, axis=0, return_inverse=True)
+    keys = [(aggregation, *row) for row in rows.tolist()]
+    missing = [i for i, key in enumerate(keys) if key not in _FLIPS]
+    if missing:
+        if len(_FLIPS) > 100_000:
+            _FLIPS.clear()
+        found = fewest_changes(*rows[missing].T, aggregation)[1]
+        _FLIPS.update(zip([keys[i] for i in missing], found.tolist(), strict=True))
+    return np.array([_FLIPS[key] for key in keys], dtype=np.int64)[inverse.ravel()]
+
+
+def fragile(more, equal, less, rule: FragilityRule) -> np.ndarray:
+    """Per pair, whether its verdict is fragile (see :class:`FragilityRule`); a pair without
+    answers is not (it has no verdict yet)."""
+    more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
+    out = np.zeros(more.shape, dtype=bool)
+    some = (more + equal + less) > 0
+    if some.any():
+        counts = np.column_stack([more[some], equal[some], less[some]])
+        flips = _flips(counts, rule.aggregation)
+        out[some] = (flips >= 0) & (flips < rule.min_flips)
+    return out
+
+
+def wanted_next(
+    more, equal, less, stopping: StoppingRule | None, fragility: FragilityRule | None
+) -> np.ndarray:
+    """How many answers each pair should have next under both rules, the larger of the two:
+    the stopping rule's (:func:`answers_wanted`; without one, the answers it has) and, for a
+    fragile pair below the fragility ``maximum``, ``step`` more (capped at that maximum)."""
+    more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
+    n = more + equal + less
+    wanted = n if stopping is None else answers_wanted(more, equal, less, stopping)
+    if fragility is None:
+        return wanted
+    weak = fragile(more, equal, less, fragility) & (n < fragility.maximum)
+    grown = np.where(weak, np.minimum(n + fragility.step, fragility.maximum), n)
+    return np.maximum(wanted, grown)

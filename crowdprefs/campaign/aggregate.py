@@ -213,6 +213,93 @@ def fewest_deciding(rule: AggregationRule, most: int = 50) -> int | None:
     return None
 
 
+VERDICTS = (1, 0, -1)
+"""The verdicts in the column order of :func:`change_costs`."""
+
+
+def _cheapest(
+    unique: np.ndarray, candidates: list[np.ndarray], costs: list[np.ndarray], rule: AggregationRule
+) -> np.ndarray:
+    """Per distinct count row and per verdict of :data:`VERDICTS`, the smallest cost of a
+    candidate row decided so (−1 for the row's own verdict and where no candidate is): every
+    candidate of every row decided in one call."""
+    own = verdicts(*unique.T, rule)[0]
+    rows, cost = np.concatenate(candidates), np.concatenate(costs)
+    owner = np.repeat(np.arange(len(unique)), [len(c) for c in candidates])
+    column = 1 - verdicts(*rows.T, rule)[0].astype(np.int64)  # +1, 0, −1 → 0, 1, 2
+    top = np.iinfo(np.int64).max
+    best = np.full((len(unique), 3), top)
+    np.minimum.at(best, (owner, column), cost)
+    best[np.arange(len(unique)), 1 - own.astype(np.int64)] = top
+    return np.where(best == top, -1, best)
+
+
+def change_costs(
+    more, equal, less, rule: AggregationRule = AggregationRule()
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair and per verdict of :data:`VERDICTS` (+1, 0, −1): the fewest of the pair's answers
+    whose removal, and separately whose change to another choice, gives it that verdict under
+    ``rule``; two (pairs × 3) arrays, −1 for its own verdict and where no removal (change) can.
+
+    Exact for the rules that decide a pair from its own counts (``margin``, ``mann-whitney``):
+    a removal leaves counts (a, b, c) ≤ (more, equal, less) with at least one answer, at cost
+    n − (a + b + c); a change keeps n and reaches (a, b, c) at cost
+    max(0, a − more) + max(0, b − equal) + max(0, c − less) (each changed answer moves one unit
+    from one count to another). Every reachable row of each distinct count row is decided in one
+    call of :func:`verdicts`, so the work is that of a few thousand verdicts however many pairs
+    there are. The ``bradley-terry`` rule decides from every answer of the query and is refused
+    (its approximation: :func:`crowdprefs.campaign.bradley_terry.verdict_fragility`).
+    """
+    if rule.rule == "bradley-terry":
+        raise InputError(
+            "the bradley-terry rule decides a pair from every answer of its query: its "
+            "fragility is approximated from the fit"
+        )
+    counts = np.column_stack(_counts(more, equal, less)).reshape(-1, 3)
+    if not len(counts):
+        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+    unique, inverse = np.unique(counts, axis=0, return_inverse=True)
+    if (unique.sum(axis=1) == 0).any():
+        raise InputError("every pair needs at least one answer to be aggregated")
+    kept, removed, reached, changed = [], [], [], []
+    for row in unique:
+        n = int(row.sum())
+        axes = [np.arange(c + 1) for c in row]
+        grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+        grid = grid[grid.sum(axis=1) >= 1]
+        kept.append(grid)
+        removed.append(n - grid.sum(axis=1))
+        a, b = np.triu_indices(n + 1)  # a + (b − a) + (n − b) = n: every split of n answers
+        splits = np.column_stack([a, b - a, n - b])
+        reached.append(splits)
+        changed.append(np.maximum(splits - row, 0).sum(axis=1))
+    inverse = inverse.ravel()
+    return (
+        _cheapest(unique, kept, removed, rule)[inverse],
+        _cheapest(unique, reached, changed, rule)[inverse],
+    )
+
+
+def fewest_changes(
+    more, equal, less, rule: AggregationRule = AggregationRule()
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fragility of each pair's verdict: ``(removals, flips)``, the fewest of its answers
+    whose removal, and separately whose change to another choice, gives the pair another
+    verdict under ``rule`` (−1 when none can): the cheapest of :func:`change_costs`. In the
+    spirit of the fragility index of clinical trials (Walsh et al., *The statistical
+    significance of randomized controlled trial results is frequently fragile*, J. Clin.
+    Epidemiol. 2014), here for three outcomes and either direction."""
+    removal, flip = change_costs(more, equal, less, rule)
+    return cheapest(removal), cheapest(flip)
+
+
+def cheapest(costs: np.ndarray) -> np.ndarray:
+    """Per row of a costs table (−1 = unreachable), the smallest cost; −1 when none."""
+    top = np.iinfo(np.int64).max
+    best = np.where(costs < 0, top, costs).min(axis=1, initial=top)
+    return np.where(best == top, -1, best)
+
+
 def inter_agreement(more, equal, less) -> np.ndarray:
     """The preference-judgments paper §5.3's inter-agreement score of each pair's answers, in [0,
     1].
@@ -293,6 +380,96 @@ def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule
     return pairs
 
 
+@dataclass(frozen=True)
+class _Coded:
+    """Sorting answers coded for the Bradley–Terry fit: each answer's shown ``first``,
+    ``second``, ``outcome`` and ``worker``, each item's ``block`` (query), the sorting pairs'
+    ``x`` and ``y`` items (indexed like ``pairs``), and the counts of items and workers."""
+
+    first: np.ndarray
+    second: np.ndarray
+    outcome: np.ndarray
+    worker: np.ndarray
+    block: np.ndarray
+    pairs: pd.Index
+    x: np.ndarray
+    y: np.ndarray
+    items: int
+    workers: int
+
+
+def _coded_answers(answers: pd.DataFrame, sorting: pd.DataFrame) -> _Coded | None:
+    """The usable ``answers`` of the ``sorting`` pairs, coded (each answer read on the sides it
+    was shown); ``None`` when there are none."""
+    row = sorting.index.get_indexer(answers["pair_id"])
+    fitted = row >= 0
+    if not fitted.any():
+        return None
+    query = sorting["query"].to_numpy()
+    items = pd.MultiIndex.from_arrays(
+        [np.concatenate([query, query]), np.concatenate([sorting["x"], sorting["y"]])]
+    )
+    codes, unique = pd.factorize(items)
+    x, y = codes[: len(sorting)], codes[len(sorting) :]
+    row = row[fitted]
+    a_is_x = answers["a_is_x"].to_numpy()[fitted].astype(bool)
+    score = answers["score"].to_numpy()[fitted].astype(np.int64)
+    workers, names = pd.factorize(answers["worker_id"].to_numpy()[fitted])
+    return _Coded(
+        first=np.where(a_is_x, x[row], y[row]),
+        second=np.where(a_is_x, y[row], x[row]),
+        outcome=np.where(a_is_x, score, -score),
+        worker=workers,
+        block=pd.factorize(unique.get_level_values(0))[0],
+        pairs=sorting.index,
+        x=x,
+        y=y,
+        items=len(unique),
+        workers=len(names),
+    )
+
+
+def _fitted(coded: _Coded, rule: AggregationRule):
+    """One fit of the tie-aware Bradley–Terry model on the coded answers; the line saying the
+    fit dropped worker reliabilities, once per process."""
+    from crowdprefs.campaign import bradley_terry  # here: scipy loads only for this rule
+
+    fit = bradley_terry.fit_bradley_terry(
+        coded.first, coded.second, coded.outcome, coded.worker, coded.block,
+        n_items=coded.items, n_workers=coded.workers, ties=rule.ties, alpha=rule.alpha,
+    )  # fmt: skip
+    line = bradley_terry.fallback_line(fit)  # once per process, however many refits
+    if line is not None:
+        from crowdprefs import progress
+
+        progress.note(f"bradley-terry: {line}")
+    return fit
+
+
+def fitted_fragility(
+    answers: pd.DataFrame, pairs: pd.DataFrame, rule: AggregationRule
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the ``bradley-terry`` rule: per sorting pair of ``pairs`` (in their order), the
+    approximate fewest answers whose removal, resp. change, changes its verdict in one fit on
+    every answer, and whether a refit confirmed both (an upper bound;
+    :func:`crowdprefs.campaign.bradley_terry.verdict_fragility`). −1 where none was found;
+    inputs as for :func:`fitted_verdicts`."""
+    from crowdprefs.campaign import bradley_terry
+
+    sorting = pairs[pairs["kind"] == "sort"]
+    empty = np.full(len(sorting), -1, np.int64)
+    coded = _coded_answers(answers, sorting)
+    if coded is None:
+        return empty, empty.copy(), np.zeros(len(sorting), bool)
+    fit = _fitted(coded, rule)
+    found = bradley_terry.verdict_fragility(
+        fit, coded.first, coded.second, coded.outcome, coded.worker, coded.block,
+        coded.x, coded.y, alpha=rule.alpha,
+    )  # fmt: skip
+    confirmed = found.removals_confirmed & found.flips_confirmed
+    return found.removals, found.flips, confirmed
+
+
 def fitted_verdicts(
     answers: pd.DataFrame, pairs: pd.DataFrame, decide, rule: AggregationRule
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -303,41 +480,18 @@ def fitted_verdicts(
     indexed by ``pair_id``, with ``query, x, y, kind``. Sorting pairs are decided by one fit on
     every sorting answer (:func:`crowdprefs.campaign.bradley_terry.pair_verdicts`), attention
     checks by the Mann-Whitney test of their own answers at the same α (module docstring).
+    When worker reliabilities are not identifiable the fit drops them and one line on stderr
+    says so (once per process).
     """
-    from crowdprefs.campaign import bradley_terry  # here: scipy loads only for this rule
-
     decide = pd.Index(decide)
     verdict, p = np.zeros(len(decide), np.int8), np.full(len(decide), np.nan)
     is_sort = pairs["kind"] == "sort"
     sort = is_sort.reindex(decide).fillna(False).to_numpy(bool)
-    sorting = pairs[is_sort]
-    row = sorting.index.get_indexer(answers["pair_id"])
-    fitted = row >= 0
-    if sort.any() and fitted.any():
-        query = sorting["query"].to_numpy()
-        items = pd.MultiIndex.from_arrays(
-            [np.concatenate([query, query]), np.concatenate([sorting["x"], sorting["y"]])]
-        )
-        codes, unique = pd.factorize(items)
-        x, y = codes[: len(sorting)], codes[len(sorting) :]
-        row = row[fitted]
-        a_is_x = answers["a_is_x"].to_numpy()[fitted].astype(bool)
-        score = answers["score"].to_numpy()[fitted].astype(np.int64)
-        workers, names = pd.factorize(answers["worker_id"].to_numpy()[fitted])
-        target = sorting.index.get_indexer(decide[sort])
-        verdict[sort], p[sort] = bradley_terry.pair_verdicts(
-            np.where(a_is_x, x[row], y[row]),
-            np.where(a_is_x, y[row], x[row]),
-            np.where(a_is_x, score, -score),
-            workers,
-            pd.factorize(unique.get_level_values(0))[0],
-            x[target],
-            y[target],
-            n_items=len(unique),
-            n_workers=len(names),
-            ties=rule.ties,
-            alpha=rule.alpha,
-        )
+    coded = _coded_answers(answers, pairs[is_sort])
+    if sort.any() and coded is not None:
+        fit = _fitted(coded, rule)
+        target = coded.pairs.get_indexer(decide[sort])
+        verdict[sort], p[sort] = fit.verdicts(coded.x[target], coded.y[target], rule.alpha)
     checks = decide[~sort]
     if len(checks):
         own = answers[answers["pair_id"].isin(checks)]

@@ -9,9 +9,9 @@ they are replayed from the candidates' initial order and the aggregated verdicts
 (:func:`crowdprefs.campaign.sorting.replay`), so state and lists cannot disagree.
 
 Collecting runs the :class:`~crowdprefs.campaign.crowd.Review` it is handed after each
-collection (and each adaptive round), and collects the replacements of rejected answers and of
-answers dropped from blocked workers: the driver orchestrates, the crowd adapter only offers
-the calls.
+collection (and each further round of adaptive or ``[fragility]`` answers), and collects the
+replacements of rejected answers and of answers dropped from blocked workers: the driver
+orchestrates, the crowd adapter only offers the calls.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TypeVar
 import lazy_loader
 import numpy as np
 
-from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
+from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, decide, fragile, wanted_next
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
 from crowdprefs.campaign.budget import (
     batch_cost,
@@ -135,6 +135,7 @@ def next_batch(
     if last is not None and last["status"] != "aggregated":
         return last["iteration"]
     rule = stopping_rule(project)  # a bad [adaptive] section is refused before any work
+    fragility_rule(project)  # and a bad [fragility] section
     fingerprints = store.verdict_fingerprints()
     states, stale = _replayed(project, fingerprints, SortState.from_json, lambda state: state)
     needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
@@ -314,9 +315,25 @@ def stopping_rule(project: Project) -> StoppingRule | None:
     return rule
 
 
-def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crowd: Crowd) -> int:
-    """Adaptive answers: raise ``answers_wanted`` (and the HITs' assignments) of the batch's
-    undecided sorting pairs by the rule's step, after checking the budget; returns how many.
+def fragility_rule(project: Project) -> FragilityRule | None:
+    """The project's ``[fragility]`` rule (more answers for fragile verdicts), ``None`` when off;
+    refused with the bradley-terry rule (:class:`~crowdprefs.campaign.adaptive.FragilityRule`)."""
+    settings = project.settings
+    return FragilityRule.from_section(
+        project.section("fragility"), settings.answers_per_pair, settings.aggregation
+    )
+
+
+def _extend_wanted(
+    project: Project,
+    iteration: int,
+    rules: tuple[StoppingRule | None, FragilityRule | None],
+    crowd: Crowd,
+) -> int:
+    """Further answers: raise ``answers_wanted`` (and the HITs' assignments) of the batch's
+    sorting pairs to what the stopping and fragility ``rules`` want next
+    (:func:`~crowdprefs.campaign.adaptive.wanted_next`: undecided pairs, fragile verdicts),
+    after checking the budget; returns how many pairs grew.
 
     A pair never wants more than its HIT can reach on ``crowd`` (its extension barrier) less
     its rejected answers, so a batch never waits for answers that cannot come. The extra
@@ -328,7 +345,8 @@ def _extend_undecided(project: Project, iteration: int, rule: StoppingRule, crow
     hits = store.batch_hits(crowd.name, iteration).reindex(pairs.index)
     hits[["size", "rejected"]] = hits[["size", "rejected"]].fillna(0).astype(int)
     rejected = hits["rejected"].to_numpy()
-    wanted = answers_wanted(counts["more"], counts["equal"], counts["less"], rule)
+    counts = counts[["more", "equal", "less"]].fillna(0).astype(np.int64)
+    wanted = wanted_next(counts["more"], counts["equal"], counts["less"], *rules)
     reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)
     wanted = np.minimum(wanted, reachable - rejected)
     grow = wanted > pairs["answers_wanted"].to_numpy()
@@ -380,22 +398,41 @@ def collect(project: Project, crowd: Crowd, review: Review | None = None) -> int
     """Collect the published batch's answers; marks it collected once every pair has them.
 
     ``review`` reviews the answers after each collection (:func:`_gather`). With adaptive
-    answers, pairs still undecided once they have their answers get more wanted
-    (:func:`_extend_undecided`) and are collected again, until every pair is decided.
+    answers or ``[fragility]``, pairs still undecided or fragile once they have their answers
+    get more wanted (:func:`_extend_wanted`) and are collected again, until no pair wants more.
     """
     iteration = _open_batch(project, ("published", "collected"), crowd)
     store = project.store
     new = _gather(project, crowd, store.published_pairs(iteration, crowd.name), iteration, review)
-    rule = stopping_rule(project)
+    rules = stopping_rule(project), fragility_rule(project)
     while (
-        rule is not None
+        rules != (None, None)
         and store.missing_answers(iteration).empty
-        and _extend_undecided(project, iteration, rule, crowd)
+        and _extend_wanted(project, iteration, rules, crowd)
     ):
         pairs = store.published_pairs(iteration, crowd.name)
         new += _gather(project, crowd, pairs, iteration, review)
+    if rules[1] is not None and store.missing_answers(iteration).empty:
+        _note_fragile_left(project, iteration, rules[1])
     store.advance_batch(iteration, "collected")
     return new
+
+
+def _note_fragile_left(project: Project, iteration: int, rule: FragilityRule) -> None:
+    """One note when sorting pairs of the collected batch are still fragile: they reached the
+    rule's maximum, or their HIT could not grow (the crowd's extension barrier)."""
+    store = project.store
+    pairs = store.pairs(iteration, ("pair_id", "kind")).set_index("pair_id")
+    counts = store.answer_counts(iteration).reindex(pairs.index)
+    counts = counts[["more", "equal", "less"]].fillna(0).astype(np.int64)
+    weak = fragile(counts["more"], counts["equal"], counts["less"], rule)
+    left = int((weak & (pairs["kind"] == "sort").to_numpy()).sum())
+    if left:
+        note(
+            f"batch {iteration}: {left} sorting pair(s) keep a verdict fewer than "
+            f"{rule.min_flips} changed answers flip (at [fragility] maximum = {rule.maximum} "
+            "or as far as their HITs can grow)"
+        )
 
 
 def aggregate(project: Project) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 
 A recorded campaign is an answers frame (:func:`crowdprefs.results_file.read_results`) whose
 iterations were inferred from the HITs' creation times
-(:func:`crowdprefs.quality.audit.infer_iterations`). Its lists are rebuilt by re-aggregating every
+(:func:`crowdprefs.quality.frames.infer_iterations`). Its lists are rebuilt by re-aggregating every
 pair with a chosen rule and replaying the modified QuickSort of :mod:`crowdprefs.campaign.sorting`,
 iteration by iteration:
 
@@ -64,6 +64,17 @@ class Replay:
     pivots: pd.DataFrame | None = None
     """``query, iteration, pivot``: the pivot each split used (after the last iteration for
     splits on verdicts asked elsewhere)."""
+
+    def orders(self) -> dict[str, list[Hashable]]:
+        """Each closed query's initial order whose QuickSort takes the replay's pivots
+        (:func:`sort_order`): :func:`crowdprefs.campaign.sorting.replay` of it with the
+        replay's verdicts gives the replayed list."""
+        pivots = self.pivots if self.pivots is not None else pd.DataFrame(columns=["query"])
+        return {
+            query: sort_order(sorted(members["document"]), pivots[pivots["query"] == query])
+            for query, members in self.lists.groupby("query", sort=True)
+            if self.closed.get(query)
+        }
 
 
 def _choose_pivot(

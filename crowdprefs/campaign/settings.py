@@ -142,6 +142,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "prior": Key("float", 0, 1000, open_low=True),
         "epsilon": Key("float", 0, 0.5, open_high=True),
     },
+    "fragility": {
+        "min_flips": Key("int", 0, 1000),
+        "step": Key("int", 1, 1000),
+        "maximum": Key("int", 1, 2000),
+    },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
     "simulated": {
         "truth": Key("str"),

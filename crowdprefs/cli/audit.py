@@ -26,7 +26,9 @@ from crowdprefs.cli.options import (
     ResultsFile,
     RewardPaid,
     Rule,
+    Scheduler,
     Seed,
+    StudyJobs,
     Ties,
     Wide,
     column_options,
@@ -38,7 +40,9 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crowdprefs.quality.audit import Audit
+    from crowdprefs.campaign.aggregate import AggregationRule
+    from crowdprefs.quality.audit import Audit, Sureness
+    from crowdprefs.quality.sorted_campaign import SortedCampaign
     from crowdprefs.results_file import Columns
 
 
@@ -65,7 +69,7 @@ def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataF
     import numpy as np
     import pandas as pd
 
-    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.frames import infer_iterations
 
     times = "creation or accept time (--created-column, --accept-column)"
     missing = answers["created_at"].isna()
@@ -79,7 +83,7 @@ def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataF
         raise InputError(
             f"{answers.attrs['source']}: HIT {hit} has no {times} to place it in a batch"
         )
-    return auditing.infer_iterations(answers, batch_gap)
+    return infer_iterations(answers, batch_gap)
 
 
 def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
@@ -107,6 +111,22 @@ def read_answers(
     return answers
 
 
+def recorded_campaign(
+    frame: pd.DataFrame, rule: AggregationRule, *, replayable: bool
+) -> SortedCampaign:
+    """The answers of a file as a campaign: replayed with ``rule`` when they record a
+    QuickSort campaign (a results file with the pivots; its closed lists are judged), else
+    only aggregated (no lists)."""
+    from crowdprefs.campaign.aggregate import pair_verdicts
+    from crowdprefs.quality.sorted_campaign import SortedCampaign
+
+    if replayable and frame["pivot_known"].any():
+        campaign = SortedCampaign.of_recording(frame, rule)
+        if campaign.orders:
+            return campaign
+    return SortedCampaign(frame, pair_verdicts(frame, rule), {}, rule)
+
+
 def report_reading(answers: pd.DataFrame) -> None:
     """Say how the file was read (its encoding is noted by the reader): the identity of an
     answer and the rows whose answer is empty."""
@@ -126,10 +146,10 @@ def _cost_line(
     answers: pd.DataFrame, reward: float | None, rate: float | None, minimum: float | None
 ) -> tuple[float | None, str]:
     """``(total, line)``: what the recorded answers cost, or that it is unknown."""
-    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.iterations import answer_costs, money, round_dollars
 
-    costs = auditing.answer_costs(answers, fee_model(rate, minimum), reward)
-    total = auditing.money(auditing.round_dollars(costs))
+    costs = answer_costs(answers, fee_model(rate, minimum), reward)
+    total = money(round_dollars(costs))
     if total == "unknown":
         return None, "cost: unknown (the file has no reward: give --reward)"
     return float(total), f"cost: ${total} for {len(answers)} answers"
@@ -162,7 +182,7 @@ def _write_project(frame: pd.DataFrame, result, root: Path, settings, seed: int)
     )
 
 
-#: Headings of the cells of :func:`crowdprefs.quality.audit.table_2_cells`, in their order.
+#: Headings of the cells of :func:`crowdprefs.quality.iterations.table_2_cells`, in their order.
 ITERATION_HEADS = (
     "iter.",
     "pairs",
@@ -183,7 +203,7 @@ NARROW = ("iter.", "pairs", "answers", "workers", "med. s", "crowd time", "agree
 
 def _iteration_table(result: Audit, title: str, heads: tuple[str, ...]) -> Table:
     """The iteration table with the columns ``heads`` (of :data:`ITERATION_HEADS`)."""
-    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.iterations import table_2_cells
 
     shown = [ITERATION_HEADS.index(head) for head in heads]
     table = Table(title=title)
@@ -191,7 +211,7 @@ def _iteration_table(result: Audit, title: str, heads: tuple[str, ...]) -> Table
         table.add_column(ITERATION_HEADS[i], justify="right")
     rows = result.iterations.to_dict(orient="records")
     for number, row in enumerate(rows, start=1):
-        cells = auditing.table_2_cells(row)
+        cells = table_2_cells(row)
         table.add_row(*(cells[i] for i in shown), end_section=number == len(rows) - 1)
     return table
 
@@ -259,7 +279,8 @@ def _worker_table(workers: pd.DataFrame) -> Table:
 
 
 def _render(result: Audit, title: str, wide: bool) -> None:
-    from crowdprefs.quality import audit as auditing
+    from crowdprefs.quality.agreement import agreement_summary
+    from crowdprefs.quality.iterations import duration, money
 
     for table in _iteration_tables(result, title, wide):
         console.print(table)
@@ -272,7 +293,7 @@ def _render(result: Audit, title: str, wide: bool) -> None:
         flags.add_row(escape(worker), flag, escape(evidence))
     console.print(flags)
     for name, confusion in result.reference.items():
-        summary = auditing.agreement_summary(confusion)
+        summary = agreement_summary(confusion)
         matrix = Table(
             title=f"reference (rows) vs workers (columns): {escape(name)}",
             caption="less: ranked before the other (more similar); greater: ranked after",
@@ -293,18 +314,20 @@ def _render(result: Audit, title: str, wide: bool) -> None:
         )
     for name, rates in result.transitivity.items():
         _render_rates(name, rates)
+    if result.sureness is not None:
+        _render_sureness(result.sureness)
     facts = result.facts
     median = facts["overall_median_seconds"]
     total = result.iterations.iloc[-1]
-    cost = auditing.money(total["cost"])
+    cost = money(total["cost"])
     console.print(
         (
             "cost: unknown (the file has no reward: give --reward)"
             if cost == "unknown"
             else f"cost: ${cost} in total"
         )
-        + f"; crowd time {auditing.duration(total['crowd_seconds'])}, time since the HITs were "
-        f"created {auditing.duration(total['completion_seconds'])}"
+        + f"; crowd time {duration(total['crowd_seconds'])}, time since the HITs were "
+        f"created {duration(total['completion_seconds'])}"
     )
     console.print(
         f"{facts['answers']} answers ({facts['empty_answers']} empty, {facts['rejected_answers']}"
@@ -316,11 +339,85 @@ def _render(result: Audit, title: str, wide: bool) -> None:
 
 #: Rows of each transitivity table shown (the highest rates); --json and --csv-dir give all.
 TRANSITIVITY_ROWS = 10
+#: Rows of the fragile verdicts and of the lists shown; --json, --csv-dir and --html give all.
+SURENESS_ROWS = 10
+VERDICT_WORDS = {1: "x more similar", 0: "equal", -1: "y more similar"}
+
+
+def _count(value) -> str:
+    import pandas as pd
+
+    return "–" if pd.isna(value) else str(int(value))
+
+
+def _render_sureness(sureness: Sureness) -> None:
+    """The most fragile lists and verdicts, and how many one to three answers can change."""
+    summary = sureness.summary
+    within = summary["pairs_flips_within"]
+    console.print(
+        (
+            "fragility"
+            if summary["exact"]
+            else "fragility (approximate: refits confirm an upper bound)"
+        )
+        + f": of {summary['pairs']} sorting verdicts, changing 1 / 2 / 3 answers can "
+        f"change {within['1']} / {within['2']} / {within['3']} (removing them: "
+        + " / ".join(str(v) for v in summary["pairs_removals_within"].values())
+        + f"); {summary['lists_flips_within']['1']} of {summary['lists']} lists change with one "
+        "changed answer",
+        highlight=False,
+    )
+    lists = sureness.lists
+    if not len(lists):
+        console.print("no closed list to judge (a file's lists are replayed from its pivots)")
+    else:
+        stable = "expected_adr" in lists
+        table = Table(
+            title="how sure the lists are: the fewest answers that change a group boundary "
+            "(the top group)"
+            + (f", and {summary['resamples']} resampled crowds" if stable else ""),
+            caption="list, top: answers removed / changed (–: no change of one pair reaches it)"
+            + (
+                "; kept: boundaries that reappear; same: whole lists rebuilt; ADR: mean "
+                "(middle 90%)"
+                if stable
+                else ""
+            )
+            + ("" if summary["exact"] else "; approximate (bradley-terry)"),
+        )
+        heads = ["query", "groups", "list", "top"]
+        heads += ["kept", "same", "expected ADR"] if stable else []
+        for head in heads:
+            table.add_column(head, justify="left" if head == "query" else "right")
+        ordered = lists.sort_values(["flips", "removals"], kind="stable", na_position="last")
+        for row in ordered.head(SURENESS_ROWS).itertuples(index=False):
+            cells = [
+                escape(str(row.query)),
+                str(row.groups),
+                f"{_count(row.removals)} / {_count(row.flips)}",
+                f"{_count(row.top_removals)} / {_count(row.top_flips)}",
+            ]
+            if stable:
+                adr = f"{row.expected_adr:.2f} ({row.adr_low:.2f}–{row.adr_high:.2f})"
+                cells += [f"{row.boundaries_kept:.0%}", f"{row.same_list:.0%}", adr]
+            table.add_row(*cells)
+        console.print(table)
+    fragile = sureness.pairs.head(SURENESS_ROWS)
+    table = Table(title="the most fragile verdicts", caption="answers: more / equal / less")
+    for head in ("query", "x", "y", "verdict", "answers", "changed", "removed"):
+        table.add_column(head, justify="right" if head in ("changed", "removed") else "left")
+    for row in fragile.itertuples(index=False):
+        table.add_row(
+            escape(str(row.query)), escape(str(row.x)), escape(str(row.y)),
+            VERDICT_WORDS[int(row.verdict)], f"{row.more} / {row.equal} / {row.less}",
+            _count(row.flips), _count(row.removals),
+        )  # fmt: skip
+    console.print(table)
 
 
 def _render_rates(name: str, rates: pd.DataFrame) -> None:
     """One transitivity table (per query or per worker): the highest violation rates."""
-    from crowdprefs.quality.audit import overall_rate
+    from crowdprefs.quality.transitivity import overall_rate
 
     judged = rates[rates["triples"] > 0].sort_values(
         ["rate", "triples"], ascending=False, kind="stable"
@@ -400,8 +497,22 @@ def audit_command(
     fee_minimum: FeeMinimum = None,
     columns: Columns = None,
     columns_file: ColumnsFile = None,
+    resamples: Annotated[
+        int,
+        typer.Option(
+            "--resamples",
+            min=0,
+            max=100_000,
+            help="Bootstrap crowds (workers resampled with their answers) the lists are rebuilt "
+            "from, to show how stable they are (0: skip).",
+        ),
+    ] = 200,
+    seed: Seed = 0,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
-    """Audit the workers: iterations, agreement, profiles, flags, references, transitivity.
+    """Audit the workers: iterations, agreement, profiles, flags, references, transitivity,
+    and how sure the lists are.
 
     Transitivity: three candidates whose three pairs were all judged form a complete triple; it
     violates transitivity when no weak order fits the judgments (a > b and b > c but a ≤ c;
@@ -409,16 +520,24 @@ def audit_command(
     triples per query (over its verdicts) and per worker (over their own answers; weak
     preferences are often intransitive).
 
+    How sure: for every verdict, the fewest of its answers whose removal, or whose change to
+    another choice, changes it under the rule (exact for margin and Mann-Whitney); for every
+    closed list, the fewest that change a group boundary or the top group; and over --resamples
+    bootstrap crowds, how often each boundary reappears and the expected ADR of a resampled list
+    against the published one.
+
     With a PROJECT the verdicts, rule, reward and fees are the project's; with --answers the
     answers are aggregated with --rule, iterations are inferred from HIT creation times (one
-    batch when the file has none) and the cost comes from the file's rewards (else --reward) and
-    the fee options.
+    batch when the file has none), the lists are replayed from the recorded pivots, and the cost
+    comes from the file's rewards (else --reward) and the fee options.
     """
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import Project
     from crowdprefs.files import OutputFolder
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
+    from crowdprefs.parallel import Runner
+    from crowdprefs.progress import make_progress
     from crowdprefs.quality import audit as auditing
 
     inputs = {
@@ -437,22 +556,33 @@ def audit_command(
         raise InputError("--format and --query describe an --answers file: give one")
     lists = read_lists(reference) if reference else None
     by = None if split_by is None else auditing.read_worker_attribute(split_by)
-    if directory is not None:
-        with Project(directory) as project, err_console.status("auditing"):
-            result = auditing.audit_project(project, reference=lists, split_by=by)
-        title = str(directory)
-    else:
-        frame = read_answers(answers, fmt, query, columns, batch_gap)
-        with err_console.status("auditing"):
+    runner = Runner.from_options(jobs, scheduler)
+    with make_progress(transient=True) as progress:
+        task = progress.add_task(f"resampling the crowd {runner.where}", total=resamples)
+        sure = {
+            "resamples": resamples, "seed": seed, "runner": runner,
+            "on_resample": lambda done: progress.update(task, completed=done),
+        }  # fmt: skip
+        if directory is not None:
+            with Project(directory) as project:
+                result = auditing.audit_project(project, reference=lists, split_by=by, **sure)
+            title = str(directory)
+        else:
+            frame = read_answers(answers, fmt, query, columns, batch_gap)
+            aggregation = AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties)
+            campaign = recorded_campaign(frame, aggregation, replayable=fmt == "results")
             result = auditing.audit(
                 frame,
-                rule=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
+                pairs=campaign.pairs,
+                rule=aggregation,
                 fees=fee_model(fee_rate, fee_minimum),
                 reward=reward,
                 reference=lists,
                 split_by=by,
+                sureness=auditing.how_sure(campaign, **sure),
+                aggregated=True,
             )
-        title = str(answers)
+            title = str(answers)
     if tables is not None:
         written = result.write_csv(tables)
         err_console.print(f"wrote {len(written)} tables to {escape(str(tables))}")

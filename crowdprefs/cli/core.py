@@ -683,7 +683,7 @@ def _export_text(
         text = pairs.to_csv(index=False, lineterminator="\n")
         return text, f"the {len(pairs)} pairs of batch {batch}"
     if fmt == "results":
-        from crowdprefs.quality.audit import project_answers
+        from crowdprefs.quality.frames import project_answers
         from crowdprefs.results_file import results_text
 
         answers = project_answers(project)

@@ -135,6 +135,14 @@ def _audit(made: dict, files: dict[str, Path], crowd: str) -> None:
         f"{made['flag_precision']:.2f}, recall {made['flag_recall']:.2f}",
         soft_wrap=True,
     )
+    sure = audit.sureness.summary
+    console.print(
+        f"how sure the lists are: one changed answer changes {sure['pairs_flips_within']['1']} "
+        f"of {sure['pairs']} verdicts; {sure['resamples']} resampled crowds rebuild "
+        f"{sure['boundaries_kept']:.0%} of the group boundaries (expected ADR against the "
+        f"published lists {sure['expected_adr']:.3f})",
+        soft_wrap=True,
+    )
 
 
 def _evaluation(made: dict, files: dict[str, Path], crowd: str) -> None:

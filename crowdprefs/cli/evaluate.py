@@ -14,11 +14,23 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
-from crowdprefs.cli.options import Alpha, Correction, OneSided, Runs, Seed, Wide
+from crowdprefs.cli.options import (
+    Alpha,
+    Correction,
+    OneSided,
+    Runs,
+    Scheduler,
+    Seed,
+    StudyJobs,
+    Wide,
+)
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from crowdprefs.evaluation.truth_uncertainty import TruthUncertainty
+    from crowdprefs.quality.stability import Resampled
 
 DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
 MATRIX_MAX_SYSTEMS = 30
@@ -113,6 +125,86 @@ def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str) -> Ta
     return table
 
 
+def _project_truth(
+    folder: Path, resamples: int, seed: int, jobs: int | None, scheduler: str | None
+) -> tuple[pd.DataFrame, Resampled | None]:
+    """A project's closed lists as the truth, and with ``resamples`` its resampled crowds'."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.parallel import Runner
+    from crowdprefs.progress import make_progress
+    from crowdprefs.quality.sorted_campaign import SortedCampaign
+    from crowdprefs.quality.stability import resample_groups
+
+    runner = Runner.from_options(jobs, scheduler) if resamples else None
+    with Project(folder) as project:
+        lists = driver.lists(project)
+        if lists.empty:
+            raise InputError(f"{folder} has no closed list yet")
+        if runner is None:
+            return lists, None
+        campaign = SortedCampaign.of_project(project)
+    with make_progress(transient=True) as progress:
+        task = progress.add_task(f"resampling the crowd {runner.where}", total=resamples)
+        resampled = resample_groups(
+            campaign.answers,
+            campaign.pairs,
+            campaign.orders,
+            campaign.rule,
+            resamples=resamples,
+            seed=seed,
+            runner=runner,
+            on_done=lambda done: progress.update(task, completed=done),
+        )
+    return resampled.documents, resampled
+
+
+def _uncertainty_table(uncertainty: TruthUncertainty, wide: bool) -> Table:
+    """Each system's mean with its interval for queries alone and for queries and truth."""
+    summary = uncertainty.summary
+    table = Table(
+        title=f"With the ground truth's uncertainty ({uncertainty.resamples} resampled crowds): "
+        "95% intervals"
+    )
+    for name, justify in (("measure", "left"), ("system", "left"), ("mean", "right"),
+                          ("queries", "right"), ("queries + truth", "right"),
+                          ("widening", "right")):  # fmt: skip
+        table.add_column(name, justify=justify, overflow="fold")
+    for row in summary.itertuples():
+        table.add_row(
+            escape(row.measure),
+            escape(row.system),
+            f"{row.mean:.3f}",
+            f"[{row.ci_low:.3f}, {row.ci_high:.3f}]",
+            f"[{row.truth_ci_low:.3f}, {row.truth_ci_high:.3f}]",
+            f"×{row.widening:.2f}",
+        )
+    return table
+
+
+def _kept_table(uncertainty: TruthUncertainty, most: int = 20) -> Table:
+    """The pairs of systems whose order the resampled truths keep least often."""
+    pairs = uncertainty.pairs.sort_values("kept", kind="stable").head(most)
+    table = Table(
+        title="How often the system ahead stays ahead under a resampled truth (least first)"
+    )
+    for name in ("measure", "ahead", "behind", "difference", "kept"):
+        table.add_column(
+            name, justify="left" if name in ("measure", "ahead", "behind") else "right"
+        )
+    for row in pairs.itertuples():
+        table.add_row(
+            escape(row.measure),
+            escape(row.system_a),
+            escape(row.system_b),
+            f"{row.difference:+.3f}",
+            f"{row.kept:.0%}",
+        )
+    if len(uncertainty.pairs) > most:
+        table.caption = f"{most} of {len(uncertainty.pairs)} pairs (--format json: all)"
+    return table
+
+
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -124,8 +216,8 @@ def evaluate(
         Path,
         typer.Option(
             "--truth",
-            help="Ground truth: ordered lists (tag query document group) or level judgments "
-            "(query document gain, or TREC qrels).",
+            help="Ground truth: ordered lists (tag query document group), level judgments "
+            "(query document gain, or TREC qrels), or a project folder (its closed lists).",
         ),
     ],
     runs: Runs,
@@ -178,11 +270,28 @@ def evaluate(
         float, typer.Option("--rel", help="Minimum gain of a relevant document for the PR curves.")
     ] = 1.0,
     wide: Wide = False,
+    truth_resamples: Annotated[
+        int,
+        typer.Option(
+            "--truth-resamples",
+            min=0,
+            max=100_000,
+            help="With a project as --truth: score the systems against this many resampled "
+            "crowds' lists too, for intervals that include the ground truth's own uncertainty "
+            "and how often each pair of systems keeps its order (0: off).",
+        ),
+    ] = 0,
+    seed: Seed = 0,
+    jobs: StudyJobs = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Score systems against a ground truth: means with intervals, ranking, pairwise tests.
 
     Per system × query scores (--format csv), the mean of each measure with its 95% confidence
-    interval, the ranking, significance matrices of the pairwise tests, and plots."""
+    interval, the ranking, significance matrices of the pairwise tests, and plots. With a
+    project as --truth and --truth-resamples N, the workers are resampled N times (bootstrap),
+    the lists rebuilt from the resampled verdicts, and every system scored against them: each
+    mean gets an interval for queries and truth together beside the one for queries alone."""
     import pandas as pd
 
     from crowdprefs.evaluation import evaluate as E
@@ -192,10 +301,37 @@ def evaluate(
 
     figure = output(plot, {"--truth": truth, "--runs": runs}, plot=True)
     names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
+    if truth_resamples and not truth.is_dir():
+        raise InputError(
+            f"--truth-resamples resamples a crowd's answers: give a project folder as --truth "
+            f"(not {truth}; 'crowdprefs replay --project' makes one of a results file)"
+        )
+    uncertainty = None
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
         run_table = read_runs(runs)
-        truth_table = read_truth(truth, truth_kind.value)
+        if truth.is_dir():
+            truth_table, resampled = _project_truth(truth, truth_resamples, seed, jobs, scheduler)
+        else:
+            truth_table, resampled = read_truth(truth, truth_kind.value), None
+        if resampled is not None:
+            from crowdprefs.evaluation.truth_uncertainty import truth_uncertainty
+            from crowdprefs.parallel import Runner
+
+            runner = Runner.from_options(jobs, scheduler)
+            scoring = progress.add_task(
+                f"scoring against {truth_resamples} resampled truths {runner.where}",
+                total=truth_resamples,
+            )
+            uncertainty = truth_uncertainty(
+                run_table,
+                resampled,
+                names,
+                k,
+                seed=seed,
+                runner=runner,
+                on_done=lambda done: progress.update(scoring, completed=done),
+            )
         progress.update(step, advance=1, description="scoring")
         result = E.evaluate(
             run_table,
@@ -223,6 +359,12 @@ def evaluate(
             "summary": _records(result.summary),
             "tests": _records(result.tests),
         }
+        if uncertainty is not None:
+            payload["truth_uncertainty"] = {
+                "resamples": uncertainty.resamples,
+                "summary": _records(uncertainty.summary),
+                "pairs": _records(uncertainty.pairs),
+            }
         _write(json.dumps(payload, indent=1) + "\n")
     else:
         console.print(_summary_table(result.summary, wide))
@@ -236,6 +378,9 @@ def evaluate(
                 else:
                     count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
                     console.print(f"{name}: {count} significant pairs (see --format json)")
+        if uncertainty is not None:
+            console.print(_uncertainty_table(uncertainty, wide))
+            console.print(_kept_table(uncertainty))
     if figure is not None:
         err_console.print(f"figure saved to {escape(str(figure))}")
 

@@ -113,6 +113,23 @@ def plan(
             "\\[review] flag_each_round setting does.",
         ),
     ] = False,
+    min_flips: Annotated[
+        int,
+        typer.Option(
+            help="Also show the last design with further answers for every pair whose verdict "
+            "fewer than this many changed answers flip (2: none one answer flips), as the "
+            "\\[fragility] min_flips setting does; 0: not shown.",
+        ),
+    ] = 0,
+    fragile_step: Annotated[
+        int, typer.Option(help="--min-flips: answers added per further round.")
+    ] = 2,
+    fragile_maximum: Annotated[
+        int | None,
+        typer.Option(
+            help="--min-flips: most answers a pair can get (default: twice answers per pair)."
+        ),
+    ] = None,
     crowd_model: CrowdModelFile = None,
     campaigns: Annotated[int, typer.Option(help="Campaigns to simulate per design.")] = 100,
     seed: Seed = 0,
@@ -127,14 +144,14 @@ def plan(
 
     Simulates the campaign many times with the simulated crowd: iterations, rounds, pairs,
     answers, cost, wall time, and how well the lists recover the hidden truth; an adaptive
-    design, and flagging careless workers during the campaign, are compared with the fixed
-    design on the same simulated campaigns."""
+    design, further answers for fragile verdicts, and flagging careless workers during the
+    campaign, are compared with the fixed design on the same simulated campaigns."""
     from dataclasses import replace
 
     from crowdprefs.parallel import Runner
 
     runner = Runner.from_options(jobs, scheduler)
-    from crowdprefs.campaign.adaptive import StoppingRule, nominal_level
+    from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
     from crowdprefs.campaign.project import read_candidates
     from crowdprefs.errors import InputError
@@ -178,6 +195,15 @@ def plan(
             f"{adaptive}{f' ε={epsilon:g}' if epsilon else ''} ({stopping.initial}+{step}…{most})"
         )
         designs[name] = Design(most, aggregation, stopping, reward, pivot_b_share=pivot_b_share)
+    if min_flips:
+        fragility = FragilityRule(
+            min_flips=min_flips,
+            step=fragile_step,
+            maximum=fragile_maximum or 2 * answers_per_pair,
+            aggregation=aggregation,
+        )
+        last_name, last = list(designs.items())[-1]
+        designs[f"{last_name} + {_fragility_name(min_flips)}"] = replace(last, fragility=fragility)
     if flag_each_round:
         last_name, last = list(designs.items())[-1]
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
@@ -209,6 +235,12 @@ def plan(
             f"sequential rule: per-look Mann-Whitney level {per_look:.4f}; false 'different' "
             f"rate on truly equal pairs at most {worst:.3f} (stated {stopping.alpha})"
         )
+
+
+def _fragility_name(min_flips: int) -> str:
+    """``no verdict one answer flips`` (min_flips = 2), ``no verdict 2 answers flip`` (3)…"""
+    fewest = min_flips - 1
+    return "no verdict " + ("one answer flips" if fewest == 1 else f"{fewest} answers flip")
 
 
 def _rule_name(rule: str, level: float, margin: int) -> str:

@@ -236,7 +236,7 @@ def review(
 
     from crowdprefs.campaign.project import Project
     from crowdprefs.quality import consistency as checks
-    from crowdprefs.quality.audit import project_answers
+    from crowdprefs.quality.frames import project_answers
     from crowdprefs.quality.review import ReviewRules, read_flags
     from crowdprefs.quality.workers import worker_decisions
 

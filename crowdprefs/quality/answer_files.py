@@ -22,7 +22,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.exchange import answer_ids, preference_frame
-from crowdprefs.quality.audit import project_answers
+from crowdprefs.quality.frames import project_answers
 from crowdprefs.quality.preferences import from_answers_frame, to_answers_frame
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Fit the crowd model to a recorded campaign, with bootstrap intervals and a predictive check.
 
 :func:`fit_crowd_model` takes an answers frame (:func:`crowdprefs.results_file.read_results`,
-:func:`crowdprefs.quality.audit.project_answers`, or any frame with ``pair_id, worker_id, choice``
+:func:`crowdprefs.quality.frames.project_answers`, or any frame with ``pair_id, worker_id, choice``
 (A/B/equal), ``a_is_x``, ``seconds`` and optionally ``x, y, query, status, kind, iteration,
 created_at, accepted_at, submitted_at``) and estimates every field of
 :class:`~crowdprefs.quality.crowd_model.CrowdModel`:
@@ -69,8 +69,8 @@ from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, tall
 from crowdprefs.errors import InputError
 from crowdprefs.files import write_atomic
 from crowdprefs.parallel import SERIAL, Runner
-from crowdprefs.quality.audit import infer_iterations
 from crowdprefs.quality.crowd_model import CrowdModel, choice_shares
+from crowdprefs.quality.frames import infer_iterations
 from crowdprefs.quality.planning import MAX_CAMPAIGNS, Collection, Design, simulate_campaign
 
 NOISE_GRID = np.exp(np.linspace(np.log(0.08), np.log(8.0), 15))

@@ -19,7 +19,9 @@ without SQLite, vectorised over every query and pair of a campaign:
   worker-level effects (a busy careless worker, a lean to B) carry over pairs as in a campaign.
 * Verdicts use the project's :class:`~crowdprefs.campaign.aggregate.AggregationRule` after a fixed
   number of answers, or a :class:`~crowdprefs.campaign.adaptive.StoppingRule` (rounds of answers
-  until decided).
+  until decided); with a :class:`~crowdprefs.campaign.adaptive.FragilityRule`, pairs whose
+  verdict a few changed answers flip get further rounds too, as the driver asks them
+  (:func:`~crowdprefs.campaign.adaptive.wanted_next`).
 * With ``flag_each_round`` (``[review] flag_each_round``), after each round the workers are
   flagged with the campaign's own rules (:func:`crowdprefs.quality.review.round_flags` over the
   answers so far, judged against the verdicts so far), blocked (never drawn again) and their
@@ -49,7 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from crowdprefs.campaign.adaptive import StoppingRule, answers_wanted, decide
+from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, decide, wanted_next
 from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, pair_verdicts, verdicts
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
@@ -114,7 +116,8 @@ class Design:
     """What a campaign buys: answers per pair (or an adaptive rule), the rule, reward and fees, how
     often the pivot is shown as variation B (the preference-judgments paper §4.2 randomised the
     sides), and whether careless workers are flagged, blocked and their answers dropped after each
-    round (``flag_each_round``, with the ``[review]`` thresholds of ``review``)."""
+    round (``flag_each_round``, with the ``[review]`` thresholds of ``review``), and whether
+    fragile verdicts get further answers (``fragility``, the ``[fragility]`` setting)."""
 
     answers_per_pair: int = 10
     aggregation: AggregationRule = field(default_factory=AggregationRule)
@@ -124,6 +127,7 @@ class Design:
     pivot_b_share: float = 0.5
     flag_each_round: bool = False
     review: ReviewRules = field(default_factory=ReviewRules)
+    fragility: FragilityRule | None = None
 
     def __post_init__(self) -> None:
         if self.answers_per_pair < 1:
@@ -139,6 +143,8 @@ class Design:
                 "adaptive answers stop each pair on its own answers; the bradley-terry rule "
                 "decides pairs from every answer of the query: use one or the other"
             )
+        if self.fragility is not None and self.fragility.aggregation != self.aggregation:
+            raise InputError("the fragility rule must judge verdicts by the design's own rule")
         if self.flag_each_round and self.aggregation.rule == "bradley-terry":
             raise InputError(
                 "plan cannot simulate flagging each round with the bradley-terry rule (its fit "
@@ -149,7 +155,8 @@ class Design:
     @property
     def most_answers(self) -> int:
         """The most answers a pair can get."""
-        return self.answers_per_pair if self.adaptive is None else self.adaptive.maximum
+        most = self.answers_per_pair if self.adaptive is None else self.adaptive.maximum
+        return most if self.fragility is None else max(most, self.fragility.maximum)
 
 
 @dataclass(frozen=True)
@@ -428,7 +435,8 @@ def _decide_batch(
     flagger: tuple[_Flagger, int, np.ndarray, np.ndarray] | None = None,
 ) -> _Batch:
     """Collect answers for a batch of pairs (``key`` identifies each pair, ``gap`` = s_x − s_y
-    in whole groups, y the pivot) round after round until decided; ``clock`` gives the rounds
+    in whole groups, y the pivot) round after round until decided (and, with a fragility rule,
+    until no verdict is fragile below its maximum); ``clock`` gives the rounds
     and hours the campaign took before the batch; ``fitted``, for the ``bradley-terry`` rule,
     the campaign's answers so far and the pairs' x and y. With a ``flagger`` (the campaign's
     :class:`_Flagger`, the iteration and the pairs' ``x, y``), workers are flagged after each
@@ -498,11 +506,13 @@ def _decide_batch(
                 verdict = verdicts(*counts.T, design.aggregation)[0]
             else:
                 verdict = fitted[0].verdicts(fitted[1], fitted[2])
+            if design.fragility is None:
+                break
+        else:
+            verdict = decide(*counts.T, rule)[1]
+        wanted = wanted_next(*counts.T, rule, design.fragility)
+        if (wanted <= have).all():  # every pair decided and none fragile below its maximum
             break
-        decided, verdict = decide(*counts.T, rule)
-        if decided.all():
-            break
-        wanted = answers_wanted(*counts.T, rule)
     for entry in log:
         entry["a_is_x"] = a_is_x[entry["row"]]
     if flagger is not None:

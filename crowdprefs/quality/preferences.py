@@ -17,7 +17,7 @@ pure function of such a frame, or, for the model, a small class with crowd-kit's
   reliabilities and lists for answers on arbitrary pairs;
 * :func:`agreement`: inter-agreement, Krippendorff's α and Fleiss' κ;
 * :func:`worker_flags`: the audit's worker-flag rules
-  (:func:`crowdprefs.quality.audit.flag_workers`);
+  (:func:`crowdprefs.quality.flags.flag_workers`);
 * :func:`transitivity_violations`: how often verdicts, or a worker's own answers, are not
   transitive, per query or per worker;
 * :func:`to_answers_frame` and :func:`from_answers_frame`: to and from the audit's answers frame
@@ -33,19 +33,19 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign import aggregate
-from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.bradley_terry import TieModel, fit_bradley_terry
+from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
+from crowdprefs.campaign.bradley_terry import (
+    Reliability,
+    TieModel,
+    fallback_line,
+    fit_bradley_terry,
+)
 from crowdprefs.campaign.sorting import Segment, initial_order, lookup, settle
 from crowdprefs.campaign.transitivity import violation_rates
 from crowdprefs.errors import InputError
 from crowdprefs.exchange import preference_frame
-from crowdprefs.quality.audit import (
-    FlagRules,
-    flag_workers,
-    fleiss_kappa,
-    krippendorff_alpha,
-    pair_verdicts,
-)
+from crowdprefs.quality.agreement import fleiss_kappa, krippendorff_alpha
+from crowdprefs.quality.flags import FlagRules, flag_workers
 from crowdprefs.results_file import FRAME_COLUMNS
 
 VERDICT_COLUMNS = [
@@ -249,7 +249,7 @@ def worker_flags(
     rule: AggregationRule = AggregationRule(),
 ) -> pd.DataFrame:
     """``worker, flag, evidence``: one row per flag rule a worker breaks
-    (:class:`crowdprefs.quality.audit.FlagRules`; agreement is judged against the verdicts of
+    (:class:`crowdprefs.quality.flags.FlagRules`; agreement is judged against the verdicts of
     ``rule``). Without a ``seconds`` column the time rules cannot fire."""
     frame = to_answers_frame(answers)
     flags = flag_workers(frame, pair_verdicts(frame, rule), rules)
@@ -284,18 +284,21 @@ class TieBradleyTerry:
     (:mod:`crowdprefs.campaign.bradley_terry`), with crowd-kit's ``fit``/``fit_predict`` surface.
 
     ``ties``: ``davidson`` (Davidson 1970) or ``rao-kupper`` (Rao & Kupper 1967);
-    ``reliability``: fit each worker's reliability and noise (Crowd-BT, Chen et al. 2013) or
-    trust every answer; ``alpha``: the level of the test separating groups.
+    ``reliability``: fit each worker's reliability and noise (Crowd-BT, Chen et al. 2013;
+    ``True``), trust every answer (``False``) or fit them unless they are not identifiable
+    (``"auto"``: too few answers per worker; one line on stderr then says so);
+    ``alpha``: the level of the test separating groups.
 
     After :meth:`fit`: ``scores_`` (Series indexed by ``query, document``; higher = more
     similar), ``standard_errors_`` (same index), ``lists_`` (``query, document, group``, group 1
     most similar), ``tie_`` (ν or θ), ``reliabilities_`` (Series by worker, η in (0, 1): the
     probability that an answer follows the model), ``noise_`` (per worker, the shares of
-    ``left, equal, right`` when they do not), ``log_likelihood_`` and ``converged_``.
+    ``left, equal, right`` when they do not), ``log_likelihood_``, ``converged_`` and
+    ``fallback_`` (why reliabilities were dropped, or ``None``).
     """
 
     ties: TieModel = "davidson"
-    reliability: bool = True
+    reliability: Reliability = "auto"
     alpha: float = 0.05
     scores_: pd.Series = field(init=False, repr=False)
     standard_errors_: pd.Series = field(init=False, repr=False)
@@ -305,6 +308,7 @@ class TieBradleyTerry:
     noise_: pd.DataFrame = field(init=False, repr=False)
     log_likelihood_: float = field(init=False, repr=False)
     converged_: bool = field(init=False, repr=False)
+    fallback_: str | None = field(init=False, repr=False)
 
     def fit(self, answers: pd.DataFrame) -> TieBradleyTerry:
         """Fit on every answer of every query (one tie parameter and one reliability per worker
@@ -355,6 +359,12 @@ class TieBradleyTerry:
         )
         self.log_likelihood_ = fit.log_likelihood
         self.converged_ = fit.converged
+        self.fallback_ = fit.fallback
+        line = fallback_line(fit)
+        if line is not None:
+            from crowdprefs import progress
+
+            progress.note(f"bradley-terry: {line}")
         return self
 
     def fit_predict(self, answers: pd.DataFrame) -> pd.Series:

@@ -27,16 +27,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from jinja2 import Environment  # noqa: E402
 
+from crowdprefs.campaign.aggregate import usable  # noqa: E402
 from crowdprefs.files import Output  # noqa: E402
-from crowdprefs.quality.audit import (  # noqa: E402
-    CHOICES,
-    ITERATION_CELLS,
-    Audit,
-    agreement_summary,
-    overall_rate,
-    table_2_cells,
-    usable,
-)
+from crowdprefs.quality.agreement import agreement_summary  # noqa: E402
+from crowdprefs.quality.audit import Audit  # noqa: E402
+from crowdprefs.quality.frames import CHOICES  # noqa: E402
+from crowdprefs.quality.iterations import ITERATION_CELLS, table_2_cells  # noqa: E402
+from crowdprefs.quality.transitivity import overall_rate  # noqa: E402
 
 TOP_ROWS = 200
 """Rows a long table shows on the page; the whole table is in its CSV file beside it."""
@@ -48,6 +45,9 @@ LINKED_TABLES = (
     "transitivity-queries",
     "transitivity-workers",
     "triples",
+    "fragile-pairs",
+    "lists",
+    "list-boundaries",
 )
 """The tables written whole beside the page, each as ``STEM.NAME.csv``."""
 
@@ -114,6 +114,31 @@ b = c but a ≠ c). Per query over its verdicts, per worker over their own answe
 {% if rows %}<table><tr>{% for h in heads %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in rows %}<tr><td class="text">{{ row[0] }}</td>{% for cell in row[1:] %}
 <td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>{% endif %}{% endfor %}
+
+{% if sure %}<h2>How sure the lists are</h2>
+<p>Of {{ sure.summary.pairs }} sorting verdicts, changing 1 / 2 / 3 answers can change
+{{ sure.summary.pairs_flips_within['1'] }} / {{ sure.summary.pairs_flips_within['2'] }} /
+{{ sure.summary.pairs_flips_within['3'] }}; removing them,
+{{ sure.summary.pairs_removals_within['1'] }} / {{ sure.summary.pairs_removals_within['2'] }} /
+{{ sure.summary.pairs_removals_within['3'] }}.
+{% if sure.summary.resamples %}Over {{ sure.summary.resamples }} bootstrap crowds (workers
+resampled with their answers, the sort replayed)
+{{ '%.0f'|format(100 * sure.summary.boundaries_kept) }}% of the group boundaries reappear and
+the expected ADR of a resampled list against the published one is
+{{ '%.3f'|format(sure.summary.expected_adr) }}.{% endif %}</p>
+<h3>Lists</h3>
+<p>The fewest answers whose removal (change) moves a group boundary, or the top group; – when no
+change of one pair's answers does.</p>
+{{ shown('lists', sure.lists_total) }}
+<table><tr>{% for h in sure.list_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in sure.lists %}<tr><td class="text">{{ row[0] }}</td>{% for cell in row[1:] %}
+<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>
+<h3>The most fragile verdicts</h3>
+{{ shown('fragile-pairs', sure.pairs_total) }}
+<table><tr>{% for h in sure.pair_heads %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in sure.pairs %}<tr>{% for cell in row[:3] %}<td class="text">{{ cell }}</td>
+{% endfor %}{% for cell in row[3:] %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}</table>
+{% endif %}
 
 {% if contradictions %}<h2>Non-transitive verdicts</h2>
 {{ shown('triples', triples_total) }}
@@ -214,6 +239,33 @@ def linked_tables(result: Audit) -> dict[str, pd.DataFrame]:
         "transitivity-queries": _by_violations(result.transitivity.get("queries")).reset_index(),
         "transitivity-workers": _by_violations(result.transitivity.get("workers")).reset_index(),
         "triples": result.contradictions,
+        **_sureness_tables(result),
+    }
+
+
+def _sureness_tables(result: Audit) -> dict[str, pd.DataFrame]:
+    """The fragility and stability tables (empty when the audit has none)."""
+    sure = result.sureness
+    if sure is None:
+        return {name: pd.DataFrame() for name in ("fragile-pairs", "lists", "list-boundaries")}
+    return {"fragile-pairs": sure.pairs, "lists": sure.lists, "list-boundaries": sure.boundaries}
+
+
+def _sureness(result: Audit, top: int) -> dict | None:
+    """What the page shows of how sure the lists are (:func:`crowdprefs.quality.audit.how_sure`)."""
+    sure = result.sureness
+    if sure is None:
+        return None
+    lists = sure.lists.sort_values(["flips", "removals"], kind="stable", na_position="last")
+    pairs = sure.pairs[["query", "x", "y", "verdict", "more", "equal", "less", "flips", "removals"]]
+    return {
+        "summary": sure.summary,
+        "list_heads": list(lists.columns),
+        "lists": [[_fmt(v) for v in row] for row in lists.head(top).itertuples(index=False)],
+        "lists_total": len(lists),
+        "pair_heads": ["query", "x", "y", "verdict", "more", "equal", "less", "changed", "removed"],
+        "pairs": [[_fmt(v) for v in row] for row in pairs.head(top).itertuples(index=False)],
+        "pairs_total": len(pairs),
     }
 
 
@@ -319,4 +371,5 @@ def render(
         transitivity=transitivity,
         contradictions=list(result.contradictions.head(top).itertuples(index=False, name=None)),
         triples_total=len(result.contradictions),
+        sure=_sureness(result, top),
     )

@@ -10,7 +10,7 @@ paper §4.2:
   "incipits judged more similar to the query than the query itself" of §4.2) is rejected
   ("equally similar" is tolerated: the candidate may contain the query);
 * workers are **flagged** with the one set of worker-flag rules
-  (:func:`crowdprefs.quality.audit.flag_workers`, against the verdicts of the project's own
+  (:func:`crowdprefs.quality.flags.flag_workers`, against the verdicts of the project's own
   aggregation rule): ``bot`` (at least ``bot_min_answers`` answers, all one choice in one
   identical duration: the two robots of §4.2 always answered "Equal" in exactly 8 s) and
   ``failed-checks`` (more than ``max_failed_check_share`` of at least ``min_checks`` checks);
@@ -60,14 +60,8 @@ from crowdprefs.campaign.driver import committed_cost
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.progress import note
-from crowdprefs.quality.audit import (
-    FLAGS,
-    FlagRules,
-    flag_workers,
-    project_answers,
-    project_verdicts,
-    review_reasons,
-)
+from crowdprefs.quality.flags import FLAGS, FlagRules, flag_workers, review_reasons
+from crowdprefs.quality.frames import project_answers, project_verdicts
 
 if TYPE_CHECKING:
     from pathlib import Path

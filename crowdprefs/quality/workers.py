@@ -39,7 +39,7 @@ def worker_decisions(
     verdicts: pd.DataFrame | AggregationRule | None = None,
 ) -> WorkerDecisions:
     """The review rules applied to an answers frame
-    (:func:`crowdprefs.quality.audit.project_answers`), with the rule behind each flag;
+    (:func:`crowdprefs.quality.frames.project_answers`), with the rule behind each flag;
     agreement is judged against ``verdicts`` (default: the Mann-Whitney rule's)."""
     verdicts = AggregationRule() if verdicts is None else verdicts
     flags = review_flags(answers, verdicts, rules, extra)

@@ -87,7 +87,9 @@ from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import CrowdprefsError, InputError, StateError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, render_preference_hit
-from crowdprefs.quality import audit
+from crowdprefs.quality.flags import flag_workers
+from crowdprefs.quality.frames import project_answers, project_verdicts
+from crowdprefs.quality.iterations import iteration_table
 from crowdprefs.quality.review import Reviewer
 from crowdprefs.web import assign
 from crowdprefs.web.assign import (
@@ -631,12 +633,12 @@ def audit_figures(project: Project) -> dict[str, Any]:
     """The live audit (:mod:`crowdprefs.quality.audit`): the preference-judgments paper Table 2 per
     iteration so far, with chance-corrected agreement, and the workers its rules flag, with their
     evidence."""
-    answers = audit.project_answers(project)
+    answers = project_answers(project)
     if answers.empty:
         return {"iterations": [], "flags": []}
-    pairs = audit.project_verdicts(project, answers)
-    table = audit.iteration_table(answers, pairs, project.settings.fees)
-    flags = audit.flag_workers(answers, pairs)
+    pairs = project_verdicts(project, answers)
+    table = iteration_table(answers, pairs, project.settings.fees)
+    flags = flag_workers(answers, pairs)
     return {"iterations": _records(table), "flags": flags.to_dict("records")}
 
 

@@ -212,3 +212,72 @@ def test_pair_verdicts_are_the_sign_of_significant_score_differences(ties):
     )
     assert verdict.tolist() == [0, 1, -1, -1]
     assert p[0] > 0.05 and (p[1:] < 0.05).all()
+
+
+def one_answer_each(answers: pd.DataFrame) -> pd.DataFrame:
+    """The same answers, each given by a worker of its own."""
+    return answers.assign(worker=[f"once{k}" for k in range(len(answers))])
+
+
+def test_with_one_answer_per_worker_the_fit_drops_reliabilities_and_says_so():
+    answers, _ = crowd_answers(TRUTH, all_pairs(TRUTH), model=CrowdModel(workers=30, bots=0))
+    once = one_answer_each(answers)
+    result, _ = fit(once)
+    plain, _ = fit(once, reliability=False)
+    assert result.fallback is not None and "\n" not in result.fallback
+    assert "median 1 answer per worker" in result.fallback
+    assert not result.with_reliability and (result.reliability == 1).all()
+    assert result.scores == pytest.approx(plain.scores)
+    assert result.tie == pytest.approx(plain.tie)
+    assert (result.groups == plain.groups).all()
+    # forcing the reliabilities still fits them, without a word
+    forced, _ = fit(once, reliability=True)
+    assert forced.fallback is None and forced.with_reliability
+    # 30 answers per worker: identifiable, no fallback
+    busy, _ = fit(answers)
+    assert busy.fallback is None and busy.with_reliability
+    assert (busy.reliability < 1).all()
+
+
+def test_little_information_about_the_workers_also_falls_back():
+    # four answers per worker pass the count, but random answers on four equal candidates look
+    # the same whether a worker follows the model or not: nothing is learnt about ρ_w
+    rng = np.random.default_rng(1)
+    first = rng.integers(0, 4, 240)
+    second = (first + rng.integers(1, 4, 240)) % 4
+    outcome, worker = rng.integers(-1, 2, 240), np.arange(240) // 4
+    result = bt.fit_bradley_terry(first, second, outcome, worker)
+    assert result.fallback is not None and "information" in result.fallback
+    assert not result.with_reliability
+    plain = bt.fit_bradley_terry(first, second, outcome, worker, reliability=False)
+    assert result.scores == pytest.approx(plain.scores)
+    with pytest.raises(InputError, match="reliability must be"):
+        bt.fit_bradley_terry(first, second, outcome, worker, reliability="sometimes")
+
+
+def test_the_replay_command_says_the_fallback_once(tmp_path):
+    import subprocess
+
+    from console_script import crowdprefs
+
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, root / "benchmarks" / "recorded_campaign.py", "--out", tmp_path],
+        check=True,
+        capture_output=True,
+    )
+    recorded = pd.read_csv(tmp_path / "results.csv", dtype=str, keep_default_na=False)
+    assert recorded["WorkerId"].value_counts().median() >= 10
+    once = tmp_path / "once.csv"
+    recorded.assign(WorkerId=[f"W{k:05d}" for k in range(len(recorded))]).to_csv(once, index=False)
+    for path, warned in ((once, True), (tmp_path / "results.csv", False)):
+        run = crowdprefs(
+            "replay", path, "--rule", "bradley-terry", "--partial", "-o", tmp_path / "lists.qrel",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        lines = [row for row in run.stderr.splitlines() if "not identifiable" in row]
+        assert len(lines) == warned  # one line, though every iteration refits
+        if warned:
+            assert "median 1 answer per worker" in lines[0]
+            assert "fitted without them" in lines[0]

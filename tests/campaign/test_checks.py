@@ -14,7 +14,7 @@ from crowdprefs.campaign.checks import CheckSettings
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.errors import InputError
-from crowdprefs.quality.audit import FlagRules, flag_workers
+from crowdprefs.quality.flags import FlagRules, flag_workers
 from crowdprefs.quality.review import ReviewRules, failed_checks, review_flags
 from crowdprefs.results_file import FRAME_COLUMNS
 

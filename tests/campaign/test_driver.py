@@ -309,7 +309,7 @@ def bradley_terry_project(root: Path, sections: dict | None = None) -> Project:
 
 def test_a_bradley_terry_project_decides_each_batch_from_every_answer_so_far(tmp_path):
     from crowdprefs.campaign.aggregate import AggregationRule, fitted_verdicts, pair_verdicts
-    from crowdprefs.quality.audit import project_answers
+    from crowdprefs.quality.frames import project_answers
 
     with bradley_terry_project(tmp_path / "bt") as project:
         crowd = get_crowd("simulated", project)

@@ -18,6 +18,7 @@ from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.io import read_lists
 from crowdprefs.quality import audit as A
+from crowdprefs.quality.frames import infer_iterations, project_answers, project_verdicts
 from crowdprefs.results_file import Columns, read_results, write_results
 
 T0 = pd.Timestamp("2010-04-14 10:00", tz="UTC")
@@ -92,7 +93,7 @@ def groups(lists: pd.DataFrame) -> list[set]:
 
 def reread(frame: pd.DataFrame, path, columns: Columns = Columns(), gap: float = 600.0):
     write_results(frame, path)
-    return A.infer_iterations(read_results(path, columns), gap)
+    return infer_iterations(read_results(path, columns), gap)
 
 
 def test_table_1_of_seed_002(tmp_path):
@@ -149,10 +150,10 @@ def simulated(tmp_path_factory):
     root = tmp_path_factory.mktemp("roundtrip")
     project = create_demo_project(root / "demo", seed=2010)
     driver.run(project, SimulatedCrowd.for_project(project))
-    answers = A.project_answers(project)
+    answers = project_answers(project)
     path = root / "results.csv"
     write_results(answers, path)
-    pairs = A.project_verdicts(project, answers)
+    pairs = project_verdicts(project, answers)
     expected = {
         "lists": driver.lists(project),
         "audit": A.audit(answers, pairs=pairs, fees=project.settings.fees),
@@ -168,7 +169,7 @@ def sort_lists(lists: pd.DataFrame) -> pd.DataFrame:
 
 def test_round_trip_gives_the_same_lists_table_2_and_flags(simulated):
     path, expected = simulated
-    answers = A.infer_iterations(read_results(path), batch_gap=0)
+    answers = infer_iterations(read_results(path), batch_gap=0)
     replayed = replay_campaign(answers)
     assert replayed.issues.empty
     pd.testing.assert_frame_equal(sort_lists(replayed.lists), sort_lists(expected["lists"]))
@@ -314,7 +315,7 @@ def test_a_bradley_terry_project_is_replayed_with_the_same_rule_through_the_cli(
         )
         driver.run(opened, SimulatedCrowd.for_project(opened))
         expected = driver.lists(opened)
-        write_results(A.project_answers(opened), tmp_path / "results.csv")
+        write_results(project_answers(opened), tmp_path / "results.csv")
     output = tmp_path / "lists.qrel"
     args = ["replay", tmp_path / "results.csv", "--batch-gap", "0", "-o", output]
     code, out, err = cli(*args, "--rule", "bradley-terry", "--ties", "rao-kupper")

@@ -355,3 +355,16 @@ def test_a_file_migrated_from_the_first_schema_equals_a_new_state(tmp_path):
     finally:
         migrated.close()
         new.close()
+
+
+def test_numpy_numbers_bind_as_the_numbers_they_are(tmp_path, engine):
+    """An iteration or a pair id from a numpy array reads the same rows as a Python int (SQLite's
+    driver bound numpy integers as blobs that matched nothing; psycopg refused them)."""
+    project = make_project(tmp_path / "p", database=engine)
+    with project:
+        driver.run(project, get_crowd("simulated", project))
+        store = project.store
+        for kind in (np.int64, np.int32, np.uint16):
+            assert store.answer_counts(kind(1)).equals(store.answer_counts(1))
+            assert store.pairs(kind(1)).equals(store.pairs(1))
+        assert len(store.pairs(1)) > 0

@@ -11,13 +11,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import pair_verdicts
 from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.cli import main
 from crowdprefs.crowds.results import import_answers
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
-from crowdprefs.quality import audit as A
+from crowdprefs.quality.flags import worker_profiles
+from crowdprefs.quality.frames import infer_iterations, project_answers
 from crowdprefs.results_file import Columns, parse_times, read_results, write_results
 
 HEADER = (
@@ -98,9 +100,9 @@ def test_empty_answers_are_kept_and_reported(tmp_path):
     frame = read_results(path, RADIO)
     assert len(frame) == 3 and frame.attrs["empty_rows"] == [2]
     assert frame["choice"].iloc[1] == "" and np.isnan(frame["score"].iloc[1])
-    frame = A.infer_iterations(frame)
-    assert A.worker_profiles(frame).loc["W2", "empty"] == 1
-    assert A.pair_verdicts(frame)[["more", "less"]].iloc[0].tolist() == [1, 1]
+    frame = infer_iterations(frame)
+    assert worker_profiles(frame).loc["W2", "empty"] == 1
+    assert pair_verdicts(frame)[["more", "less"]].iloc[0].tolist() == [1, 1]
 
 
 def test_comments_with_newlines_and_quotes(tmp_path):
@@ -154,7 +156,7 @@ def recorded(tmp_path_factory):
     project = create_demo_project(root / "demo", seed=77)
     driver.run(project, SimulatedCrowd.for_project(project))
     lists = driver.lists(project)
-    answers = A.project_answers(project)
+    answers = project_answers(project)
     files = []
     for iteration, batch in answers.groupby("iteration"):
         path = root / f"batch{iteration}.csv"
@@ -262,7 +264,7 @@ def test_write_then_read_gives_the_same_answers(tmp_path, rows):
     )
     path = tmp_path / "round.csv"
     write_results(frame, path)
-    back = A.infer_iterations(read_results(path))
+    back = infer_iterations(read_results(path))
     assert back.attrs["empty_rows"] == [i + 1 for i, c in enumerate(choice) if c == ""]
     for column in ("x", "y", "a_is_x", "choice", "worker_id", "background", "comment", "status"):
         assert back[column].tolist() == frame[column].tolist(), column

@@ -36,7 +36,7 @@ from crowdprefs.crowds.prolific.crowd import (
 )
 from crowdprefs.crowds.prolific.fake import FakeProlific
 from crowdprefs.errors import BudgetError, CrowdError, InputError
-from crowdprefs.quality.audit import project_answers
+from crowdprefs.quality.frames import project_answers
 from crowdprefs.quality.review import ReviewRules
 from crowdprefs.quality.workers import worker_decisions
 from crowdprefs.web import headphones

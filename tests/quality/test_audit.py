@@ -15,11 +15,26 @@ from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from crowdprefs.campaign import driver
-from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
 from crowdprefs.cli import main
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.quality import audit as A
+from crowdprefs.quality.agreement import (
+    agreement_summary,
+    fleiss_kappa,
+    krippendorff_alpha,
+    reference_agreement,
+)
+from crowdprefs.quality.flags import (
+    background_class,
+    flag_quality,
+    flag_workers,
+    review_reasons,
+    worker_profiles,
+)
+from crowdprefs.quality.frames import project_answers, project_verdicts
+from crowdprefs.quality.iterations import iteration_table, summarise_iterations
 from crowdprefs.quality.report import render
 from crowdprefs.results_file import FRAME_COLUMNS
 
@@ -81,14 +96,14 @@ def hit(pair_id: int, choices: str, **extra) -> list[dict]:
 )
 def test_inter_agreement_hand_computed(choices, expected):
     answers = frame(hit(1, choices))
-    table = A.iteration_table(answers)
+    table = iteration_table(answers)
     assert table.loc[0, "agreement"] == pytest.approx(expected)
     assert table.loc[0, "pairs"] == 1 and table.loc[0, "answers"] == 10
 
 
 def test_inter_agreement_is_mean_over_pairs_and_any_answer_count():
     answers = frame(hit(1, "AAAAABBBBB") + hit(2, "AAA"))
-    table = A.iteration_table(answers)
+    table = iteration_table(answers)
     assert table.loc[0, "agreement"] == pytest.approx((40 / 90 + 1.0) / 2)
     assert table.loc[0, "answers"] == 13
 
@@ -112,7 +127,7 @@ PAPER_TABLE_2 = pd.DataFrame(
 
 
 def test_table_2_totals_reproduce_seed_002():
-    total = A.summarise_iterations(PAPER_TABLE_2, workers=79)
+    total = summarise_iterations(PAPER_TABLE_2, workers=79)
     assert total["pairs"] == 281 and total["workers"] == 79
     assert total["median_seconds"] == pytest.approx(21.75)  # mean of the medians
     assert round(total["agreement"], 3) == 0.664
@@ -129,7 +144,7 @@ def test_table_2_workers_times_and_cost():
     ]
     answers = frame(rows)
     answers.loc[answers["iteration"] == 2, "created_at"] = T0 + pd.Timedelta(hours=5)
-    table = A.iteration_table(answers)
+    table = iteration_table(answers)
     first, second, total = table.to_dict(orient="records")
     assert (first["workers"], first["median_seconds"]) == (3, 10.0)
     assert (second["workers"], second["previous_workers"], second["previous_share"]) == (2, 1, 0.5)
@@ -163,7 +178,7 @@ def reliability_data(counts: np.ndarray) -> np.ndarray:
 )
 def test_krippendorff_alpha_matches_the_krippendorff_package(rows, level):
     counts = np.array(rows, dtype=float)
-    ours = A.krippendorff_alpha(counts, level)
+    ours = krippendorff_alpha(counts, level)
     if np.isnan(ours):
         assert (counts > 0).any(axis=0).sum() == 1  # a single category used: α undefined
         return
@@ -182,13 +197,13 @@ def test_fleiss_kappa_matches_statsmodels(raters, units, seed):
     counts = rng.multinomial(raters, rng.dirichlet([1, 1, 1]), size=units)
     if (counts.sum(axis=0) == counts.sum()).any():
         return  # one category only: κ undefined
-    assert A.fleiss_kappa(counts) == pytest.approx(statsmodels_fleiss(counts), abs=1e-12)
+    assert fleiss_kappa(counts) == pytest.approx(statsmodels_fleiss(counts), abs=1e-12)
 
 
 def test_perfect_agreement_gives_one():
     counts = np.array([[5, 0, 0], [0, 5, 0], [0, 0, 5]], dtype=float)
-    assert A.fleiss_kappa(counts) == pytest.approx(1.0)
-    assert A.krippendorff_alpha(counts) == pytest.approx(1.0)
+    assert fleiss_kappa(counts) == pytest.approx(1.0)
+    assert krippendorff_alpha(counts) == pytest.approx(1.0)
 
 
 # ------------------------------------------------------------------ Tables 3-6 of seed 002
@@ -207,7 +222,7 @@ def test_perfect_agreement_gives_one():
 def test_agreement_with_experts_reproduces_tables_3_to_6(matrix, complete, partial, none, score):
     labels = ["less", "equal", "greater"]
     table = pd.DataFrame(matrix, index=labels, columns=labels)
-    summary = A.agreement_summary(table)
+    summary = agreement_summary(table)
     assert (summary["complete"], summary["partial"], summary["none"]) == (complete, partial, none)
     assert round(summary["score"], 3) == score
 
@@ -225,8 +240,8 @@ def test_reference_confusion_for_verdicts_answers_and_split():
     for r in rows[:8]:
         r["background"] = "No, none."
     answers = frame(rows)
-    pairs = A.pair_verdicts(answers)
-    tables = A.reference_agreement(answers, pairs, lists, by=pd.Series({"w0": "none"}))
+    pairs = pair_verdicts(answers)
+    tables = reference_agreement(answers, pairs, lists, by=pd.Series({"w0": "none"}))
     aggregated = tables["aggregated"]
     assert np.trace(aggregated.to_numpy()) == 3 and aggregated.to_numpy().sum() == 3
     single = tables["answers"]
@@ -241,7 +256,7 @@ def test_reference_confusion_for_verdicts_answers_and_split():
 
 def test_background_classes_come_from_yes_and_no_never_from_free_text():
     text = pd.Series(["", "No", "yes", "nice music", "no musical background", "  "])
-    assert A.background_class(text).tolist() == [
+    assert background_class(text).tolist() == [
         "unknown",
         "none",
         "some",
@@ -271,13 +286,13 @@ def test_flags_bot_careless_and_attention_checks_with_evidence():
     answers = frame(rows + checks)
     honest = answers["worker_id"].isin(["w0", "w1", "w2", "w3", "w4", "w5", "w6", "empty"])
     answers.loc[honest, "seconds"] = 15.0 + answers.index[honest] % 7  # varied, plausible times
-    pairs = A.pair_verdicts(answers)
-    profiles = A.worker_profiles(answers, pairs)
+    pairs = pair_verdicts(answers)
+    profiles = worker_profiles(answers, pairs)
     assert profiles.loc["bot", "share_equal"] == 1.0
     assert profiles.loc["fast", "position_bias"] == -1.0
     assert profiles.loc["fast", "check_failures"] == 1 and profiles.loc["w0", "checks"] == 1
     assert profiles.loc["empty", "empty"] == 2 and profiles.loc["empty", "answers"] == 6
-    flags = A.flag_workers(answers, pairs)
+    flags = flag_workers(answers, pairs)
     found = set(map(tuple, flags[["worker_id", "flag"]].to_numpy()))
     assert {
         ("bot", "constant-answer"),
@@ -294,7 +309,7 @@ def test_flags_bot_careless_and_attention_checks_with_evidence():
     assert evidence["bot", "constant-time"] == "all 8 answers took exactly 8 s"
     assert evidence["bot", "constant-answer"].startswith("all 8 answers were 'equal' (chance ")
     assert evidence["fast", "failed-checks"] == "failed 1 of 1 attention checks"
-    reasons = A.review_reasons(flags).set_index("worker_id")["reason"]
+    reasons = review_reasons(flags).set_index("worker_id")["reason"]
     assert reasons["bot"].startswith("constant-answer: all 8 answers were 'equal' (chance")
     assert "; constant-time: all 8 answers took exactly 8 s" in reasons["bot"]
     assert len(reasons) == 3
@@ -307,14 +322,14 @@ def test_too_fast_uses_the_listening_time_when_known():
     answers = frame(rows)
     answers["seconds"] = np.where(answers["worker_id"] == "w0", 12.0, 14.0) + answers["pair_id"]
     rule = AggregationRule()
-    assert A.flag_workers(answers, rule).empty  # w0's median 15.5 s is longer than 13 s of clips
+    assert flag_workers(answers, rule).empty  # w0's median 15.5 s is longer than 13 s of clips
     answers.loc[answers["worker_id"] == "w0", "seconds"] = 9.0
-    quick = A.flag_workers(answers, rule).query("flag == 'too-fast'")
+    quick = flag_workers(answers, rule).query("flag == 'too-fast'")
     assert quick["worker_id"].tolist() == ["w0"]
     assert quick["evidence"].iloc[0] == (
         "median work time 9.0 s is 0.69 of the clips' listening time"
     )
-    assert A.flag_workers(answers.iloc[:3], rule).empty  # one fast answer is no evidence
+    assert flag_workers(answers.iloc[:3], rule).empty  # one fast answer is no evidence
 
 
 @pytest.fixture(scope="module")
@@ -327,11 +342,11 @@ def campaign(tmp_path_factory):
 
 
 def test_planted_bots_and_careless_workers_are_flagged(campaign):
-    answers = A.project_answers(campaign)
-    flags = A.flag_workers(answers, A.project_verdicts(campaign, answers))
+    answers = project_answers(campaign)
+    flags = flag_workers(answers, project_verdicts(campaign, answers))
     pool = SimulatedCrowd.for_project(campaign).pool
     kinds = pd.Series(pool.kind, index=pool.ids)
-    quality = A.flag_quality(flags, kinds[kinds.index.isin(answers["worker_id"])])
+    quality = flag_quality(flags, kinds[kinds.index.isin(answers["worker_id"])])
     # seed 2010 gives 1.0 and 1.0; benchmarks/audit_flags.py measures other seeds
     assert quality["precision"] >= 0.8 and quality["recall"] >= 0.8
     bots = set(kinds.index[kinds == "bot"]) & set(answers["worker_id"])
@@ -341,8 +356,8 @@ def test_planted_bots_and_careless_workers_are_flagged(campaign):
 
 
 def test_audit_of_a_project_and_its_json(campaign):
-    answers = A.project_answers(campaign)
-    result = A.audit(answers, pairs=A.project_verdicts(campaign, answers))
+    answers = project_answers(campaign)
+    result = A.audit(answers, pairs=project_verdicts(campaign, answers))
     table = result.iterations
     assert table["iteration"].tolist()[-1] == "total"
     assert table.iloc[:-1]["pairs"].sum() == len(campaign.store.pairs())

@@ -19,7 +19,6 @@ from crowdprefs.crowds import get_crowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists, write_lists
-from crowdprefs.quality.audit import project_answers
 from crowdprefs.quality.crowd_fit import (
     FITTED,
     find_bots,
@@ -36,6 +35,7 @@ from crowdprefs.quality.crowd_model import (
     load_crowd_model,
     simulate_answers,
 )
+from crowdprefs.quality.frames import project_answers
 from crowdprefs.results_file import write_results
 
 TRUE = CrowdModel(noise=0.9, equal_band=0.8, position_bias=0.3, median_seconds=15.0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
-from crowdprefs.quality.audit import fleiss_kappa
+from crowdprefs.quality.agreement import fleiss_kappa
 
 
 def per_unit(counts: np.ndarray) -> float:

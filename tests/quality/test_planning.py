@@ -379,3 +379,89 @@ def test_the_bradley_terry_rule_is_simulated_as_the_driver_runs_it():
         Design(aggregation=bt, adaptive=StoppingRule())
     with pytest.raises(InputError, match="plan one or the other"):
         Design(aggregation=bt, flag_each_round=True)
+
+
+def test_the_fragility_design_leaves_no_fragile_verdict_below_its_maximum():
+    """Pairs one changed answer would flip get two answers more per round, up to 14, as the
+    driver asks them: none is left fragile below 14, at the price of answers and rounds."""
+    from crowdprefs.campaign.adaptive import FragilityRule
+    from crowdprefs.campaign.aggregate import fewest_changes
+
+    _, truth = make_collection(2010)
+    collection = Collection.from_truth(truth)
+    margin = AggregationRule(rule="margin", margin=2)
+    fixed = Design(10, margin)
+    rule = FragilityRule(min_flips=2, step=2, maximum=14, aggregation=margin)
+    sturdy = dataclasses.replace(fixed, fragility=rule)
+    assert sturdy.most_answers == 14
+    for seed in range(2):
+        plain = simulate_campaign(collection, fixed, seed=seed)
+        campaign = simulate_campaign(collection, sturdy, seed=seed, record=True)
+        log = campaign.answers
+        x_side = np.where(log["a_is_x"], 0, 2)
+        more = (log["choice"] == x_side).groupby(log["pair"]).sum()
+        less = (log["choice"] == 2 - x_side).groupby(log["pair"]).sum()
+        n = log.groupby("pair").size()
+        equal = n - more - less
+        assert set(n) <= {10, 12, 14} and (n > 10).any()
+        flips = fewest_changes(more, equal, less, margin)[1]
+        assert (n[(flips >= 0) & (flips < 2)] == 14).all()
+        assert campaign.summary["answers"] == n.sum() > plain.summary["answers"]
+        assert campaign.summary["rounds"] > plain.summary["rounds"]
+    with pytest.raises(InputError, match="design's own rule"):
+        Design(10, AggregationRule(), fragility=rule)
+
+
+def test_plan_min_flips_shows_the_design_beside_the_others_the_same_on_any_jobs(tmp_path):
+    from console_script import crowdprefs
+
+    candidates, truth = make_collection(2010, sizes=(5, 8, 12))
+    candidates.to_csv(tmp_path / "c.csv", index=False)
+    write_lists(truth, tmp_path / "t.qrel")
+    common = ["plan", "--candidates", tmp_path / "c.csv", "--truth", tmp_path / "t.qrel"]
+    common += ["--rule", "margin", "--min-flips", "2", "--campaigns", "6"]
+    runs = [
+        crowdprefs(*common, "--jobs", jobs, "--output", tmp_path / f"{jobs}.csv") for jobs in (1, 2)
+    ]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert runs[0].stdout == runs[1].stdout
+    assert (tmp_path / "1.csv").read_bytes() == (tmp_path / "2.csv").read_bytes()
+    name = "10 answers, margin 2 + no verdict one answer flips"
+    assert f"Δ {name}" in runs[0].stdout
+    frame = pd.read_csv(tmp_path / "1.csv")
+    assert list(frame["design"].unique()) == ["10 answers, margin 2", name]
+    means = frame.groupby("design", sort=False)["answers"].mean()
+    assert means[name] > means["10 answers, margin 2"]
+    for extra, says in [
+        (["--min-flips", "1"], "min_flips = 1 asks no further answers"),
+        (["--min-flips", "2", "--fragile-step", "0"], "[fragility] step must be"),
+        (["--rule", "bradley-terry", "--min-flips", "2"], "turn one of them off"),
+    ]:
+        done = crowdprefs("plan", "--candidates", tmp_path / "c.csv", "--campaigns", "2", *extra)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert len(lines) == 1 and says in lines[0], done.stderr
+
+
+@pytest.mark.slow
+def test_plan_agrees_with_fragility_campaigns_through_the_driver(tmp_path):
+    """With ``[fragility] min_flips = 2`` the plan and real campaigns buy the same answers."""
+    from crowdprefs.campaign.adaptive import FragilityRule
+
+    _, truth = make_collection(2010)
+    measured = []
+    for seed in range(3):
+        project = create_demo_project(tmp_path / str(seed))
+        sections = dict(project.settings.sections)
+        sections["simulated"] = {**sections["simulated"], "seed": 100 + seed}
+        sections["fragility"] = {"min_flips": 2}
+        project.save_settings(dataclasses.replace(project.settings, sections=sections))
+        with project:
+            driver.run(project, get_crowd("simulated", project))
+            totals = driver.status(project)["totals"]
+            measured.append((totals["pairs_judged"], totals["answers"]))
+    design = Design(fragility=FragilityRule(2, 2, 20, AggregationRule()))
+    planned = simulate(truth, design, campaigns=30, seed=5)
+    pairs, answers = np.mean(measured, axis=0)
+    assert pairs == pytest.approx(planned["pairs"].mean(), rel=0.05)
+    assert answers == pytest.approx(planned["answers"].mean(), rel=0.06)

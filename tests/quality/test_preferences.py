@@ -14,8 +14,8 @@ from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.errors import InputError
 from crowdprefs.exchange import preference_frame
 from crowdprefs.quality import preferences as cp
-from crowdprefs.quality.audit import flag_quality
 from crowdprefs.quality.crowd_model import CrowdModel
+from crowdprefs.quality.flags import flag_quality
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from preference_crowd import all_pairs, crowd_answers, truth_lists  # noqa: E402

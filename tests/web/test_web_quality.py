@@ -311,7 +311,8 @@ def test_the_check_plays_in_chromium_without_policy_violations(tmp_path, browser
 
 
 def test_the_audit_sees_a_judge_who_always_presses_the_left_button(tmp_path):
-    from crowdprefs.quality import audit
+    from crowdprefs.quality.audit import audit_project
+    from crowdprefs.quality.frames import project_answers
 
     root = make_web_project(tmp_path, queries=3, size=5, answers=4)
     (token,) = invite(root, 1)
@@ -323,8 +324,8 @@ def test_the_audit_sees_a_judge_who_always_presses_the_left_button(tmp_path):
     stored = answers_frame(root)
     assert set(stored["choice"]) == {"A", "B"}, "stored on the pair's sides: both"
     with Project(root) as project:
-        frame = audit.project_answers(project)
-        result = audit.audit_project(project)
+        frame = project_answers(project)
+        result = audit_project(project)
         fitted = project.store.shown_answers()  # the bradley-terry rule reads the same sides
     assert (frame["choice"] == "A").all()
     shown = np.array([json.loads(raw)["order"]["a"] for raw in stored["raw"]])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sqlite3
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import lazy_loader
+import numpy as np
 from sqlalchemy import Connection, Engine, Executable, Row, case, event, exc, func, select, text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import QueuePool
@@ -170,6 +172,27 @@ def _sqlite_pool(path: Path) -> Engine:
     return engine
 
 
+NUMPY_INTEGERS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32)
+"""numpy's integer scalars, bound as the Python integers they are on both engines: SQLite's
+driver would bind an ``np.int64`` as a blob that silently matches no row, and psycopg would
+refuse it (:func:`_plain_numbers_for_psycopg`)."""
+for _kind in NUMPY_INTEGERS:
+    sqlite3.register_adapter(_kind, int)
+sqlite3.register_adapter(np.bool_, bool)
+
+
+def _plain_numbers_for_psycopg() -> None:
+    """:data:`NUMPY_INTEGERS` and ``np.bool_`` dumped by psycopg as integers and booleans (here,
+    with the first PostgreSQL engine: psycopg takes a tenth of a second to import)."""
+    import psycopg
+    from psycopg.types.bool import BoolDumper
+    from psycopg.types.numeric import IntDumper
+
+    for kind in NUMPY_INTEGERS:
+        psycopg.adapters.register_dumper(kind, IntDumper)
+    psycopg.adapters.register_dumper(np.bool_, BoolDumper)
+
+
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 """Every pooled engine of this process: a forked child starts with empty pools (a database
 connection must never be shared by two processes), see :func:`_forget_pools`."""
@@ -186,6 +209,7 @@ os.register_at_fork(after_in_child=_forget_pools)
 def _postgresql_engine(location: Location) -> Engine:
     from sqlalchemy import create_engine
 
+    _plain_numbers_for_psycopg()
     engine = create_engine(
         location.url,
         pool_pre_ping=True,  # a server restarted meanwhile costs a reconnect, not a failure
