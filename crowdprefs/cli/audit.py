@@ -511,8 +511,7 @@ def audit_command(
     jobs: StudyJobs = None,
     scheduler: Scheduler = None,
 ) -> None:
-    """Audit the workers: iterations, agreement, profiles, flags, references, transitivity,
-    and how sure the lists are.
+    """Audit the workers and how sure the lists are: agreement, flags, transitivity, fragility.
 
     Transitivity: three candidates whose three pairs were all judged form a complete triple; it
     violates transitivity when no weak order fits the judgments (a > b and b > c but a ≤ c;
