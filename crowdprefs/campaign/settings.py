@@ -256,6 +256,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "concurrency": Key("int", 1, 32),
         "check_feedback": Key("str"),
         "flag_each_round": Key("bool"),
+        "max_unheard_share": Key("float", 0, 1),
     },
     "store": {"url": Key("str", prefixes=("postgresql://", "postgres://"))},
     "hosting": {

@@ -53,7 +53,7 @@ def _results(path: Path, columns: Columns) -> pd.DataFrame:
 
     with err_console.status(f"reading {path}"):
         try:
-            return read_results(path, columns)
+            frame = read_results(path, columns)
         except InputError as error:
             if columns.hit in read_table(path)[0].columns:
                 raise
@@ -61,6 +61,23 @@ def _results(path: Path, columns: Columns) -> pd.DataFrame:
                 f"{error}; a file of one answer per row without HIT ids reads with --format long "
                 "(columns worker,query,left,right,label)"
             ) from None
+        return _with_play_logs(frame, path)
+
+
+def _with_play_logs(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The frame with each answer's listening (:data:`crowdprefs.quality.flags.LISTENING_COLUMNS`)
+    judged from the play-log columns of the file (``Answer.plays_a``, ``Answer.cover_a``…), when
+    its header has any (the file is read again only then)."""
+    from crowdprefs.quality.flags import listening_columns
+    from crowdprefs.results_file import read_table
+
+    with path.open("rb") as file:
+        header = file.readline()
+    if not any(name in header for name in (b"plays_", b"cover_")):
+        return frame
+    joined = frame.join(listening_columns(read_table(path)[0].set_axis(frame.index)))
+    joined.attrs = dict(frame.attrs)
+    return joined
 
 
 def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataFrame:
@@ -556,6 +573,8 @@ def audit_command(
     lists = read_lists(reference) if reference else None
     by = None if split_by is None else auditing.read_worker_attribute(split_by)
     runner = Runner.from_options(jobs, scheduler)
+    if answers is not None:  # read (with its own status line) before the progress bar starts
+        frame = read_answers(answers, fmt, query, columns, batch_gap)
     with make_progress(transient=True) as progress:
         task = progress.add_task(f"resampling the crowd {runner.where}", total=resamples)
         sure = {
@@ -567,7 +586,6 @@ def audit_command(
                 result = auditing.audit_project(project, reference=lists, split_by=by, **sure)
             title = str(directory)
         else:
-            frame = read_answers(answers, fmt, query, columns, batch_gap)
             aggregation = AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties)
             campaign = recorded_campaign(frame, aggregation, replayable=fmt == "results")
             result = auditing.audit(

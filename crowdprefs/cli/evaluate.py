@@ -28,8 +28,10 @@ from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from rich.progress import Progress
 
     from crowdprefs.evaluation.truth_uncertainty import TruthUncertainty
+    from crowdprefs.parallel import Runner
     from crowdprefs.quality.stability import Resampled
 
 DEFAULTS = ["AG", "nDCG", "ANDCG", "ADR"]
@@ -126,36 +128,33 @@ def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str) -> Ta
 
 
 def _project_truth(
-    folder: Path, resamples: int, seed: int, jobs: int | None, scheduler: str | None
+    folder: Path, resamples: int, seed: int, runner: Runner, progress: Progress
 ) -> tuple[pd.DataFrame, Resampled | None]:
-    """A project's closed lists as the truth, and with ``resamples`` its resampled crowds'."""
+    """A project's closed lists as the truth, and with ``resamples`` its resampled crowds'
+    (a task of ``progress``)."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
-    from crowdprefs.parallel import Runner
-    from crowdprefs.progress import make_progress
     from crowdprefs.quality.sorted_campaign import SortedCampaign
     from crowdprefs.quality.stability import resample_groups
 
-    runner = Runner.from_options(jobs, scheduler) if resamples else None
     with Project(folder) as project:
         lists = driver.lists(project)
         if lists.empty:
             raise InputError(f"{folder} has no closed list yet")
-        if runner is None:
+        if not resamples:
             return lists, None
         campaign = SortedCampaign.of_project(project)
-    with make_progress(transient=True) as progress:
-        task = progress.add_task(f"resampling the crowd {runner.where}", total=resamples)
-        resampled = resample_groups(
-            campaign.answers,
-            campaign.pairs,
-            campaign.orders,
-            campaign.rule,
-            resamples=resamples,
-            seed=seed,
-            runner=runner,
-            on_done=lambda done: progress.update(task, completed=done),
-        )
+    task = progress.add_task(f"resampling the crowd {runner.where}", total=resamples)
+    resampled = resample_groups(
+        campaign.answers,
+        campaign.pairs,
+        campaign.orders,
+        campaign.rule,
+        resamples=resamples,
+        seed=seed,
+        runner=runner,
+        on_done=lambda done: progress.update(task, completed=done),
+    )
     return resampled.documents, resampled
 
 
@@ -297,6 +296,7 @@ def evaluate(
     from crowdprefs.evaluation import evaluate as E
     from crowdprefs.files import output
     from crowdprefs.io import read_runs, read_truth
+    from crowdprefs.parallel import Runner
     from crowdprefs.progress import make_progress
 
     figure = output(plot, {"--truth": truth, "--runs": runs}, plot=True)
@@ -311,12 +311,13 @@ def evaluate(
         step = progress.add_task("reading runs and ground truth", total=4)
         run_table = read_runs(runs)
         if truth.is_dir():
-            truth_table, resampled = _project_truth(truth, truth_resamples, seed, jobs, scheduler)
+            truth_table, resampled = _project_truth(
+                truth, truth_resamples, seed, Runner.from_options(jobs, scheduler), progress
+            )
         else:
             truth_table, resampled = read_truth(truth, truth_kind.value), None
         if resampled is not None:
             from crowdprefs.evaluation.truth_uncertainty import truth_uncertainty
-            from crowdprefs.parallel import Runner
 
             runner = Runner.from_options(jobs, scheduler)
             scoring = progress.add_task(

@@ -121,8 +121,62 @@ def _money(minor: float, currency: str) -> str:
     return f"{minor / 100:.2f} {currency}"
 
 
+def subscribe_events(project: Project, crowd: ProlificCrowd) -> None:
+    """Subscribe the server to the study's events where Prolific can post them, and say so
+    (or why not) in one line; a note when this shell lacks the hook secret the server needs."""
+    import os
+
+    from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV
+    from crowdprefs.progress import note
+    from crowdprefs.web.assign import WebSettings
+
+    line = crowd.subscribe(WebSettings.from_project(project).base_url)
+    console.print(escape(line), highlight=False, soft_wrap=True)
+    if not line.startswith("events: not") and not os.environ.get(HOOK_SECRET_ENV):
+        note(
+            f"set {HOOK_SECRET_ENV} for crowdprefs serve to the workspace's hook secret: the "
+            "server refuses events it cannot check"
+        )
+
+
+def test_run(project: Project, crowd: ProlificCrowd, testers: list[str]) -> None:
+    """``publish --test``: the draft study copied into a test study for test participants."""
+    done = crowd.test_run(project, testers)
+    for email, participant in zip(testers, done["testers"], strict=True):
+        console.print(
+            f"test participant {escape(participant)} ({escape(email)})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"test study {escape(done['study_id'])} (from draft {escape(done['draft'])}) is open "
+        f"to the workspace's test participants at no cost: {escape(done['study_url'])}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @prolific_app.command("publish")
-def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None:
+def publish(
+    directory: ProjectDir,
+    fake: Fake = False,
+    yes: Yes = False,
+    test: Annotated[
+        bool,
+        typer.Option(
+            "--test",
+            help="A dry run: the draft study copied into Prolific's test mode for the "
+            "workspace's test participants (nothing spent; where the workspace allows it).",
+        ),
+    ] = False,
+    tester: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="With --test: add a test participant with this email (one Prolific does not "
+            "know yet); repeatable."
+        ),
+    ] = None,
+) -> None:
     """Create the study if need be, then publish it or add places for the open batch.
 
     The batch must be on the judges' site (start crowdprefs serve first: it publishes each
@@ -132,16 +186,24 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
     \\[web] questions_per_judge); the reward follows \\[prolific] reward_per_hour and the clips'
     durations. Places only go up. Afterwards the server (crowdprefs serve, with PROLIFIC_TOKEN
     set) adds the places of each new batch by itself; run this again after a batch opened
-    while it was not running.
+    while it was not running. Where \\[web] base_url is public https, the server is subscribed
+    to the study's events (PROLIFIC_HOOK_SECRET for crowdprefs serve checks them).
     """
     from crowdprefs.campaign.project import Project
+    from crowdprefs.errors import InputError
 
+    if tester and not test:
+        raise InputError("--tester adds test participants for a --test run only")
     with Project(directory) as project:
         check_served(project, directory)
         crowd, server = _crowd(project, fake)
         try:
             if not fake:
                 note_unserved(project, directory)
+            if test:
+                test_run(project, crowd, list(tester or []))
+                subscribe_events(project, crowd)
+                return
             plan = crowd.plan(project)
             study = plan.study
             currency = study.currency
@@ -154,19 +216,21 @@ def publish(directory: ProjectDir, fake: Fake = False, yes: Yes = False) -> None
             )
             if plan.places <= plan.before:
                 console.print("no new places needed", highlight=False, soft_wrap=True)
-                return
-            if not (fake or yes):
-                typer.confirm(
-                    f"spend up to {_money(plan.cost, currency)} (fees included) on Prolific?",
-                    abort=True,
+            else:
+                if not (fake or yes):
+                    typer.confirm(
+                        f"spend up to {_money(plan.cost, currency)} (fees included) on Prolific?",
+                        abort=True,
+                    )
+                done = crowd.apply(project, plan)
+                console.print(
+                    f"study {escape(study.study_id)} is {done.status.lower()} with "
+                    f"{done.places} places",
+                    highlight=False,
+                    soft_wrap=True,
                 )
-            done = crowd.apply(project, plan)
-            console.print(
-                f"study {escape(study.study_id)} is {done.status.lower()} with {done.places} "
-                "places",
-                highlight=False,
-                soft_wrap=True,
-            )
+            if plan.status != "UNPUBLISHED" or plan.places > plan.before:
+                subscribe_events(project, crowd)
         finally:
             crowd.client.close()
             if server is not None:
@@ -198,6 +262,14 @@ def status(directory: ProjectDir, fake: Fake = False) -> None:
         f"{n} {escape(s.lower())}" for s, n in sorted(report["submissions"].items())
     )
     console.print(f"submissions: {submissions or 'none'}", highlight=False, soft_wrap=True)
+    if report["return_rate"]:
+        high = " (high: is the estimated time right? does the site work for everyone?)"
+        console.print(
+            f"returned or timed out: {100 * report['return_rate']:.0f}%"
+            + (high if report["high_return_rate"] else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     if report["batch"] is not None:
         console.print(
             f"batch {report['batch']}: {report['answers_missing']} answers still wanted",

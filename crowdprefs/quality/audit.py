@@ -295,12 +295,14 @@ def audit_project(
     runner: Runner = SERIAL,
     on_resample: Callable[[int], None] | None = None,
 ) -> Audit:
-    """:func:`audit` of a project: its answers, its stored verdicts, its fees, the
-    contradictions its driver met, and how sure its lists are (:func:`how_sure` with
+    """:func:`audit` of a project: its answers (with the listening their stored play logs
+    prove: :func:`crowdprefs.quality.review.listened_answers`), its stored verdicts, its fees,
+    the contradictions its driver met, and how sure its lists are (:func:`how_sure` with
     ``resamples`` bootstrap crowds). :class:`InputError` when it has no answers yet."""
     from crowdprefs.campaign.driver import query_contradictions
+    from crowdprefs.quality.review import listened_answers
 
-    campaign = SortedCampaign.of_project(project)
+    campaign = SortedCampaign.of_project(project, listened_answers(project))
     sureness = how_sure(
         campaign, resamples=resamples, seed=seed, runner=runner, on_resample=on_resample
     )

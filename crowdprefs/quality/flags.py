@@ -9,12 +9,14 @@ flags with them too, against the verdicts of the project's aggregation rule.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, tally, usable
+from crowdprefs.campaign.answers import LISTEN_LOG, PLAY_LOG, SPANS, listening_record
 from crowdprefs.errors import InputError
 from crowdprefs.quality.agreement import answer_agreement
 from crowdprefs.quality.frames import CHOICES, validate
@@ -33,6 +35,58 @@ def background_class(text: pd.Series) -> pd.Series:
     return classes.fillna("unclassified").astype(str)
 
 
+LISTENING_COLUMNS = ("listen_coverage", "listened")
+"""Optional columns of an answers frame (:func:`with_listening`): each answer's mean share of
+its clips heard through (NaN: its play log does not tell) and whether every clip was heard by
+the listening rule every crowd applies (NaN: no play log)."""
+
+
+def listening_columns(records: pd.DataFrame, min_coverage: float = 0.9) -> pd.DataFrame:
+    """:data:`LISTENING_COLUMNS` of the answers ``records`` (same index): from each one's raw
+    record (a ``raw`` column, JSON with the play log under ``fields``, as both crowds store it)
+    or else from play-log columns (named as the page names them, with or without a results
+    file's ``Answer.`` prefix), judged by
+    :func:`crowdprefs.campaign.answers.listening_record` with ``min_coverage``."""
+    names = (*PLAY_LOG, *LISTEN_LOG, *SPANS)
+    if "raw" in records:
+        logs = [_raw_fields(raw) for raw in records["raw"]]
+    else:
+        present = {c: n for c in records.columns if (n := c.removeprefix("Answer.")) in names}
+        table = records[list(present)].rename(columns=present).astype(object)
+        logs = table.where(table.notna(), None).to_dict("records")
+    judged = [listening_record(log, min_coverage=min_coverage) for log in logs]
+    return pd.DataFrame(
+        {
+            "listen_coverage": pd.Series([c for c, _ in judged], records.index, float),
+            "listened": pd.Series([h for _, h in judged], records.index, "boolean"),
+        }
+    )
+
+
+def _raw_fields(raw: object) -> dict:
+    try:
+        fields = json.loads(raw).get("fields") if isinstance(raw, str) else None
+    except (ValueError, AttributeError):
+        fields = None
+    return fields if isinstance(fields, dict) else {}
+
+
+def with_listening(
+    answers: pd.DataFrame, records: pd.DataFrame, min_coverage: float = 0.9
+) -> pd.DataFrame:
+    """``answers`` (an answers frame) with :data:`LISTENING_COLUMNS` from ``records`` (the
+    stored answers, with ``assignment_id, worker_id, raw``: :func:`listening_columns`),
+    matched by assignment and worker; NaN where no record matches."""
+    key = ["assignment_id", "worker_id"]
+    found = records[key].join(listening_columns(records, min_coverage))
+    found = found.drop_duplicates(key, keep="last")
+    kept = answers.drop(columns=[c for c in LISTENING_COLUMNS if c in answers])
+    joined = kept.merge(found, on=key, how="left", validate="many_to_one")
+    joined.index = answers.index
+    joined.attrs = dict(answers.attrs)
+    return joined
+
+
 def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per worker, indexed by ``worker_id``.
 
@@ -44,7 +98,10 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     ``verdict_answers``; ``checks`` and ``check_failures`` (attention checks whose answer differs
     from the known one; rejected answers count here, since a failed check is a reason to reject);
     ``iterations`` worked and the ``first_iteration``; the last ``background`` answer and its
-    :func:`background_class`; ``comments``.
+    :func:`background_class`; ``comments``; from the play logs (:data:`LISTENING_COLUMNS`,
+    NaN where the frame has none), of the answers given (rejected ones included):
+    ``listen_coverage``, the mean share of a clip heard through, ``logged_answers`` with a play
+    log, ``unheard`` of them given without every clip heard, and ``unheard_share``.
     """
     validate(answers)
     if pairs is None:
@@ -82,9 +139,19 @@ def worker_profiles(answers: pd.DataFrame, pairs: pd.DataFrame | None = None) ->
     profile["background"] = profile["background"].fillna("").astype(str)
     profile["background_class"] = background_class(profile["background"])
     profile["comments"] = (answers["comment"].fillna("") != "").groupby(answers["worker_id"]).sum()
-    counts = ["answers", "empty", "rejected", "verdict_answers", "checks", "check_failures"]
+    given = answers[answers["choice"] != ""]
+    coverage = given.get("listen_coverage", pd.Series(np.nan, given.index)).astype(float)
+    listened = given.get("listened", pd.Series(pd.NA, given.index, "boolean")).astype("boolean")
+    logged = listened.notna()
+    profile["listen_coverage"] = coverage.groupby(given["worker_id"]).mean()
+    profile["logged_answers"] = logged.groupby(given["worker_id"]).sum()
+    profile["unheard"] = (logged & ~listened.fillna(True)).groupby(given["worker_id"]).sum()
+    counts = ["answers", "empty", "rejected", "verdict_answers", "checks", "check_failures",
+              "logged_answers", "unheard"]  # fmt: skip
     profile[counts] = profile[counts].fillna(0).astype(int)
     profile["iterations"] = profile["iterations"].fillna(0).astype(int)
+    logged_answers = profile["logged_answers"].where(profile["logged_answers"] > 0)
+    profile["unheard_share"] = profile["unheard"] / logged_answers
     return profile.sort_values(["answers", "worker_id"], ascending=[False, True])
 
 
@@ -115,6 +182,9 @@ class FlagRules:
                          (z = (a_w − ā)/(s/√n_w), ā and s the mean and standard deviation over all
                          answers).
     ``empty-answers``    at least ``empty_answers`` submissions without an answer.
+    ``not-listening``    at least ``unheard_answers`` answers given without every clip heard
+                         through (by the play log the page sent, :data:`LISTENING_COLUMNS`),
+                         making more than ``unheard_share`` of the worker's answers with a log.
     """
 
     min_answers: int = 5
@@ -126,6 +196,8 @@ class FlagRules:
     check_share: float = 0.4
     z: float = 3.0
     empty_answers: int = 2
+    unheard_answers: int = 2
+    unheard_share: float = 0.2
 
     def __post_init__(self) -> None:
         if self.min_answers < 2 or self.bot_answers < 2 or self.z <= 0 or self.fast_seconds < 0:
@@ -138,6 +210,8 @@ class FlagRules:
             raise InputError(
                 "flag rules need min_checks >= 1, check_failures >= 1 and check_share in [0, 1]"
             )
+        if self.unheard_answers < 1 or not 0 <= self.unheard_share <= 1:
+            raise InputError("flag rules need unheard_answers >= 1 and unheard_share in [0, 1]")
 
 
 FLAGS = (
@@ -148,6 +222,7 @@ FLAGS = (
     "failed-checks",
     "low-agreement",
     "empty-answers",
+    "not-listening",
 )
 
 
@@ -239,6 +314,18 @@ def flag_workers(
         "empty-answers": (
             p["empty"] >= rules.empty_answers,
             lambda r: f"{r.empty} submissions without an answer",
+        ),
+        "not-listening": (
+            (p["unheard"] >= rules.unheard_answers) & (p["unheard_share"] > rules.unheard_share),
+            lambda r: (
+                f"{r.unheard} of {r.logged_answers} answers given without hearing every clip "
+                "through"
+                + (
+                    f" (mean share of a clip heard {r.listen_coverage:.0%})"
+                    if pd.notna(r.listen_coverage)
+                    else ""
+                )
+            ),
         ),
     }
     rows = []

@@ -304,6 +304,8 @@ def render(
         "median_seconds",
         "min_seconds",
         "listen_ratio",
+        "listen_coverage",
+        "unheard",
         "verdict_agreement",
         "checks",
         "check_failures",

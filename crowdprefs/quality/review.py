@@ -59,8 +59,9 @@ from crowdprefs.campaign.crowd import Crowd, ReviewedCrowd, reachable_size
 from crowdprefs.campaign.driver import committed_cost
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
+from crowdprefs.hits.render import HitSettings
 from crowdprefs.progress import note
-from crowdprefs.quality.flags import FLAGS, FlagRules, flag_workers, review_reasons
+from crowdprefs.quality.flags import FLAGS, FlagRules, flag_workers, review_reasons, with_listening
 from crowdprefs.quality.frames import project_answers, project_verdicts
 
 if TYPE_CHECKING:
@@ -91,6 +92,9 @@ class ReviewRules:
     )
     flag_each_round: bool = False
     """Flag, block and drop careless workers after each round of answers (see the module doc)."""
+    max_unheard_share: float = 0.2
+    """The ``not-listening`` flag: more than this share of a worker's answers given without
+    every clip heard through (by the page's play log)."""
 
     def __post_init__(self) -> None:
         check_values("review", self)
@@ -105,6 +109,7 @@ class ReviewRules:
             bot_answers=self.bot_min_answers,
             min_checks=self.min_checks,
             check_share=self.max_failed_check_share,
+            unheard_share=self.max_unheard_share,
         )
 
 
@@ -184,6 +189,17 @@ def read_flags(path: Path) -> pd.DataFrame:
 # --- the review pass ----------------------------------------------------------------------------
 
 
+def listened_answers(project: Project, crowd: str | None = None) -> pd.DataFrame:
+    """The answers frame (:func:`~crowdprefs.quality.frames.project_answers`; ``crowd``'s only
+    when given) with each answer's listening judged from the play log stored with it
+    (:func:`~crowdprefs.quality.flags.with_listening`, by ``[hit] min_coverage``)."""
+    frame = project_answers(project, crowd)
+    stored = project.store.answers(include_rejected=True)
+    if crowd is not None:
+        stored = stored[stored["crowd"] == crowd]
+    return with_listening(frame, stored, HitSettings.from_project(project).min_coverage)
+
+
 def review(
     project: Project,
     crowd: Crowd,
@@ -214,7 +230,9 @@ def review(
             store.decide_rejections(name, failing.assign(reason=rules.check_feedback))
     complete = store.missing_answers(iteration, name).empty
     if complete:
-        frame = project_answers(project, name)
+        # only the audit's rules read the play logs (not-listening)
+        listening = audit or rules.flag_each_round
+        frame = listened_answers(project, name) if listening else project_answers(project, name)
         verdicts = project_verdicts(project, frame) if len(frame) else None
         blocked = store.blocked_workers(name)
         if reviewed:

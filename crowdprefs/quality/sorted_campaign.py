@@ -29,14 +29,15 @@ class SortedCampaign:
     rule: AggregationRule
 
     @classmethod
-    def of_project(cls, project: Project) -> SortedCampaign:
-        """A project's campaign: its answers, stored verdicts, seeded initial orders (closed
-        queries only) and aggregation rule."""
+    def of_project(cls, project: Project, answers: pd.DataFrame | None = None) -> SortedCampaign:
+        """A project's campaign: its answers (``answers``, else
+        :func:`~crowdprefs.quality.frames.project_answers`), stored verdicts, seeded initial
+        orders (closed queries only) and aggregation rule."""
         from crowdprefs.campaign.driver import sort_states
         from crowdprefs.campaign.sorting import initial_orders
         from crowdprefs.quality.frames import project_answers, project_verdicts
 
-        answers = project_answers(project)
+        answers = project_answers(project) if answers is None else answers
         if answers.empty:
             raise InputError(f"{project.root} has no answers yet")
         closed = [query for query, state in sort_states(project).items() if state.closed]

@@ -61,6 +61,7 @@ from urllib.parse import urlsplit
 import jinja2
 import pandas as pd
 import uvicorn
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -77,21 +78,22 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crowdprefs.campaign import driver
+from crowdprefs.campaign.aggregate import usable
 from crowdprefs.campaign.answers import ROLES
 from crowdprefs.campaign.crowd import Crowd
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebJudge, WebQuestion, WebSession
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
-from crowdprefs.crowds.prolific.crowd import ProlificCrowd
+from crowdprefs.crowds.prolific.crowd import ProlificCrowd, event_returns
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import CrowdprefsError, InputError, StateError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, render_preference_hit
-from crowdprefs.quality.flags import flag_workers
+from crowdprefs.quality.flags import flag_workers, worker_profiles
 from crowdprefs.quality.frames import project_answers, project_verdicts
 from crowdprefs.quality.iterations import iteration_table
 from crowdprefs.quality.review import Reviewer
-from crowdprefs.web import assign
+from crowdprefs.web import assign, plots
 from crowdprefs.web.assign import (
     Forbidden,
     ScreenFirst,
@@ -101,6 +103,7 @@ from crowdprefs.web.assign import (
     WebSettings,
     study_terms,
 )
+from crowdprefs.web.prolific_events import prolific_event
 from crowdprefs.web.security import (
     RESEARCHER_TOKEN_ENV,
     Throttle,
@@ -554,9 +557,15 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     )
 
 
+RETURN_SECONDS = 5
+"""Seconds the done page shows a study participant their completion code before it takes them
+back to the study platform (its completion address) by itself."""
+
+
 async def done(request: Request) -> HTMLResponse:
     """Thanks, and the completion code; a study participant who answered nothing gets no code
-    (they are asked to return the study instead)."""
+    (they are asked to return the study instead). A participant who has finished is taken back
+    to the study platform after :data:`RETURN_SECONDS`."""
     judge = _judge(request)
     project = _project(request)
     settings = _settings(request)
@@ -573,6 +582,7 @@ async def done(request: Request) -> HTMLResponse:
         show_code=answered > 0 if platform else bool(settings.questions_per_judge),
         return_study=platform and answered == 0,
         completion_url=url,
+        return_seconds=RETURN_SECONDS,
     )
 
 
@@ -632,14 +642,30 @@ AUDIT_EVERY = 10.0
 def audit_figures(project: Project) -> dict[str, Any]:
     """The live audit (:mod:`crowdprefs.quality.audit`): the preference-judgments paper Table 2 per
     iteration so far, with chance-corrected agreement, and the workers its rules flag, with their
-    evidence."""
+    evidence; and ``plots``, the pictures drawn from the same frames
+    (:mod:`crowdprefs.web.plots`: answers over time, workers' agreement, listening coverage)."""
     answers = project_answers(project)
     if answers.empty:
-        return {"iterations": [], "flags": []}
+        profiles = pd.DataFrame(columns=["verdict_agreement", "listen_ratio"])
+        return {"iterations": [], "flags": [], "plots": _audit_plots(answers, profiles)}
     pairs = project_verdicts(project, answers)
     table = iteration_table(answers, pairs, project.settings.fees)
-    flags = flag_workers(answers, pairs)
-    return {"iterations": _records(table), "flags": flags.to_dict("records")}
+    profiles = worker_profiles(answers, pairs)
+    flags = flag_workers(answers, pairs, profiles=profiles)
+    return {
+        "iterations": _records(table),
+        "flags": flags.to_dict("records"),
+        "plots": _audit_plots(answers, profiles),
+    }
+
+
+def _audit_plots(answers: pd.DataFrame, profiles: pd.DataFrame) -> dict[str, Markup]:
+    """The audit's pictures, escaped inside (:mod:`crowdprefs.web.plots`)."""
+    return {
+        "time": Markup(plots.answers_over_time(usable(answers)["submitted_at"])),
+        "agreement": Markup(plots.agreement_histogram(profiles)),
+        "listening": Markup(plots.listening_coverage(profiles)),
+    }
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -656,19 +682,35 @@ def _cached_audit(app: Starlette, project: Project, count: int) -> dict[str, Any
     return app.state.audit[2]
 
 
+def _batch_plot(app: Starlette, project: Project, progress: dict[str, Any]) -> Markup:
+    """The batch's picture (:func:`~crowdprefs.web.plots.batch_progress`), read and drawn again
+    only when the batch's progress changed (grouping a large batch's pairs costs a scan)."""
+    key = tuple(sorted(progress.items()))
+    cached = getattr(app.state, "batch_plot", None)
+    if cached is None or cached[0] != key:
+        picture = plots.batch_progress(project.store.web_batch_fill(), progress)
+        cached = app.state.batch_plot = (key, Markup(picture))
+    return cached[1]
+
+
 async def researcher(request: Request) -> HTMLResponse:
     if not _is_researcher(request, request.cookies.get(RESEARCHER_COOKIE)):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
     project = _project(request)
     totals = driver.status(project)["totals"]
+    progress = project.store.web_batch_progress()
+    audit = _cached_audit(request.app, project, totals["answers"])
+    batch = _batch_plot(request.app, project, progress)
     return _page(
         "web_researcher.html",
-        progress=project.store.web_batch_progress(),
+        progress=progress,
         totals=totals,
         judges=_records(project.store.web_judge_table()),
-        audit=_cached_audit(request.app, project, totals["answers"]),
+        audit=audit,
+        plots={**audit["plots"], "batch": batch},
         comments=project.store.web_comments(20).to_dict("records"),
         campaign=project.store.web_campaign() or "manual",
+        returns=event_returns(project.store.prolific_events()),
     )
 
 
@@ -771,6 +813,7 @@ def create_app(
         Route("/done", done),
         Route("/researcher/{token}", researcher_login),
         Route("/researcher", researcher),
+        Route("/prolific/events", prolific_event, methods=["POST"]),
     ]
     return Starlette(
         routes=routes,

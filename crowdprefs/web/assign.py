@@ -20,7 +20,8 @@ judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
   notes that MTurk's time counts from accepting the HIT; this is the same measure). Posting the same
   assignment again changes nothing;
 - the page's listening gate is checked again on the server from its play log, by the page's own
-  rule: every clip played to its end and heard for (nearly) its duration, and nothing claimed
+  rule: every clip played to its end and heard for (nearly) its duration, covered by the merged
+  intervals heard (the stored log keeps the coverage the server found), and nothing claimed
   beyond the seconds since the hand-out (:func:`check_listening`); of what a post carries, only
   the answer and the play log are kept, and a field sent twice refuses the post
   (:func:`form_fields`).
@@ -55,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign import answers
-from crowdprefs.campaign.answers import CHOICES, PLAY_LOG, TEXT_LIMITS
+from crowdprefs.campaign.answers import CHOICES, LISTEN_LOG, PLAY_LOG, SPANS, TEXT_LIMITS
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store.web import (
@@ -463,18 +464,25 @@ def question_of(project: Project, judge: WebJudge, assignment_id: str) -> WebQue
 @dataclass(frozen=True)
 class Answer:
     """A validated answer: the choice, the optional texts and the page's play log
-    (:data:`PLAY_LOG`: plays and listening seconds per clip, seconds on the page)."""
+    (:data:`PLAY_LOG`: plays and listening seconds per clip, seconds on the page; where the
+    page sends them, :data:`~crowdprefs.campaign.answers.LISTEN_LOG` and the merged intervals
+    heard, :data:`~crowdprefs.campaign.answers.SPANS`)."""
 
     choice: str
     background: str | None
     comment: str | None
-    log: dict[str, float]
+    log: dict[str, Any]
 
-    def raw(self, order: Mapping[str, Any]) -> str:
+    def raw(
+        self, order: Mapping[str, Any], seconds: Mapping[str, float | None] | None = None
+    ) -> str:
         """The answer's raw record: the play log (as the MTurk crowd keeps it, under
-        ``fields``) and the question's ``order`` (what the page showed as A and B, the button
-        pressed, the judge's question number); nothing else a post may carry is kept."""
-        return json.dumps({"fields": self.log, "order": dict(order)}, sort_keys=True)
+        ``fields``: :func:`~crowdprefs.campaign.answers.stored_log`, each clip's coverage as
+        judged against its duration in ``seconds``, role → seconds) and the question's
+        ``order`` (what the page showed as A and B, the button pressed, the judge's question
+        number); nothing else a post may carry is kept."""
+        fields = answers.stored_log(self.log, seconds or {})
+        return json.dumps({"fields": fields, "order": dict(order)}, sort_keys=True)
 
 
 def text_limits(settings: WebSettings) -> dict[str, int]:
@@ -512,7 +520,8 @@ def validate_answer(form: Mapping[str, str], settings: WebSettings) -> Answer:
         raise WebError(
             f"the page's play log is damaged ({problem.name} = {problem.sent!r}); reload it"
         )
-    log = {name: float(answer[name]) for name in PLAY_LOG}
+    log: dict[str, Any] = {name: float(answer[name]) for name in PLAY_LOG}
+    log.update({name: answer[name] for name in LISTEN_LOG + SPANS if answer[name] is not None})
     return Answer(answer["choice"], answer["background"], answer["comment"], log)
 
 
@@ -535,17 +544,19 @@ def clip_paths(pair: Mapping[str, Any]) -> dict[str, str | None]:
 
 
 def check_listening(
-    log: Mapping[str, float],
+    log: Mapping[str, Any],
     seconds: Mapping[str, float | None],
     min_coverage: float,
     elapsed: float | None = None,
 ) -> None:
     """The listening gate of the HIT page, checked again on the server by the listening checks
     every crowd applies (:func:`crowdprefs.campaign.answers.check_listening`) with the page's
-    own slack (:data:`LISTEN_SLACK`): every clip played to its end at least once, and heard for
-    at least ``min_coverage`` of its duration less the slack where it is known, at normal
-    speed. With ``elapsed`` (seconds since the hand-out), a log claiming more than they allow
-    is refused first (:class:`WebError`: not sent by the page); :class:`NotListened` naming the
+    own slack (:data:`LISTEN_SLACK`): every clip played to its end at least once, heard for at
+    least ``min_coverage`` of its duration less the slack where it is known, at normal speed,
+    and (where the page sends its intervals heard) with ``min_coverage`` of it covered, each
+    part once: seeking past a part, or playing it muted or faster, does not cover it. With
+    ``elapsed`` (seconds since the hand-out), a log claiming more than they allow is refused
+    first (:class:`WebError`: not sent by the page); :class:`NotListened` naming the
     first clip not heard otherwise."""
     problems = answers.check_listening(
         log, seconds, min_coverage=min_coverage, slack=LISTEN_SLACK, elapsed=elapsed
@@ -559,6 +570,11 @@ def check_listening(
         clip = CLIP_NAMES[problem.name]
         if problem.kind == "unplayed":
             raise NotListened(f"{clip} was not played to its end: play every clip")
+        if problem.kind == "uncovered":
+            raise NotListened(
+                f"only {problem.heard:.0%} of {clip} was heard (parts skipped, or played muted "
+                "or faster, do not count): listen to every clip to its end at normal speed"
+            )
         raise NotListened(
             f"{clip} lasts {problem.seconds:.1f} s but was heard for {problem.heard:.1f} s: "
             "listen to every clip at normal speed"
@@ -620,7 +636,7 @@ def submit(
         submitted_at=_stamp(at),
         background=answer.background,
         comment=answer.comment,
-        raw=answer.raw(order),
+        raw=answer.raw(order, clip_seconds(shown)),
         hand_out=hand_out(judge, settings, at),
     )
     if posted.outcome == "blocked":

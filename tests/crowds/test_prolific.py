@@ -99,14 +99,6 @@ def make_project(root: Path, *, prolific=None, web=None, budget=None) -> Path:
     return root / "project"
 
 
-@pytest.fixture
-def fake():
-    fake = FakeProlific(token=TOKEN)
-    fake.start()
-    yield fake
-    fake.close()
-
-
 def crowd_for(project: Project, fake: FakeProlific) -> ProlificCrowd:
     client = ProlificClient(TOKEN, fake.url, backoff=0.001)
     return ProlificCrowd(project, client, study_terms(project))
@@ -119,12 +111,10 @@ def publish_batch(project: Project, crowd: ProlificCrowd) -> int:
     return iteration
 
 
-def take_part(
-    site, fake: FakeProlific, study_id: str, participant: str, choice="A", complete=True
-) -> str:
-    """A participant takes a place, passes the headphone check, answers until the done page and
-    (with ``complete``) follows its link back to Prolific; returns the submission id. ``site``:
-    the server in this process (a test client) or the address of one in another process."""
+def join(site, fake: FakeProlific, study_id: str, participant: str):
+    """A participant takes a place, opens the study's link and passes the headphone check:
+    ``(their browser, submission id, the page that follows)``. ``site``: the server in this
+    process (a test client) or the address of one in another process."""
     submission, url = fake.take_place(study_id, participant)
     split = urlsplit(url)
     assert (split.scheme, split.netloc) == ("https", "judges.example")
@@ -140,6 +130,15 @@ def take_part(
             if headphones.tone_sound(read_wav(client.get(path).content)):
                 form[f"trial_{trial}"] = sound
         page = client.post("/headphones", data=form)
+    return client, submission, page
+
+
+def take_part(
+    site, fake: FakeProlific, study_id: str, participant: str, choice="A", complete=True
+) -> str:
+    """A participant :func:`join`-s, answers until the done page and (with ``complete``)
+    follows its link back to Prolific; returns the submission id."""
+    client, submission, page = join(site, fake, study_id, participant)
     while page.url.path.startswith("/hit/"):
         csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
         page = client.post(page.url.path, data={"csrf": csrf, "choice": choice, **PLAYED})
@@ -600,7 +599,7 @@ def test_the_fake_refuses_bad_transitions_rejections_and_bonuses(fake):
     client = ProlificClient(TOKEN, fake.url, backoff=0.001)
     study = client.create_study(study_body())
     with pytest.raises(CrowdError, match="Not Found"):
-        client.request("GET", "/api/v1/workspaces/")
+        client.request("GET", "/api/v1/messages/")
     with pytest.raises(CrowdError, match="not allowed"):
         client.request("DELETE", f"/api/v1/studies/{study['id']}/")
     client.publish_study(study["id"])

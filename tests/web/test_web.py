@@ -140,6 +140,18 @@ def judge_with_question(root: Path) -> Iterator[tuple[TestClient, str, str]]:
         yield client, assignment, csrf
 
 
+def clip_project(tmp_path: Path, seconds: float) -> Path:
+    """The web test project (one query, two candidates) with every clip ``seconds`` long."""
+    root = make_web_project(tmp_path, queries=1, size=2)
+    clips = tmp_path / "clips"
+    with Project(root) as project:
+        for document in ("q0-d0", "q0-d1", None):
+            path = clips / f"{document or 'q0'}.wav"
+            write_wav(path, 330.0, seconds=seconds)
+            project.store.set_clip("q0", document, str(path), seconds)
+    return root
+
+
 def pass_headphone_check(client: TestClient, page) -> object:
     """Answer the headphone check on ``page`` as a listener with headphones would (the noise
     whose two ears differ hides the tone); returns the page that follows."""
@@ -432,6 +444,8 @@ def test_study_participants_get_a_completion_code(tmp_path):
         assert str(done.url).endswith("/done")
         code = re.search(r'id="completion-code">([A-Z0-9]+)<', done.text).group(1)
         assert f"https://study.example/done?cc={code}" in done.text
+        back = re.search(r'<meta http-equiv="refresh" content="(\d+); url=([^"]+)">', done.text)
+        assert back and back.group(2) == f"https://study.example/done?cc={code}"
         # The same participant coming back keeps their judge and answers.
         again = TestClient(server.app)
         again.get(f"/study/{key}?PROLIFIC_PID=abc123")

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_web import RESEARCHER, invite, make_web_project, write_wav
+from test_web import RESEARCHER, clip_project, invite, make_web_project
 
 from crowdprefs.campaign.answers import PAGE_SLACK
 from crowdprefs.campaign.project import Project
@@ -24,15 +24,7 @@ SECONDS = 1.0
 
 
 def one_second_project(tmp_path: Path) -> Path:
-    """The web test project (one query, two candidates) with every clip one second long."""
-    root = make_web_project(tmp_path, queries=1, size=2)
-    clips = tmp_path / "clips"
-    with Project(root) as project:
-        for document in ("q0-d0", "q0-d1", None):
-            path = clips / f"{document or 'q0'}.wav"
-            write_wav(path, 330.0, seconds=SECONDS)
-            project.store.set_clip("q0", document, str(path), SECONDS)
-    return root
+    return clip_project(tmp_path, SECONDS)
 
 
 def test_the_page_is_given_the_servers_rule(tmp_path):

@@ -1,21 +1,26 @@
-"""The Prolific study's part of the project state: the study, review decisions and bonuses.
+"""The Prolific study's part of the project state: the study, review decisions, bonuses and
+the events Prolific posts to the server.
 
 Money is counted in the study currency's minor unit (pence or cents), as Prolific does. Every
 decision is stored before it is sent to Prolific and marked applied afterwards, so a crash in
 between is finished by the next run; a bonus is stored once set up, before it is paid, so a
-participant is never owed the same bonus twice.
+participant is never owed the same bonus twice. An event is stored and applied in one
+transaction, once (by its id: Prolific delivers at least once), and only when no later event of
+the same resource was applied before it (Prolific does not keep their order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
+from typing import Literal
 
 import lazy_loader
 from sqlalchemy import bindparam, func, select, update
 
 from crowdprefs.campaign.store import tables
-from crowdprefs.campaign.store.base import StoreBase, insert_ignore
+from crowdprefs.campaign.store.base import StoreBase, insert_ignore, now
+from crowdprefs.campaign.store.web import release_participants
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
@@ -43,6 +48,44 @@ class ProlificStudy:
     def committed(self) -> float:
         """What the study's places cost at most, fee included (minor units)."""
         return self.places * self.reward * (1 + self.fee_rate)
+
+
+LEFT = ("RETURNED", "TIMED-OUT", "REJECTED")
+"""Submission statuses of a participant who left the study before finishing (a rejected one
+who had finished holds no question): their questions go back to the pool at once."""
+STUDY_STATUS, STUDY_PROGRESS, SUBMISSION_STATUS = (
+    "study.status.change",
+    "study.progress.change",
+    "submission.status.change",
+)
+
+
+@dataclass(frozen=True)
+class ProlificEvent:
+    """One event Prolific posted: its ``event_id`` (``X-Event-ID``), ``event_type``, the
+    ``resource_id`` (a study or a submission), the new ``status`` and the submission's
+    ``participant_id`` where the event has them, and ``event_at``, Prolific's UNIX time of it."""
+
+    event_id: str
+    event_type: str
+    resource_id: str
+    status: str | None
+    participant_id: str | None
+    event_at: float
+
+
+EventOutcome = Literal["applied", "duplicate", "older", "ignored"]
+
+
+@dataclass(frozen=True)
+class EventResult:
+    """What became of an event: ``applied``; ``duplicate`` (stored before: nothing changes);
+    ``older`` than an event of the same resource applied before (stored, not applied: a status
+    never moves back); ``ignored`` (stored; not the project's study, or an unknown type).
+    ``released``: the questions it gave back to the pool."""
+
+    outcome: EventOutcome
+    released: int = 0
 
 
 _STUDY_COLUMNS = [tables.prolific_studies.c[field.name] for field in fields(ProlificStudy)]
@@ -106,6 +149,65 @@ class ProlificStore(StoreBase):
         bonus = select(func.coalesce(func.sum(bonuses.c.amount * (1 + bonuses.c.fee_rate)), 0))
         with self.read() as conn:
             return float(conn.execute(places).scalar()) + float(conn.execute(bonus).scalar())
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def record_prolific_event(self, event: ProlificEvent, received_at: str) -> EventResult:
+        """Store ``event`` and apply it, in one transaction (see :class:`EventResult`): a study
+        event sets the project's study's status; a submission whose participant left
+        (:data:`LEFT`) releases the questions their judge holds, so other judges get them at
+        once; a progress event changes nothing here (the caller polls the study)."""
+        events, studies = tables.prolific_events, tables.prolific_studies
+        with self.transaction() as conn:
+            stored = conn.execute(
+                insert_ignore(conn, events)
+                .values(**asdict(event), received_at=received_at)
+                .returning(events.c.event_id)
+            ).first()
+            if stored is None:
+                return EventResult("duplicate")
+            later = conn.execute(
+                select(func.count()).where(
+                    events.c.resource_id == event.resource_id,
+                    events.c.event_type == event.event_type,
+                    events.c.applied_at.is_not(None),
+                    events.c.event_at > event.event_at,
+                )
+            ).scalar_one()
+            if later:
+                return EventResult("older")
+            ours = studies.c.study_id == event.resource_id
+            released, applied = 0, False
+            if event.event_type == STUDY_STATUS and event.status:
+                changed = conn.execute(update(studies).where(ours).values(status=event.status))
+                applied = changed.rowcount > 0
+            elif event.event_type == STUDY_PROGRESS:
+                applied = conn.execute(select(func.count()).where(ours)).scalar_one() > 0
+            elif event.event_type == SUBMISSION_STATUS and event.status:
+                applied = True
+                if event.status in LEFT and event.participant_id:
+                    released = release_participants(conn, [event.participant_id], received_at)
+            if not applied:
+                return EventResult("ignored")
+            conn.execute(
+                update(events)
+                .where(events.c.event_id == event.event_id)
+                .values(applied_at=received_at)
+            )
+        return EventResult("applied", released)
+
+    def reclaim_prolific_places(self, participants: Sequence[str]) -> int:
+        """The poll's side of :meth:`record_prolific_event`: release the questions held by the
+        judges of ``participants`` whose submissions Prolific shows as left (:data:`LEFT`), an
+        event of which may have been lost; returns how many."""
+        with self.transaction() as conn:
+            return release_participants(conn, participants, now())
+
+    def prolific_events(self) -> pd.DataFrame:
+        """Every event received, in Prolific's order: ``event_id, event_type, resource_id,
+        status, participant_id, event_at, received_at, applied_at``."""
+        events = tables.prolific_events
+        return self.frame(select(events).order_by(events.c.event_at, events.c.received_at))
 
     # --- review decisions -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, inspect, text
 
 from crowdprefs.campaign.store import tables
 
@@ -346,9 +346,22 @@ def _pairs_fillfactor(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE pairs SET (fillfactor = {tables.PAIRS_FILLFACTOR})"))
 
 
+def _prolific_events(conn: Connection) -> None:
+    """``0014``: the events Prolific posts to the server (its webhooks), each stored once, and
+    when a study participant left the study (``web_judges.left_at``: they get no further
+    question and their answers are no longer taken)."""
+    tables.prolific_events.create(conn, checkfirst=True)
+    for index in tables.prolific_events.indexes:
+        index.create(conn, checkfirst=True)
+    columns = {column["name"] for column in inspect(conn).get_columns("web_judges")}
+    if "left_at" not in columns:  # a table made from today's metadata has it already
+        conn.execute(text("ALTER TABLE web_judges ADD COLUMN left_at TEXT"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("0012_engine_neutral", _engine_neutral),
     ("0013_pairs_fillfactor", _pairs_fillfactor),
+    ("0014_prolific_events", _prolific_events),
 ]
 """Engine-neutral migrations, from ``0012`` on."""
 

@@ -26,7 +26,8 @@
                   pair handed to one judge), headphone screens, and the server's shared state
                   (``web_throttle``: each wrong token a party tried, once, with when).
 ``prolific_*``    the Prolific study, each submission's review decision (stored before it is
-                  sent), and bonuses (set up, then paid).
+                  sent), bonuses (set up, then paid), and the events Prolific posted (each
+                  once, by its event id).
 
 Rows with no natural order are read in the order of their timestamp, then their key.
 """
@@ -232,6 +233,7 @@ web_judges = Table(
     _text("participant", unique=True),
     _text("completion_code", nullable=False),
     _text("created_at", nullable=False),
+    _text("left_at"),
     _in("source", ("invite", "platform")),
 )
 
@@ -323,6 +325,23 @@ prolific_bonus_lines = Table(
     PrimaryKeyConstraint("bonus_id", "participant_id"),
     CheckConstraint("amount > 0"),
 )
+
+prolific_events = Table(
+    "prolific_events",
+    metadata,
+    _text("event_id", primary_key=True),
+    _text("event_type", nullable=False),
+    _text("resource_id", nullable=False),
+    _text("status"),
+    _text("participant_id"),
+    Column("event_at", Float, nullable=False),
+    _text("received_at", nullable=False),
+    _text("applied_at"),
+)
+"""Prolific's webhook events: ``event_at`` is Prolific's UNIX time of the event (its order),
+``applied_at`` ``NULL`` for an event not applied (older than one applied to the same resource,
+or of no concern to the project)."""
+Index("prolific_events_by_resource", prolific_events.c.resource_id, prolific_events.c.event_at)
 
 web_throttle = Table(
     "web_throttle",

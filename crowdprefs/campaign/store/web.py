@@ -70,9 +70,13 @@ Chooser = Callable[[np.ndarray, np.ndarray, np.ndarray], int]
 
 
 def _blocked(judge: Any) -> Any:
-    """SQL: whether the judge (a column or a value) is blocked on the web crowd."""
-    blocks = t.worker_blocks
-    return exists().where(blocks.c.crowd == "web", blocks.c.worker_id == judge)
+    """SQL: whether the judge (a column or a value) is blocked on the web crowd, or left the
+    study they came from (returned it, timed out: ``web_judges.left_at``)."""
+    blocks, judges = t.worker_blocks, t.web_judges
+    return or_(
+        exists().where(blocks.c.crowd == "web", blocks.c.worker_id == judge),
+        exists().where(judges.c.judge_id == judge, judges.c.left_at.is_not(None)),
+    )
 
 
 @dataclass(frozen=True)
@@ -293,6 +297,23 @@ _HELD_AT = _ASSIGNMENT.where(
     _assignments.c.judge_id == bindparam("judge_id"), _open_at(bindparam("now"))
 ).order_by(_assignments.c.issued_at)
 """The judge's assignment that stays open at ``:now`` (the oldest)."""
+
+
+def release_participants(conn: Connection, participants: Sequence[str], at: str) -> int:
+    """Inside a transaction: these study-platform ``participants`` left the study at ``at``:
+    their judges get no further question and their answers are no longer taken
+    (:func:`_blocked`), and their open assignments are released, so their pairs go back to the
+    pool at once; returns how many."""
+    if not participants:
+        return 0
+    mine = _judges.c.participant.in_(list(participants))
+    conn.execute(update(_judges).where(mine, _judges.c.left_at.is_(None)).values(left_at=at))
+    theirs = select(_judges.c.judge_id).where(mine)
+    return conn.execute(
+        update(_assignments)
+        .where(_assignments.c.status == "open", _assignments.c.judge_id.in_(theirs))
+        .values(status="released")
+    ).rowcount
 
 
 def _standing_statement(limit: bool, batch_limit: bool) -> Select:
@@ -855,6 +876,21 @@ class WebStore(StoreBase):
             ).one()
         names = ("pairs", "pairs_complete", "answers", "answers_wanted", "open_assignments")
         return {**batch._asdict(), **{n: int(v) for n, v in zip(names, sums, strict=True)}}
+
+    def web_batch_fill(self) -> pd.DataFrame:
+        """How full the last batch's pairs are: ``answers`` (that count), ``answers_wanted``
+        and the number of ``pairs`` so filled, one row per distinct (answers, wanted); a few
+        rows however large the batch (the researcher page draws it)."""
+        have, wanted = _HAVE.label("answers"), _pairs.c.answers_wanted
+        last = select(func.max(t.batches.c.iteration)).scalar_subquery()
+        return self.frame(
+            select(have, wanted, func.count().label("pairs"))
+            .select_from(_pairs)
+            .outerjoin(t.pair_counts, t.pair_counts.c.pair_id == _pairs.c.pair_id)
+            .where(_pairs.c.iteration == last)
+            .group_by(have, wanted)
+            .order_by(have, wanted)
+        )
 
     def web_judge_table(self) -> pd.DataFrame:
         """Per judge (most answers first): ``judge_id, source, answers``, the shares of "equal"

@@ -1,10 +1,12 @@
 """A small client of Prolific's REST API (https://docs.prolific.com/api-reference), with httpx.
 
-Only the calls crowdprefs needs: create a draft study, publish it (a transition), get it,
-update it (more places), list its submissions, approve (in bulk) or reject submissions, and set
-up then pay bonuses. The token comes from the environment variable ``PROLIFIC_TOKEN`` only (an
-API token made on Prolific's site); it goes in the ``Authorization: Token …`` header and never
-into a message, a log line or a file. It is sent over HTTPS only, or to the loopback fake.
+Only the calls crowdprefs needs: create a draft study, publish it (a transition) or make a test
+study of it for the workspace's test participants, get it, update it (more places), list its
+submissions, approve (in bulk) or reject submissions, set up then pay bonuses, and subscribe
+the server to Prolific's events (webhooks: subscribe, then confirm with the ``X-Hook-Secret``
+the subscription answered). The token comes from the environment variable ``PROLIFIC_TOKEN``
+only (an API token made on Prolific's site); it goes in the ``Authorization: Token …`` header
+and never into a message, a log line or a file. It is sent over HTTPS only, or to the loopback fake.
 
 Throttling (429) and server faults (5xx) are retried with backoff; any other refusal ends in one
 :class:`~crowdprefs.errors.CrowdError` line with Prolific's own title and detail.
@@ -26,6 +28,11 @@ from crowdprefs.errors import CrowdError, InputError
 API_URL = "https://api.prolific.com"
 TOKEN_ENV = "PROLIFIC_TOKEN"
 """The environment variable that holds the Prolific API token."""
+HOOK_SECRET_ENV = "PROLIFIC_HOOK_SECRET"
+"""The environment variable that holds the workspace's secret, which signs Prolific's events."""
+WORKSPACE_ENV = "PROLIFIC_WORKSPACE_ID"
+"""The environment variable naming the workspace to subscribe to events in (needed only when
+the token reaches several)."""
 RETRIES = 4
 PAGE_SIZE = 200
 
@@ -94,6 +101,20 @@ class ProlificClient:
 
     def request(self, method: str, path: str, body: dict | None = None, **params: Any) -> Any:
         """One call; retried on 429 and 5xx; the JSON answer (``None`` when empty)."""
+        return self._json(method, path, self.send(method, path, body, **params))
+
+    @staticmethod
+    def _json(method: str, path: str, response: httpx.Response) -> Any:
+        try:
+            return response.json() if response.content else None
+        except ValueError:
+            raise CrowdError(f"Prolific {method} {path}: the answer is not JSON") from None
+
+    def send(
+        self, method: str, path: str, body: dict | None = None, **params: Any
+    ) -> httpx.Response:
+        """One call, retried on 429 and 5xx; the answer (its headers too), refused in one
+        :class:`CrowdError` line when Prolific refuses."""
         for attempt in range(RETRIES + 1):
             try:
                 response = self._http.request(method, path, json=body, params=params or None)
@@ -111,10 +132,7 @@ class ProlificClient:
                 continue
             if response.status_code >= 400:
                 raise CrowdError(f"Prolific {method} {path}: {_problem(response)}")
-            try:
-                return response.json() if response.content else None
-            except ValueError:
-                raise CrowdError(f"Prolific {method} {path}: the answer is not JSON") from None
+            return response
         raise AssertionError("unreachable")
 
     # --- studies --------------------------------------------------------------------------------
@@ -134,6 +152,49 @@ class ProlificClient:
         return self.request(
             "POST", f"/api/v1/studies/{study_id}/transition/", {"action": "PUBLISH"}
         )
+
+    def test_study(self, study_id: str) -> dict:
+        """Make a test study of a draft and publish it to the workspace's test participants
+        (``{"study_id", "study_url"}``; nothing is spent); refused where the workspace does not
+        have the feature, or has no test participant."""
+        return self.request("POST", f"/api/v1/studies/{study_id}/test-study", {})
+
+    def add_test_participant(self, email: str) -> str:
+        """A test participant of the researcher, with an email not known to Prolific; their
+        id."""
+        made = self.request("POST", "/api/v1/researchers/participants/", {"email": email})
+        return str(made["participant_id"])
+
+    # --- events (webhooks) -----------------------------------------------------------------------
+
+    def workspaces(self) -> list[dict]:
+        """The workspaces the token reaches (``id``, ``title``)."""
+        return list(self.request("GET", "/api/v1/workspaces/").get("results", []))
+
+    def subscriptions(self, workspace_id: str) -> list[dict]:
+        """The workspace's event subscriptions (``id``, ``event_type``, ``target_url``,
+        ``is_enabled``)."""
+        found = self.request("GET", "/api/v1/hooks/subscriptions/", workspace_id=workspace_id)
+        return list(found.get("results", []))
+
+    def subscribe(self, workspace_id: str, event_type: str, target_url: str) -> dict:
+        """Subscribe ``target_url`` to ``event_type``, then confirm it with the secret the
+        subscription answered in its ``X-Hook-Secret`` header; the confirmed subscription."""
+        body = {"workspace_id": workspace_id, "event_type": event_type, "target_url": target_url}
+        path = "/api/v1/hooks/subscriptions/"
+        response = self.send("POST", path, body)
+        made = self._json("POST", path, response) or {}
+        mine = [
+            s
+            for s in made.get("results", [made])
+            if s.get("event_type") == event_type
+            and s.get("target_url") == target_url
+            and not s.get("is_enabled")
+        ]
+        secret = response.headers.get("X-Hook-Secret", "")
+        if not mine or not secret:
+            raise CrowdError(f"Prolific POST {path}: no subscription to confirm in the answer")
+        return self.request("POST", f"{path}{mine[-1]['id']}/", {"secret": secret})
 
     # --- submissions ----------------------------------------------------------------------------
 

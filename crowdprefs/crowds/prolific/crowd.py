@@ -32,15 +32,26 @@ researcher paused, which is left paused). Spending is checked against ``[crowd] 
 fee_rate`` for Prolific's service fee. Reviews apply decisions made by the project's review rules
 (:mod:`crowdprefs.quality.workers`) to whole submissions; each decision is stored before it is
 sent.
+
+A participant who returns the study, or times out (or is rejected before finishing), gives
+their questions back at once: Prolific's event says so to the server
+(:mod:`crowdprefs.web.prolific_events`, subscribed by :meth:`ProlificCrowd.subscribe`), and
+every poll of the study's submissions (:meth:`ProlificCrowd.plan`, :meth:`ProlificCrowd.status`)
+catches an event that was lost. The share of participants who left is in
+:meth:`ProlificCrowd.status`, with a log line above :data:`HIGH_RETURN_RATE`.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import math
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
@@ -48,8 +59,18 @@ import pandas as pd
 from crowdprefs.campaign.budget import project_budget, remember_budget
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.campaign.store import now
-from crowdprefs.campaign.store.prolific import ProlificStudy
-from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
+from crowdprefs.campaign.store.prolific import (
+    LEFT,
+    STUDY_PROGRESS,
+    STUDY_STATUS,
+    SUBMISSION_STATUS,
+    ProlificStudy,
+)
+from crowdprefs.crowds.prolific.client import (
+    WORKSPACE_ENV,
+    ProlificClient,
+    token_from_environment,
+)
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import BudgetError, CrowdError, InputError, StateError
 from crowdprefs.hits.render import HitSettings
@@ -92,7 +113,17 @@ REJECTION_NOTE = (
 )
 NO_ANSWERS = "no answer of yours reached our server"
 TAKING_PART = ("RESERVED", "ACTIVE")
+RETURNED = ("RETURNED", "TIMED-OUT")
+HIGH_RETURN_RATE = 0.3
+"""Above this share of participants returning the study or timing out, :meth:`ProlificCrowd.status`
+says so in the log (the study may take longer than it says, or the site may not work for some)."""
+HOOK_PATH = "/prolific/events"
+"""Where the server takes Prolific's events (:mod:`crowdprefs.web.prolific_events`)."""
+HOOK_EVENTS = (STUDY_STATUS, STUDY_PROGRESS, SUBMISSION_STATUS)
+"""The events the server subscribes to."""
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9]{1,64}$")
+
+log = logging.getLogger("crowdprefs.prolific")
 
 
 @dataclass(frozen=True)
@@ -206,6 +237,48 @@ def places_wanted(total: int, taken: int, active: int, missing: int, questions: 
     now, each bringing up to ``questions`` answers); never fewer than ``total``."""
     needed = max(0, math.ceil(missing / questions) - active) if missing > 0 else 0
     return max(total, taken + needed)
+
+
+def not_public(url: str) -> str:
+    """Why Prolific cannot post events to ``url`` (it calls public https addresses only), or
+    ``""`` when it can."""
+    split = urlsplit(url)
+    host = (split.hostname or "").lower()
+    if split.scheme != "https":
+        return "is not https"
+    if not host or "." not in host or host.endswith((".localhost", ".local", ".internal")):
+        return "is not a public address"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return ""
+    return "" if address.is_global else "is not a public address"
+
+
+def return_rate(counts: dict[str, int]) -> float:
+    """The share of the study's submissions (participants who started) returned or timed out."""
+    started = sum(counts.values())
+    return sum(counts.get(s, 0) for s in RETURNED) / started if started else 0.0
+
+
+def event_returns(events: pd.DataFrame) -> dict[str, Any] | None:
+    """What the events received say of the study's participants (``events``:
+    :meth:`~crowdprefs.campaign.store.Store.prolific_events`): ``started``, ``returned`` (the
+    last status of a submission RETURNED or TIMED-OUT), their ``rate`` and whether it is
+    ``high``; ``None`` before any submission event."""
+    submissions = events[events["event_type"] == SUBMISSION_STATUS]
+    if submissions.empty:
+        return None
+    last = submissions.drop_duplicates("resource_id", keep="last")["status"]
+    counts = last.value_counts().to_dict()
+    rate = return_rate(counts)
+    returned = sum(counts.get(s, 0) for s in RETURNED)
+    return {
+        "started": len(last),
+        "returned": returned,
+        "rate": rate,
+        "high": rate > HIGH_RETURN_RATE,
+    }
 
 
 def submission_decisions(
@@ -457,7 +530,8 @@ class ProlificCrowd:
         batch = self._open_batch(project)
         if batch is not None:
             iteration, missing, _ = batch
-            submissions = self.client.submissions(study.study_id)
+            submissions = list(self.client.submissions(study.study_id))
+            self._reclaim(project, study, submissions)
             active = self._answering(project, submissions, iteration)
             taken = int(remote.get("places_taken", 0))
             wanted = places_wanted(before, taken, active, missing, study.questions)
@@ -469,6 +543,20 @@ class ProlificCrowd:
                 )
         cost = (wanted - before) * study.reward * (1 + study.fee_rate)
         return TopUp(study, remote["status"], before, wanted, cost)
+
+    @staticmethod
+    def _reclaim(project: Project, study: ProlificStudy, submissions: Iterable[dict]) -> int:
+        """The poll's reconciliation: participants Prolific shows as gone (returned, timed out,
+        rejected) give back the questions they still hold, should their event have been lost
+        (or arrived while the server was down)."""
+        gone = [s["participant_id"] for s in submissions if s["status"] in LEFT]
+        released = project.store.reclaim_prolific_places(gone) if gone else 0
+        if released:
+            note(
+                f"study {study.study_id}: {released} questions held by participants who left "
+                "went back to the pool"
+            )
+        return released
 
     def _answering(self, project: Project, submissions: Iterable[dict], iteration: int) -> int:
         """Participants taking part now who may still answer in batch ``iteration``: those
@@ -545,11 +633,27 @@ class ProlificCrowd:
         return study
 
     def status(self, project: Project) -> dict[str, Any]:
-        """The study as Prolific reports it and what the open batch still needs."""
+        """The study as Prolific reports it and what the open batch still needs, with the
+        ``return_rate`` (returned and timed out over started; a log line above
+        :data:`HIGH_RETURN_RATE`). A poll: questions still held by participants who left go
+        back to the pool."""
         study = self._study(project)
         remote = self.client.study(study.study_id)
-        submissions = pd.DataFrame(list(self.client.submissions(study.study_id)))
+        listed = list(self.client.submissions(study.study_id))
+        self._reclaim(project, study, listed)
+        submissions = pd.DataFrame(listed)
         counts = submissions["status"].value_counts().to_dict() if len(submissions) else {}
+        counts = {str(k): int(v) for k, v in counts.items()}
+        rate = return_rate(counts)
+        if rate > HIGH_RETURN_RATE:
+            log.warning(
+                "study %s: %d of %d participants returned it or timed out (%.0f%%, above %.0f%%)",
+                study.study_id,
+                sum(counts.get(s, 0) for s in RETURNED),
+                sum(counts.values()),
+                100 * rate,
+                100 * HIGH_RETURN_RATE,
+            )
         batch = self._open_batch(project)
         return {
             "study_id": study.study_id,
@@ -561,9 +665,77 @@ class ProlificCrowd:
             "minutes": study.minutes,
             "questions": study.questions,
             "submissions": counts,
+            "return_rate": rate,
+            "high_return_rate": rate > HIGH_RETURN_RATE,
             "batch": None if batch is None else batch[0],
             "answers_missing": 0 if batch is None else batch[1],
             "committed": project.store.prolific_committed() / 100,
+        }
+
+    # --- events and test runs ---------------------------------------------------------------
+
+    def _workspace(self) -> str:
+        """The workspace to subscribe in: :data:`~.client.WORKSPACE_ENV`, else the only one
+        the token reaches."""
+        chosen = os.environ.get(WORKSPACE_ENV, "").strip()
+        if chosen:
+            return chosen
+        found = [str(w["id"]) for w in self.client.workspaces()]
+        if len(found) != 1:
+            raise InputError(
+                f"the Prolific token reaches {len(found)} workspaces: set {WORKSPACE_ENV} to "
+                "the study's"
+            )
+        return found[0]
+
+    def subscribe(self, base_url: str) -> str:
+        """Subscribe the server at ``base_url`` to the study's events (:data:`HOOK_EVENTS`, at
+        :data:`HOOK_PATH`) where Prolific can reach it (public https), each once; one line
+        saying what was done, or why nothing was (the server then relies on polling)."""
+        target = base_url.rstrip("/") + HOOK_PATH
+        why = not_public(base_url)
+        if why:
+            return (
+                f"events: not subscribed, [web] base_url {base_url} {why} (Prolific posts to "
+                "public https addresses only); the study is followed by polling"
+            )
+        workspace = self._workspace()
+        held = {
+            s["event_type"]
+            for s in self.client.subscriptions(workspace)
+            if s.get("target_url") == target and s.get("is_enabled")
+        }
+        added = [event for event in HOOK_EVENTS if event not in held]
+        for event in added:
+            self.client.subscribe(workspace, event, target)
+        if not added:
+            return f"events: {target} is subscribed"
+        return f"events: subscribed {target} to {', '.join(added)}"
+
+    def test_run(self, project: Project, testers: Iterable[str] = ()) -> dict[str, Any]:
+        """A dry run in Prolific's test mode: the project's draft study (made if need be) is
+        copied into a test study published to the workspace's test participants, the
+        ``testers`` (emails Prolific does not know yet) added as test participants first;
+        nothing is spent and the draft stays a draft. Refused, in Prolific's line, where the
+        workspace does not have test studies. Returns ``draft``, ``study_id``, ``study_url``
+        and the new ``testers``' participant ids."""
+        self.terms.check()
+        study = project.store.prolific_study()
+        if study is None or study.status == "COMPLETED":
+            study = self.create(project)
+        remote = self.client.study(study.study_id)
+        if remote["status"] != "UNPUBLISHED":
+            raise StateError(
+                f"study {study.study_id} is already {remote['status'].lower()}: a test run is "
+                "made from a draft, before the study is published"
+            )
+        added = [self.client.add_test_participant(email) for email in testers]
+        made = self.client.test_study(study.study_id)
+        return {
+            "draft": study.study_id,
+            "study_id": str(made["study_id"]),
+            "study_url": str(made.get("study_url") or ""),
+            "testers": added,
         }
 
     # --- review and bonuses -----------------------------------------------------------------

@@ -18,6 +18,16 @@ refusing what Prolific refuses, with Prolific's error body (``{"error": {"status
   as Prolific does) → 400; a bonus for someone without a submission in the study, an amount
   that is not a positive sum of whole pence/cents, or paying a bonus twice → 400.
 
+Events (webhooks) are modelled as Prolific documents them: the workspace's secret (``POST
+/api/v1/hooks/secrets/``, one at a time; the fake starts with one, :attr:`FakeProlific.secret`),
+subscriptions to a public ``https://`` target only (``POST /api/v1/hooks/subscriptions/``
+answers the ``X-Hook-Secret`` header, then ``POST …/subscriptions/{id}/`` with it confirms), and
+test runs (``POST /api/v1/researchers/participants/`` makes a test participant; ``POST
+/api/v1/studies/{id}/test-study`` copies a draft into a test study published to them at no cost,
+refused without ``test_studies``). Each status change of a study or a submission, with a
+subscription to its type, queues an event signed as Prolific signs them
+(:meth:`FakeProlific.outbox`): the caller delivers them, or loses or repeats some.
+
 A study becomes ``AWAITING REVIEW`` when its places are all taken and nobody is still taking
 part, and ``ACTIVE`` again when places are added (or a rejected or returned submission frees
 one). Participants are played by the caller: :meth:`FakeProlific.take_place` gives the study URL
@@ -30,6 +40,9 @@ lost).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import random
 import re
@@ -37,13 +50,19 @@ import secrets
 import sqlite3
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from crowdprefs.crowds.prolific.crowd import COMPLETE_URL, MIN_HOURLY, REJECTION_CATEGORIES
+from crowdprefs.crowds.prolific.crowd import (
+    COMPLETE_URL,
+    MIN_HOURLY,
+    REJECTION_CATEGORIES,
+    not_public,
+)
 
 COMPLETE_HOST = urlsplit(COMPLETE_URL).netloc
 LIST_FILTERS = ("custom_allowlist", "custom_blocklist")
@@ -77,7 +96,22 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE TABLE IF NOT EXISTS bonuses (bonus_id TEXT PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS account (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS calls (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS workspace (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hooks (hook_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS testers (participant_id TEXT PRIMARY KEY, email TEXT UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, target_url TEXT NOT NULL,
+    headers TEXT NOT NULL, body TEXT NOT NULL
+);
 """
+EVENT_TYPES = ("study.status.change", "study.progress.change", "submission.status.change")
+
+
+def sign(secret: str, timestamp: str, body: str) -> str:
+    """Prolific's signature of an event: HMAC-SHA256 of the timestamp then the body, keyed by
+    the workspace's secret, base64-encoded."""
+    digest = hmac.new(secret.encode(), (timestamp + body).encode(), hashlib.sha256).digest()
+    return base64.b64encode(digest).decode()
 
 
 class ProlificError(Exception):
@@ -145,6 +179,7 @@ class FakeProlific:
         fee_rate: float = 1 / 3,
         fault_rate: float = 0.0,
         seed: int = 0,
+        test_studies: bool = True,
     ) -> None:
         if currency not in MIN_HOURLY:
             raise ValueError(f"currency must be one of {', '.join(MIN_HOURLY)}")
@@ -158,6 +193,9 @@ class FakeProlific:
         self.conn.execute("PRAGMA busy_timeout=60000")
         self.conn.executescript(_SCHEMA)
         self.conn.execute("INSERT OR IGNORE INTO account VALUES ('balance', ?)", (balance,))
+        for key, value in (("id", _new_id()), ("secret", secrets.token_urlsafe(32))):
+            self.conn.execute("INSERT OR IGNORE INTO workspace VALUES (?, ?)", (key, value))
+        self.test_studies = test_studies
         self.lock = threading.RLock()
         self.server: ThreadingHTTPServer | None = None
         self.url = ""
@@ -174,11 +212,13 @@ class FakeProlific:
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                status, body = fake.dispatch(
+                status, body, headers = fake.dispatch(
                     self.command, self.path, self.headers.get("Authorization", ""), raw
                 )
                 data = b"" if body is None else json.dumps(body).encode("utf-8")
                 self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -226,12 +266,19 @@ class FakeProlific:
             "transition_submission",
         ),
         ("POST", re.compile(r"^/api/v1/bulk-bonus-payments/(?P<id>\w+)/pay/?$"), "pay_bonuses"),
+        ("POST", re.compile(r"^/api/v1/studies/(?P<id>\w+)/test-study/?$"), "test_study"),
+        ("POST", re.compile(r"^/api/v1/researchers/participants/?$"), "add_tester"),
+        ("GET", re.compile(r"^/api/v1/workspaces/?$"), "list_workspaces"),
+        ("POST", re.compile(r"^/api/v1/hooks/secrets/?$"), "create_secret"),
+        ("GET", re.compile(r"^/api/v1/hooks/subscriptions/?$"), "list_hooks"),
+        ("POST", re.compile(r"^/api/v1/hooks/subscriptions/?$"), "create_hook"),
+        ("POST", re.compile(r"^/api/v1/hooks/subscriptions/(?P<id>\w+)/?$"), "confirm_hook"),
     )
 
     def dispatch(
         self, method: str, target: str, authorization: str, raw: bytes
-    ) -> tuple[int, dict | None]:
-        """Check and run one request; return the HTTP status and the JSON body."""
+    ) -> tuple[int, dict | None, dict[str, str]]:
+        """Check and run one request; return the HTTP status, the JSON body and headers."""
         try:
             if authorization != f"Token {self.token}":
                 detail = "Invalid token." if authorization else "No credentials were provided."
@@ -261,7 +308,9 @@ class FakeProlific:
             with self.lock:
                 self.conn.execute("BEGIN IMMEDIATE")
                 try:
-                    status, result = getattr(self, f"_{name}")(body, query, **match.groupdict())
+                    status, result, *more = getattr(self, f"_{name}")(
+                        body, query, **match.groupdict()
+                    )
                 except BaseException:
                     self.conn.execute("ROLLBACK")
                     raise
@@ -270,14 +319,18 @@ class FakeProlific:
                     (name,),
                 )
                 self.conn.execute("COMMIT")
-            return self._fault() if after else (status, result)
+            return self._fault() if after else (status, result, more[0] if more else {})
         except ProlificError as error:
-            return error.status, error.body()
+            return error.status, error.body(), {}
 
-    def _fault(self) -> tuple[int, dict]:
+    def _fault(self) -> tuple[int, dict, dict[str, str]]:
         if self.random.random() < 0.5:
-            return 429, ProlificError(429, "Request was throttled.", "Too Many Requests").body()
-        return 503, ProlificError(503, "Service unavailable.", "Service Unavailable").body()
+            return (
+                429,
+                ProlificError(429, "Request was throttled.", "Too Many Requests").body(),
+                {},
+            )
+        return 503, ProlificError(503, "Service unavailable.", "Service Unavailable").body(), {}
 
     # --- state helpers ----------------------------------------------------------------------
 
@@ -319,6 +372,14 @@ class FakeProlific:
 
     def _save_study(self, study: dict) -> None:
         stored = {k: v for k, v in study.items() if k not in ("places_taken", "total_cost")}
+        row = self.conn.execute(
+            "SELECT data FROM studies WHERE study_id = ?", (study["id"],)
+        ).fetchone()
+        if row is not None and json.loads(row[0])["status"] != study["status"]:
+            self._emit(
+                "study.status.change",
+                {"resource_id": study["id"], "status": study["status"], "metadata": {}},
+            )
         self.conn.execute(
             "INSERT OR REPLACE INTO studies VALUES (?, ?)", (study["id"], json.dumps(stored))
         )
@@ -338,10 +399,187 @@ class FakeProlific:
         return json.loads(row[0])
 
     def _save_submission(self, submission: dict) -> None:
+        row = self.conn.execute(
+            "SELECT data FROM submissions WHERE submission_id = ?", (submission["id"],)
+        ).fetchone()
+        if row is not None and json.loads(row[0])["status"] != submission["status"]:
+            self._submission_changed(submission)
         self.conn.execute(
             "UPDATE submissions SET data = ? WHERE submission_id = ?",
             (json.dumps(submission), submission["id"]),
         )
+
+    # --- events -----------------------------------------------------------------------------
+
+    @property
+    def workspace_id(self) -> str:
+        return self._workspace("id")
+
+    @property
+    def secret(self) -> str:
+        """The workspace's current secret, which signs its events."""
+        return self._workspace("secret")
+
+    def _workspace(self, key: str) -> str:
+        query = "SELECT value FROM workspace WHERE key = ?"
+        return self.conn.execute(query, (key,)).fetchone()[0]
+
+    def hooks(self) -> list[dict]:
+        rows = self.conn.execute("SELECT data FROM hooks ORDER BY rowid")
+        return [json.loads(r[0]) for r in rows]
+
+    def signed(
+        self,
+        payload: dict,
+        *,
+        event_id: str | None = None,
+        event_at: float | None = None,
+        sent_at: float | None = None,
+        secret: str | None = None,
+    ) -> tuple[dict[str, str], bytes]:
+        """An event as Prolific posts it: ``(headers, body)`` with its ``X-Event-ID``,
+        ``X-Timestamp`` (when it happened) and the signature headers (when it is sent: now
+        unless given), signed with the workspace's secret (or ``secret``)."""
+        sent = str(int(time.time() if sent_at is None else sent_at))
+        body = json.dumps(payload)
+        headers = {
+            "Content-Type": "application/json",
+            "X-Event-ID": event_id or _new_id(),
+            "X-Timestamp": f"{time.time() if event_at is None else event_at:.3f}",
+            "X-Prolific-Request-Timestamp": sent,
+            "X-Prolific-Request-Signature": sign(secret or self.secret, sent, body),
+        }
+        return headers, body.encode()
+
+    def _emit(self, event_type: str, payload: dict) -> None:
+        """Queue the event for every enabled subscription to its type."""
+        for hook in self.hooks():
+            if hook["event_type"] != event_type or not hook["is_enabled"]:
+                continue
+            headers, body = self.signed({**payload, "event_type": event_type})
+            self.conn.execute(
+                "INSERT INTO outbox (event_id, target_url, headers, body) VALUES (?, ?, ?, ?)",
+                (headers["X-Event-ID"], hook["target_url"], json.dumps(headers), body.decode()),
+            )
+
+    def _submission_changed(self, submission: dict) -> None:
+        self._emit(
+            "submission.status.change",
+            {
+                "resource_id": submission["id"],
+                "participant_id": submission["participant_id"],
+                "status": submission["status"],
+            },
+        )
+        self._emit("study.progress.change", {"resource_id": submission["study_id"]})
+
+    def outbox(self, after: int = 0) -> list[tuple[int, str, dict[str, str], bytes]]:
+        """The events queued after number ``after``, in order: ``(number, target_url, headers,
+        body)``; delivering them is the caller's (Prolific delivers at least once, in no
+        guaranteed order)."""
+        rows = self.conn.execute(
+            "SELECT seq, target_url, headers, body FROM outbox WHERE seq > ? ORDER BY seq",
+            (after,),
+        )
+        return [(n, url, json.loads(h), b.encode()) for n, url, h, b in rows]
+
+    def _list_workspaces(self, body: dict, query: dict) -> tuple[int, dict]:
+        return 200, {"results": [{"id": self.workspace_id, "title": "crowdprefs fake"}]}
+
+    def _check_workspace(self, body: dict) -> None:
+        if body.get("workspace_id", self.workspace_id) != self.workspace_id:
+            raise ProlificError(404, "Workspace not found.")
+
+    def _create_secret(self, body: dict, query: dict) -> tuple[int, dict]:
+        self._check_workspace(body)
+        value = secrets.token_urlsafe(32)
+        self.conn.execute("UPDATE workspace SET value = ? WHERE key = 'secret'", (value,))
+        return 201, {"id": _new_id(), "value": value, "workspace_id": self.workspace_id}
+
+    def _list_hooks(self, body: dict, query: dict) -> tuple[int, dict]:
+        self._check_workspace(query)
+        hooks = [{k: v for k, v in h.items() if k != "secret"} for h in self.hooks()]
+        return 200, {"results": hooks}
+
+    def _create_hook(self, body: dict, query: dict) -> tuple[int, dict, dict[str, str]]:
+        _check_types(body, {"workspace_id": str, "event_type": str, "target_url": str}, {})
+        self._check_workspace(body)
+        if body["event_type"] not in EVENT_TYPES:
+            raise ProlificError(400, {"event_type": ["Not an event type this fake knows."]})
+        why = not_public(body["target_url"])
+        if why:
+            raise ProlificError(
+                400, {"target_url": [f"The target URL must be public https; it {why}."]}
+            )
+        hook = {
+            "id": _new_id(),
+            "event_type": body["event_type"],
+            "target_url": body["target_url"],
+            "workspace_id": self.workspace_id,
+            "is_enabled": False,
+            "secret": secrets.token_hex(16),
+        }
+        self.conn.execute("INSERT INTO hooks VALUES (?, ?)", (hook["id"], json.dumps(hook)))
+        _, listed = self._list_hooks({}, {})
+        return 201, listed, {"X-Hook-Secret": hook["secret"]}
+
+    def _confirm_hook(self, body: dict, query: dict, id: str) -> tuple[int, dict]:  # noqa: A002
+        row = self.conn.execute("SELECT data FROM hooks WHERE hook_id = ?", (id,)).fetchone()
+        if row is None:
+            raise ProlificError(404, "Subscription not found.")
+        hook = json.loads(row[0])
+        if body.get("secret") != hook["secret"]:
+            raise ProlificError(400, {"secret": ["This is not the subscription's secret."]})
+        hook["is_enabled"] = True
+        self.conn.execute("UPDATE hooks SET data = ? WHERE hook_id = ?", (json.dumps(hook), id))
+        return 200, {k: v for k, v in hook.items() if k != "secret"}
+
+    # --- test runs ----------------------------------------------------------------------------
+
+    def _need_test_studies(self) -> None:
+        if not self.test_studies:
+            raise ProlificError(
+                403,
+                "Test studies are not enabled for this workspace; ask Prolific's support.",
+                "Forbidden",
+            )
+
+    def testers(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT participant_id FROM testers ORDER BY 1")]
+
+    def _add_tester(self, body: dict, query: dict) -> tuple[int, dict]:
+        self._need_test_studies()
+        _check_types(body, {"email": str}, {})
+        if not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", body["email"]):
+            raise ProlificError(400, {"email": ["Enter a valid email address."]})
+        participant = _new_id()
+        try:
+            self.conn.execute("INSERT INTO testers VALUES (?, ?)", (participant, body["email"]))
+        except sqlite3.IntegrityError:
+            raise ProlificError(400, {"email": ["This email is registered already."]}) from None
+        return 201, {"participant_id": participant}
+
+    def _test_study(self, body: dict, query: dict, id: str) -> tuple[int, dict]:  # noqa: A002
+        self._need_test_studies()
+        draft = self.study(id)
+        if draft["status"] != "UNPUBLISHED":
+            raise ProlificError(400, "A test study is made from a draft study.")
+        testers = self.testers()
+        if not testers:
+            raise ProlificError(400, "Create a test participant first.")
+        study = {k: v for k, v in draft.items() if k in _REQUIRED or k in _OPTIONAL}
+        study.update(
+            id=_new_id(),
+            status="ACTIVE",
+            date_created=_now(),
+            published_at=_now(),
+            currency_code=self.currency,
+            is_test=True,
+            total_available_places=max(draft["total_available_places"], len(testers)),
+            filters=[{"filter_id": "custom_allowlist", "selected_values": testers}],
+        )
+        self._save_study(study)
+        return 200, {"study_id": study["id"], "study_url": f"{self.url}/studies/{study['id']}"}
 
     def _settle(self, study_id: str) -> None:
         """Prolific's own status moves: a full study with nobody taking part awaits review;
@@ -683,6 +921,7 @@ class FakeProlific:
                 )
             except sqlite3.IntegrityError:
                 raise ProlificError(400, "The participant already took this study.") from None
+            self._submission_changed(submission)
             url = study["external_study_url"]
             for name, value in (
                 ("PROLIFIC_PID", participant_id),
@@ -715,13 +954,16 @@ class FakeProlific:
             self._settle(submission["study_id"])
             return submission
 
-    def return_submission(self, submission_id: str) -> None:
-        """The participant returns the study (their place frees up)."""
+    def return_submission(self, submission_id: str, status: str = "RETURNED") -> None:
+        """The participant returns the study (or, with ``status="TIMED-OUT"``, runs out of
+        time): their place frees up."""
+        if status not in ("RETURNED", "TIMED-OUT"):
+            raise ValueError(f"a submission is returned or timed out, not {status}")
         with self.lock:
             submission = self.submission(submission_id)
             if submission["status"] not in TAKING_PART:
                 raise ProlificError(400, f"The submission is {submission['status']}.")
-            submission["status"] = "RETURNED"
+            submission["status"] = status
             self._save_submission(submission)
             self._settle(submission["study_id"])
 

@@ -1,0 +1,194 @@
+"""``POST /prolific/events``: Prolific's events (webhooks) about the project's study.
+
+Prolific posts an event to each subscribed address (``crowdprefs prolific publish`` subscribes
+``[web] base_url`` to :data:`~crowdprefs.crowds.prolific.crowd.HOOK_EVENTS`) when a study's
+status or progress changes, and when a submission's status does. Following Prolific's
+documentation (API reference, *Webhooks*: Verifying, Idempotency and the X-Event-ID header,
+Handling event order with X-Timestamp, Receiving):
+
+- **signature**: ``X-Prolific-Request-Signature`` is the base64 of the HMAC-SHA256, keyed by the
+  workspace's secret (``POST /api/v1/hooks/secrets/``; one at a time per workspace), of
+  ``X-Prolific-Request-Timestamp`` (UNIX seconds when the request was sent) followed by the
+  body. Prolific's own example signs ``json.dumps(body)`` of the parsed body, so the raw body is
+  tried first, then that serialisation; both compared with :func:`hmac.compare_digest`. The
+  secret comes from :data:`~crowdprefs.crowds.prolific.client.HOOK_SECRET_ENV` only;
+- **staleness**: a request timestamp more than :data:`MAX_AGE` seconds away from now is refused
+  (a replayed request);
+- **once**: ``X-Event-ID`` is the same across Prolific's re-deliveries (at least once): each id is
+  stored, and applied once;
+- **order**: ``X-Timestamp`` (UNIX time) orders the events, which Prolific does not deliver in
+  order: an event older than one applied to the same resource is stored, not applied, so a status
+  never moves back;
+- **body**: ``event_type``, ``resource_id`` (the study or submission), ``status``, and for a
+  submission its ``participant_id``.
+
+An unsigned, wrongly signed or stale request is refused (401, or 400 when stale) in one log
+line; without the secret set, every event is refused (503: Prolific delivers it again later).
+An accepted event is stored and applied in one transaction
+(:meth:`~crowdprefs.campaign.store.prolific.ProlificStore.record_prolific_event`): a
+participant who returned the study or timed out gives their questions back at once. Then, when
+the server reaches Prolific and moves the campaign on by itself, a participant who left moves
+the campaign on after the answer is sent: the study's places follow, and its submissions are
+polled (the reconciliation of events lost, or posted while the server was down, which every
+poll of the study also does).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from crowdprefs.campaign.store import now
+from crowdprefs.campaign.store.prolific import LEFT, SUBMISSION_STATUS, ProlificEvent
+from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV
+
+log = logging.getLogger("crowdprefs.web")
+
+MAX_AGE = 300.0
+"""Seconds an event's request timestamp may be away from now (Prolific's retries are new
+requests, signed when sent)."""
+MAX_ID = 128
+
+
+class Refused(Exception):
+    """An event refused: HTTP ``status`` and the reason, for the log line."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> bytes:
+    """Prolific's signature: base64 of the HMAC-SHA256 of ``timestamp`` then ``body``."""
+    digest = hmac.new(secret.encode(), timestamp.encode() + body, hashlib.sha256).digest()
+    return base64.b64encode(digest)
+
+
+def check_signature(secret: str, timestamp: str, body: bytes, given: str) -> bool:
+    """Whether ``given`` signs the raw ``body``, or its ``json.dumps`` as Prolific's example
+    signs it; constant-time comparisons."""
+    sent = given.strip().encode()
+    if hmac.compare_digest(signature(secret, timestamp, body), sent):
+        return True
+    try:
+        again = json.dumps(json.loads(body)).encode()
+    except ValueError:
+        return False
+    return again != body and hmac.compare_digest(signature(secret, timestamp, again), sent)
+
+
+def _seconds(value: str, what: str) -> float:
+    """A UNIX time header (seconds; milliseconds are recognised by their size)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise Refused(400, f"{what} is not a UNIX time") from None
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise Refused(400, f"{what} is not a UNIX time")
+    return seconds / 1000 if seconds > 1e11 else seconds
+
+
+def verify(headers: Any, body: bytes, secret: str, at: float) -> float:
+    """Check the request's signature and age at UNIX time ``at``; its timestamp (seconds)."""
+    given = headers.get("x-prolific-request-signature")
+    stamp = headers.get("x-prolific-request-timestamp")
+    if not given or not stamp:
+        raise Refused(401, "unsigned")
+    if not check_signature(secret, stamp, body, given):
+        raise Refused(401, "bad signature")
+    sent = _seconds(stamp, "the request timestamp")
+    if abs(at - sent) > MAX_AGE:
+        raise Refused(400, f"stale: signed {at - sent:.0f} s ago")
+    return sent
+
+
+def _text(payload: dict, name: str) -> str | None:
+    value = payload.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+        raise Refused(400, f"{name} is not an id")
+    return value
+
+
+def parse(headers: Any, body: bytes, sent: float) -> ProlificEvent:
+    """The event of a verified request: its id (``X-Event-ID``; else the digest of the signed
+    request), its time (``X-Timestamp``; else when it was sent) and the body's fields."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise Refused(400, "the body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise Refused(400, "the body is not a JSON object")
+    event_type, resource = _text(payload, "event_type"), _text(payload, "resource_id")
+    if event_type is None or resource is None:
+        raise Refused(400, "no event_type or resource_id")
+    event_id = headers.get("x-event-id", "").strip()
+    if len(event_id) > MAX_ID:
+        raise Refused(400, "X-Event-ID is too long")
+    if not event_id:
+        stamp = headers.get("x-prolific-request-timestamp", "")
+        event_id = "sha256:" + hashlib.sha256(stamp.encode() + body).hexdigest()
+    stamp = headers.get("x-timestamp")
+    return ProlificEvent(
+        event_id=event_id,
+        event_type=event_type,
+        resource_id=resource,
+        status=_text(payload, "status"),
+        participant_id=_text(payload, "participant_id"),
+        event_at=_seconds(stamp, "X-Timestamp") if stamp else sent,
+    )
+
+
+def _moves_on(request: Request, event: ProlificEvent, outcome: str) -> bool:
+    """Whether the campaign is moved on after this event: the server reaches Prolific and moves
+    the campaign by itself, and a participant newly left (the study's places follow)."""
+    state = request.app.state
+    if state.prolific is None or not state.settings.advance or outcome != "applied":
+        return False
+    return event.event_type == SUBMISSION_STATUS and event.status in LEFT
+
+
+async def _move_on(app: Any) -> None:
+    from crowdprefs.web.app import _advance_apart  # the app imports this module
+
+    await run_in_threadpool(_advance_apart, app)
+
+
+async def prolific_event(request: Request) -> JSONResponse:
+    """Take one event from Prolific (see the module): 200 with what became of it, else a 4xx
+    (or 503 without the secret) and one log line."""
+    address = request.client.host if request.client else "unknown"
+    secret = os.environ.get(HOOK_SECRET_ENV, "")
+    body = await request.body()
+    try:
+        if not secret:
+            raise Refused(503, f"{HOOK_SECRET_ENV} is not set")
+        sent = verify(request.headers, body, secret, time.time())
+        event = parse(request.headers, body, sent)
+    except Refused as refused:
+        log.warning("Prolific event refused from %s: %s", address, refused)
+        return JSONResponse({"error": str(refused)}, status_code=refused.status)
+    result = request.app.state.project.store.record_prolific_event(event, now())
+    log.info(
+        "Prolific event %s %s %s: %s%s",
+        event.event_type,
+        event.resource_id,
+        event.status or "",
+        result.outcome,
+        f", {result.released} questions back to the pool" if result.released else "",
+    )
+    moves_on = _moves_on(request, event, result.outcome)
+    task = BackgroundTask(_move_on, request.app) if moves_on else None
+    return JSONResponse({"event": result.outcome, "released": result.released}, background=task)
