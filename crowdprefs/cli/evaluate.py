@@ -294,6 +294,7 @@ def evaluate(
     import pandas as pd
 
     from crowdprefs.evaluation import evaluate as E
+    from crowdprefs.evaluation.measures import parse_measures
     from crowdprefs.files import output
     from crowdprefs.io import read_runs, read_truth
     from crowdprefs.parallel import Runner
@@ -301,6 +302,7 @@ def evaluate(
 
     figure = output(plot, {"--truth": truth, "--runs": runs}, plot=True)
     names = _split_measures((measure or []) + (more or [])) or [f"{m}@{k}" for m in DEFAULTS]
+    parse_measures(names, k)  # a bad measure is refused before any work
     if truth_resamples and not truth.is_dir():
         raise InputError(
             f"--truth-resamples resamples a crowd's answers: give a project folder as --truth "
