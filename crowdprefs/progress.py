@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -67,10 +66,12 @@ class _Progress(Progress):
 
     def start(self) -> None:
         super().start()
-        _SHOWN.add(self)
+        if self not in _SHOWN:
+            _SHOWN.append(self)
 
     def stop(self) -> None:
-        _SHOWN.discard(self)
+        if self in _SHOWN:
+            _SHOWN.remove(self)
         super().stop()
 
     def add_task(self, description: str, *args, **kwargs) -> TaskID:
@@ -101,16 +102,19 @@ class _Progress(Progress):
         )
 
 
-_SHOWN: weakref.WeakSet[_Progress] = weakref.WeakSet()
-"""The progress bars on screen (each refreshed by a thread of its own)."""
+_SHOWN: list[_Progress] = []
+"""The progress bars on screen (each refreshed by a thread of its own), in the order they
+started: a bar started while another shows is drawn inside it."""
 
 
 @contextmanager
 def paused() -> Iterator[None]:
     """Take the progress bars off the screen for the block, so that no refresh thread runs in
-    it (a process may then fork safely), and put them back after."""
+    it (a process may then fork safely), and put them back after, in the order they started:
+    an inner bar restarted first would hold the outer one, which holds it (rich then recurses
+    without end)."""
     shown = list(_SHOWN)
-    for bar in shown:
+    for bar in reversed(shown):
         bar.stop()
     try:
         yield

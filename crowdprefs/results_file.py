@@ -41,6 +41,7 @@ import io
 import math
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -358,8 +359,12 @@ def _one_answer_per_worker(
         )
 
 
-def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.DataFrame:
-    """Read a results file as an answers frame (:data:`FRAME_COLUMNS`).
+def read_results(
+    path: str | os.PathLike, columns: Columns = Columns(), keep: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Read a results file as an answers frame (:data:`FRAME_COLUMNS`), with the text of the
+    answer fields named in ``keep`` that the file has (``NAME`` or ``Answer.NAME``) as more
+    columns ``NAME``.
 
     ``iteration`` is left empty (see :func:`crowdprefs.quality.frames.infer_iterations`);
     ``pair_id`` numbers the HITs in order of appearance. Errors name the file, the record (row 1 =
@@ -494,6 +499,10 @@ def read_results(path: str | os.PathLike, columns: Columns = Columns()) -> pd.Da
     _first(backwards, source, f"{columns.submitted} is before {columns.accepted}")
     if frame["created_at"].isna().all():
         frame["created_at"] = frame["accepted_at"].groupby(frame["hit_id"]).transform("min")
+    for name in keep:
+        found = [c for c in (name, f"Answer.{name}") if c in raw.columns]
+        if found:
+            frame[name] = raw[found[0]].astype(str).str.strip().to_numpy()
     frame.attrs["encoding"] = encoding
     frame.attrs["empty_rows"] = (np.flatnonzero(choice == "") + 1).tolist()
     frame.attrs["source"] = source

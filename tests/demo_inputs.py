@@ -29,6 +29,17 @@ class DemoInputs:
     results: Path
 
 
+def finished_demo(root: Path) -> Path:
+    """The demo project under ``root`` (``root / "project"``, its truth beside it) sorted to the
+    end by the simulated crowd; returns ``root / "project"``."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.crowds import get_crowd
+
+    with create_demo_project(root) as project:
+        driver.run(project, get_crowd("simulated", project))
+    return root / "project"
+
+
 def demo_inputs(root: Path, systems: Sequence[str]) -> DemoInputs:
     """Create the demo project under ``root`` and the inputs of :class:`DemoInputs`; the first
     of ``systems`` ranks as the truth does, the others in reverse."""

@@ -458,6 +458,11 @@ def init_args(*extra) -> Callable[[Workspace, Path], list]:
     return lambda ws, t: ["init", t / "n", "--candidates", ws.candidates, *extra]
 
 
+def truth_args(*extra) -> Callable[[Workspace, Path], list]:
+    """``evaluate`` with the workspace's project as the ground truth."""
+    return lambda ws, t: ["evaluate", "--truth", ws.project, "--runs", ws.runs, *extra]
+
+
 def option(name: str, args: Callable[[Workspace, Path], list], says: str = "") -> Case:
     return Case("options", name, args, says)
 
@@ -502,56 +507,22 @@ OPTIONS = [
     ),
     option(
         "evaluate --truth-resamples -1",
-        lambda ws, t: [
-            "evaluate",
-            "--truth",
-            ws.project,
-            "--runs",
-            ws.runs,
-            "--truth-resamples",
-            -1,
-        ],  # fmt: skip
+        truth_args("--truth-resamples", -1),
         "truth-resamples",
     ),
     option(
         "evaluate --truth-resamples with a lists file",
-        lambda ws, t: [
-            "evaluate",
-            "--truth",
-            ws.truth,
-            "--runs",
-            ws.runs,
-            "--truth-resamples",
-            5,
-        ],  # fmt: skip
+        lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--truth-resamples", 5],
         "give a project folder",
     ),
     option(
         "evaluate --truth PROJECT: nothing closed",
-        lambda ws, t: [
-            "evaluate",
-            "--truth",
-            ws.project,
-            "--runs",
-            ws.runs,
-            "--truth-resamples",
-            5,
-        ],  # fmt: skip
+        truth_args("--truth-resamples", 5),
         "no closed list",
     ),
     option(
         "evaluate --truth-resamples --jobs 0",
-        lambda ws, t: [
-            "evaluate",
-            "--truth",
-            ws.project,
-            "--runs",
-            ws.runs,
-            "--truth-resamples",
-            5,
-            "--jobs",
-            0,
-        ],  # fmt: skip
+        truth_args("--truth-resamples", 5, "--jobs", 0),
         "jobs",
     ),
     option(

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from console_script import crowdprefs
+from demo_inputs import finished_demo
 
 from crowdprefs.demo import make_collection
 from crowdprefs.errors import InputError
@@ -223,15 +224,12 @@ def test_a_dask_cluster_gives_the_same_study_as_one_process(collection):
 def recorded(tmp_path_factory) -> Path:
     """A whole demo campaign's answers and lists, as files ``crowd-model fit`` reads."""
     from crowdprefs.campaign import driver
-    from crowdprefs.crowds import get_crowd
-    from crowdprefs.demo import create_demo_project
+    from crowdprefs.campaign.project import Project
     from crowdprefs.quality.frames import project_answers
     from crowdprefs.results_file import write_results
 
     root = tmp_path_factory.mktemp("fit")
-    project = create_demo_project(root / "demo")
-    with project:
-        driver.run(project, get_crowd("simulated", project))
+    with Project(finished_demo(root / "demo"), lock=False) as project:
         write_results(project_answers(project), root / "results.csv")
         write_lists(driver.lists(project), root / "lists.qrel")
     return root
@@ -270,3 +268,21 @@ def test_progress_writes_plain_lines_where_stderr_is_not_a_terminal(monkeypatch,
     with progress.make_progress() as bar:
         bar.advance(bar.add_task("quick", total=1))
     assert not capsys.readouterr().err.strip()
+
+
+def test_nested_progress_bars_come_back_outer_first_after_a_fork_pause():
+    """A bar started inside another (a study's progress inside a command's) is drawn inside
+    it; after the pause around forking the workers, the outer one is on top again (restarted
+    inner first, each would hold the other and rich recursed without end)."""
+    from crowdprefs import progress
+
+    with progress.make_progress() as outer, progress.make_progress() as inner:
+        outer.add_task("command", total=2)
+        inner.add_task("study", total=2)
+        stack = progress.stderr._live_stack
+        assert stack == [outer.live, inner.live]
+        with progress.paused():
+            assert stack == [] and progress._SHOWN == []
+        assert stack == [outer.live, inner.live]
+        outer.refresh()  # renders the inner bar inside it, once
+    assert progress._SHOWN == []

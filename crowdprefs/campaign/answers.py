@@ -60,6 +60,8 @@ LISTEN_LOG = (
 """The play log's numbers of the proof of listening (a missing one: not sent, not judged)."""
 SPANS = tuple(f"spans_{r}" for r in ROLES)
 """The play log's intervals heard per clip (text ``"START-END START-END"``, seconds)."""
+LISTENING_FIELDS = (*PLAY_LOG, *LISTEN_LOG, *SPANS)
+"""Every field of a page's play log."""
 MAX_SPANS = 200
 """The most intervals a clip's ``spans_ROLE`` may list (the page merges them as it goes)."""
 COVER_SLACK = 0.01

@@ -47,13 +47,16 @@ if TYPE_CHECKING:
 
 
 def _results(path: Path, columns: Columns) -> pd.DataFrame:
-    """A results file read with ``columns``; a file without the HIT column is told about the
-    long format."""
+    """A results file read with ``columns``, each answer's listening judged from the play-log
+    fields the file has (:func:`crowdprefs.quality.flags.listening_columns`); a file without
+    the HIT column is told about the long format."""
+    from crowdprefs.campaign.answers import LISTENING_FIELDS
+    from crowdprefs.quality.flags import listening_columns
     from crowdprefs.results_file import read_results, read_table
 
     with err_console.status(f"reading {path}"):
         try:
-            frame = read_results(path, columns)
+            frame = read_results(path, columns, keep=LISTENING_FIELDS)
         except InputError as error:
             if columns.hit in read_table(path)[0].columns:
                 raise
@@ -61,23 +64,12 @@ def _results(path: Path, columns: Columns) -> pd.DataFrame:
                 f"{error}; a file of one answer per row without HIT ids reads with --format long "
                 "(columns worker,query,left,right,label)"
             ) from None
-        return _with_play_logs(frame, path)
-
-
-def _with_play_logs(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """The frame with each answer's listening (:data:`crowdprefs.quality.flags.LISTENING_COLUMNS`)
-    judged from the play-log columns of the file (``Answer.plays_a``, ``Answer.cover_a``…), when
-    its header has any (the file is read again only then)."""
-    from crowdprefs.quality.flags import listening_columns
-    from crowdprefs.results_file import read_table
-
-    with path.open("rb") as file:
-        header = file.readline()
-    if not any(name in header for name in (b"plays_", b"cover_")):
+    logs = frame.columns.intersection(list(LISTENING_FIELDS))
+    if logs.empty:
         return frame
-    joined = frame.join(listening_columns(read_table(path)[0].set_axis(frame.index)))
-    joined.attrs = dict(frame.attrs)
-    return joined
+    listened = frame.drop(columns=logs).join(listening_columns(frame[logs]))
+    listened.attrs = dict(frame.attrs)
+    return listened
 
 
 def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataFrame:

@@ -60,7 +60,7 @@ class _Shared:
     runs: pd.DataFrame
     resampled: Resampled
     measures: tuple[M.Measure, ...]
-    seed: int
+    weights: np.ndarray  # replicates × queries: the query draws c_rq
 
 
 def _scores(runs: pd.DataFrame, truth: pd.DataFrame, measures: Sequence[M.Measure]):
@@ -69,17 +69,20 @@ def _scores(runs: pd.DataFrame, truth: pd.DataFrame, measures: Sequence[M.Measur
     return np.stack([m(data) for m in measures]), list(data.systems), list(data.queries)
 
 
-def _draws(seed: int, resample: int, queries: int) -> np.ndarray:
-    """The query weights c_rq of replicate ``resample`` (module docstring)."""
-    rng = np.random.default_rng([seed, resample, 1])
-    return np.bincount(rng.integers(0, queries, queries), minlength=queries)
+def _draws(seed: int, replicates: int, queries: int) -> np.ndarray:
+    """The query weights c_rq (replicates × queries; module docstring), each replicate's from
+    its own stream (seed, r)."""
+    draws = [
+        np.random.default_rng([seed, r, 1]).integers(0, queries, queries) for r in range(replicates)
+    ]
+    return np.stack([np.bincount(drawn, minlength=queries) for drawn in draws])
 
 
 def _replicate(shared: _Shared, resample: int) -> tuple[np.ndarray, np.ndarray]:
     """``(truth only, truth and queries)``: the means (measures × systems) of one replicate."""
-    scores, _, queries = _scores(shared.runs, shared.resampled.lists(resample), shared.measures)
-    weights = _draws(shared.seed, resample, len(queries))
-    return scores.mean(axis=2), scores @ weights / len(queries)
+    scores, _, _ = _scores(shared.runs, shared.resampled.lists(resample), shared.measures)
+    weights = shared.weights[resample]
+    return scores.mean(axis=2), scores @ weights / len(weights)
 
 
 def truth_uncertainty(
@@ -98,12 +101,12 @@ def truth_uncertainty(
     parsed = tuple(M.parse_measures(measures, k))
     runs = runs[runs["query"].isin(set(resampled.documents["query"]))]
     published, systems, queries = _scores(runs, resampled.documents, parsed)
-    shared = _Shared(runs, resampled, parsed, seed)
     count = len(resampled.groups)
+    weights = _draws(seed, count, len(queries))
+    shared = _Shared(runs, resampled, parsed, weights)
     replicates = runner.map(_replicate, shared, list(range(count)), on_done)
     truth_only = np.stack([r[0] for r in replicates])  # replicates × measures × systems
     joint = np.stack([r[1] for r in replicates])
-    weights = np.stack([_draws(seed, r, len(queries)) for r in range(count)])
     queries_only = np.einsum("msq,rq->rms", published, weights) / len(queries)
     tail = (1 - confidence) / 2
     low, high = np.quantile(queries_only, [tail, 1 - tail], axis=0)

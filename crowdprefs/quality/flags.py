@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, tally, usable
-from crowdprefs.campaign.answers import LISTEN_LOG, PLAY_LOG, SPANS, listening_record
+from crowdprefs.campaign.answers import LISTENING_FIELDS, listening_record
 from crowdprefs.errors import InputError
 from crowdprefs.quality.agreement import answer_agreement
 from crowdprefs.quality.frames import CHOICES, validate
@@ -47,11 +47,12 @@ def listening_columns(records: pd.DataFrame, min_coverage: float = 0.9) -> pd.Da
     or else from play-log columns (named as the page names them, with or without a results
     file's ``Answer.`` prefix), judged by
     :func:`crowdprefs.campaign.answers.listening_record` with ``min_coverage``."""
-    names = (*PLAY_LOG, *LISTEN_LOG, *SPANS)
     if "raw" in records:
         logs = [_raw_fields(raw) for raw in records["raw"]]
     else:
-        present = {c: n for c in records.columns if (n := c.removeprefix("Answer.")) in names}
+        present = {
+            c: n for c in records.columns if (n := c.removeprefix("Answer.")) in LISTENING_FIELDS
+        }
         table = records[list(present)].rename(columns=present).astype(object)
         logs = table.where(table.notna(), None).to_dict("records")
     judged = [listening_record(log, min_coverage=min_coverage) for log in logs]

@@ -21,9 +21,14 @@ set when they open their invitation link; the link's token then leaves the addre
                                 listening gate) and stored at once, then the next question
 ``GET /clip/{assignment}/{r}``  the clip ``query``, ``a`` or ``b`` of the judge's own question,
                                 only from files listed in the project's state
-``GET /done``                   thanks, and the completion code
+``GET /done``                   thanks, and the completion code; a study participant who
+                                finished is taken back to the platform after
+                                :data:`RETURN_SECONDS`
 ``GET /researcher/{token}``     the researcher's session, then ``GET /researcher``: batch
-                                progress, answers per judge and live audit figures (read-only)
+                                progress, answers per judge, live audit figures, the campaign
+                                in pictures (:mod:`crowdprefs.web.plots`) and the study's return
+                                rate (read-only)
+``POST /prolific/events``       Prolific's signed events (:mod:`crowdprefs.web.prolific_events`)
 ``GET /healthz``                liveness (``ok``)
 ==============================  =============================================================
 
@@ -85,7 +90,7 @@ from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store.web import WebJudge, WebQuestion, WebSession
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
-from crowdprefs.crowds.prolific.crowd import ProlificCrowd, event_returns
+from crowdprefs.crowds.prolific.crowd import HOOK_PATH, ProlificCrowd, event_returns
 from crowdprefs.crowds.web import WebCrowd
 from crowdprefs.errors import CrowdprefsError, InputError, StateError
 from crowdprefs.hits.render import TEMPLATE_DIR, HitSettings, render_preference_hit
@@ -813,7 +818,7 @@ def create_app(
         Route("/done", done),
         Route("/researcher/{token}", researcher_login),
         Route("/researcher", researcher),
-        Route("/prolific/events", prolific_event, methods=["POST"]),
+        Route(HOOK_PATH, prolific_event, methods=["POST"]),
     ]
     return Starlette(
         routes=routes,

@@ -41,6 +41,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import time
 from typing import Any
 
@@ -58,7 +59,9 @@ log = logging.getLogger("crowdprefs.web")
 MAX_AGE = 300.0
 """Seconds an event's request timestamp may be away from now (Prolific's retries are new
 requests, signed when sent)."""
-MAX_ID = 128
+ID = re.compile(r"[\w.: -]{1,128}", re.ASCII)
+"""What an id, an event type or a status of an event may be (a status such as ``AWAITING
+REVIEW`` has a space; nothing has a line break or another control character)."""
 
 
 class Refused(Exception):
@@ -114,10 +117,12 @@ def verify(headers: Any, body: bytes, secret: str, at: float) -> float:
 
 
 def _text(payload: dict, name: str) -> str | None:
+    """A field of the body that names something (an id, a type, a status): :data:`ID`, so what
+    the log line repeats of it cannot forge a line."""
     value = payload.get(name)
     if value is None:
         return None
-    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+    if not isinstance(value, str) or not ID.fullmatch(value):
         raise Refused(400, f"{name} is not an id")
     return value
 
@@ -135,8 +140,8 @@ def parse(headers: Any, body: bytes, sent: float) -> ProlificEvent:
     if event_type is None or resource is None:
         raise Refused(400, "no event_type or resource_id")
     event_id = headers.get("x-event-id", "").strip()
-    if len(event_id) > MAX_ID:
-        raise Refused(400, "X-Event-ID is too long")
+    if event_id and not ID.fullmatch(event_id):
+        raise Refused(400, "X-Event-ID is not an id")
     if not event_id:
         stamp = headers.get("x-prolific-request-timestamp", "")
         event_id = "sha256:" + hashlib.sha256(stamp.encode() + body).hexdigest()

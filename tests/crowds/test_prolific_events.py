@@ -4,6 +4,7 @@ the installed console script. Nothing here reaches the network."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import warnings
@@ -154,6 +155,44 @@ def test_unsigned_wrongly_signed_and_stale_events_are_refused_in_one_log_line(
         "bad signature",
     ]
     assert "stale" in refusals[4] and fake.secret not in " ".join(refusals)
+
+
+def test_signed_events_that_say_nothing_usable_are_refused_in_one_log_line(
+    tmp_path, fake, monkeypatch, caplog
+):
+    """Signed by Prolific's secret, but a body that is not an event: not JSON, not an object,
+    no resource, an id with a line break (the log line repeats ids: none can forge a line), an
+    X-Event-ID that is not an id. Each is 400, one log line, and nothing is stored."""
+    from crowdprefs.crowds.prolific.fake import sign
+
+    monkeypatch.setenv(HOOK_SECRET_ENV, fake.secret)
+    root = make_project(tmp_path, web={"advance": False})
+    study = subscribed(root, fake)
+    good = {"event_type": "study.status.change", "resource_id": study.study_id}
+    headers, _ = fake.signed(good)
+
+    def signed(body: bytes, **extra: str) -> dict[str, str]:
+        stamp = headers["X-Prolific-Request-Timestamp"]
+        return {**headers, "X-Prolific-Request-Signature": sign(fake.secret, stamp, body.decode()),
+                **extra}  # fmt: skip
+
+    bodies = [
+        b"not json",
+        b"[1, 2]",
+        json.dumps({"event_type": "study.status.change"}).encode(),
+        json.dumps({**good, "status": "PAUSED\nforged line"}).encode(),
+        json.dumps(good).encode(),
+    ]
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        caplog.set_level(logging.INFO, logger="crowdprefs")
+        codes = [
+            server.post(HOOK_PATH, content=body, headers=signed(body, **extra)).status_code
+            for body, extra in zip(bodies, [{}] * 4 + [{"X-Event-ID": "a b\nc"}], strict=True)
+        ]
+        assert server.app.state.project.store.prolific_events().empty
+    assert codes == [400] * 5
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 5 and all("\n" not in line for line in refusals)
 
 
 def test_a_participant_returning_mid_question_frees_it_for_another_judge_at_once(

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from console_script import crowdprefs
+from demo_inputs import finished_demo
 
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.parallel import Runner
@@ -19,16 +20,17 @@ from crowdprefs.quality.stability import resample_groups, stability
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    """A finished demo campaign (simulated crowd) with the demo's system runs."""
-    from crowdprefs.campaign import driver
-    from crowdprefs.crowds import get_crowd
-    from crowdprefs.demo import create_demo_project, example_runs
+    """A finished demo campaign (simulated crowd) with the demo's system runs, and its answers
+    as a results file (``results.csv``)."""
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.demo import example_runs
     from crowdprefs.io import read_lists, write_runs
+    from crowdprefs.quality.frames import project_answers
+    from crowdprefs.results_file import write_results
 
     root = tmp_path_factory.mktemp("stability")
-    project = create_demo_project(root / "demo")
-    with project:
-        driver.run(project, get_crowd("simulated", project))
+    with Project(finished_demo(root / "demo"), lock=False) as project:
+        write_results(project_answers(project), root / "results.csv")
     write_runs(example_runs(read_lists(root / "demo" / "truth.qrel")), root / "runs.txt")
     return root
 
@@ -182,18 +184,12 @@ def test_audit_shows_how_sure_the_lists_are_through_the_console_script(demo, tmp
     assert "How sure the lists are" in page and "report.fragile-pairs.csv" in page
 
 
-def test_audit_of_a_recorded_file_replays_its_lists(demo, tmp_path):
+def test_audit_of_a_recorded_file_replays_its_lists(demo):
     """A results file of the campaign (the simulated crowd's batches a moment apart: batch gap
     0): the lists are replayed from the recorded pivots, so the fragility of each closed list
     equals the project's."""
-    from crowdprefs.campaign.project import Project
-    from crowdprefs.quality.frames import project_answers
-    from crowdprefs.results_file import write_results
-
-    with Project(demo / "demo" / "project", lock=False) as project:
-        write_results(project_answers(project), tmp_path / "results.csv")
     by_file = crowdprefs(
-        "audit", "--answers", tmp_path / "results.csv", "--batch-gap", 0, "--resamples", 0,
+        "audit", "--answers", demo / "results.csv", "--batch-gap", 0, "--resamples", 0,
         "--json",
     )  # fmt: skip
     by_project = crowdprefs("audit", demo / "demo" / "project", "--resamples", 0, "--json")
@@ -212,17 +208,11 @@ def test_audit_resamples_out_of_range_are_refused_in_one_line(demo):
     assert "--resamples" in done.stderr
 
 
-def test_bradley_terry_audit_gives_approximate_fragility_and_no_stability(demo, tmp_path):
+def test_bradley_terry_audit_gives_approximate_fragility_and_no_stability(demo):
     """The bradley-terry rule: verdict fragility from the fit (refit-confirmed where it can),
     said to be approximate; no resampled crowds (one refit each), said in the JSON."""
-    from crowdprefs.campaign.project import Project
-    from crowdprefs.quality.frames import project_answers
-    from crowdprefs.results_file import write_results
-
-    with Project(demo / "demo" / "project", lock=False) as project:
-        write_results(project_answers(project), tmp_path / "results.csv")
     done = crowdprefs(
-        "audit", "--answers", tmp_path / "results.csv", "--batch-gap", 0,
+        "audit", "--answers", demo / "results.csv", "--batch-gap", 0,
         "--rule", "bradley-terry", "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -234,7 +224,40 @@ def test_bradley_terry_audit_gives_approximate_fragility_and_no_stability(demo, 
     assert any(row["confirmed"] for row in sort)
     assert min(row["flips"] for row in sort if row["flips"] is not None) >= 1
     text = crowdprefs(
-        "audit", "--answers", tmp_path / "results.csv", "--batch-gap", 0,
+        "audit", "--answers", demo / "results.csv", "--batch-gap", 0,
         "--rule", "bradley-terry",
     )  # fmt: skip
     assert "approximate" in text.stdout
+
+
+def test_audit_of_a_results_file_reads_its_play_logs(demo, tmp_path):
+    """A results file whose answers carry the page's play log (``Answer.cover_a``…): three
+    workers who heard a fifth of each clip are flagged as answering without listening, the
+    others are not; a file without play-log fields has no logged answers."""
+    raw = pd.read_csv(demo / "results.csv", dtype=str, keep_default_na=False)
+    deaf = raw["WorkerId"].isin(sorted(raw["WorkerId"].unique())[:3])
+    for role in ("query", "a", "b"):
+        raw[f"Answer.plays_{role}"], raw[f"Answer.listen_{role}"] = "1", "10"
+        raw[f"Answer.cover_{role}"] = np.where(deaf, "0.2", "1")
+    raw.to_csv(tmp_path / "logged.csv", index=False)
+    payloads = [
+        json.loads(
+            crowdprefs(
+                "audit",
+                "--answers",
+                path,
+                "--batch-gap",
+                0,
+                "--resamples",
+                0,
+                "--json",
+            ).stdout
+        )  # fmt: skip
+        for path in (tmp_path / "logged.csv", demo / "results.csv")
+    ]
+    workers = pd.DataFrame(payloads[0]["workers"]).set_index("worker_id")
+    flagged = {f["worker_id"] for f in payloads[0]["flags"] if f["flag"] == "not-listening"}
+    assert flagged == set(raw.loc[deaf, "WorkerId"])
+    assert workers.loc[sorted(flagged), "listen_coverage"].round(3).eq(0.2).all()
+    assert (workers["logged_answers"] == workers["answers"]).all()
+    assert all(row["logged_answers"] == 0 for row in payloads[1]["workers"])
