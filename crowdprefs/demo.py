@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from crowdprefs.campaign.project import DEFAULT_SEED, Project, Settings, init_project
+from crowdprefs.campaign.project import (
+    DEFAULT_SEED,
+    Project,
+    Settings,
+    init_project,
+    read_candidates,
+)
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.io import write_lists
 from crowdprefs.quality.crowd_model import CrowdModel
@@ -138,6 +144,8 @@ DEMO_FILES = {
     "audit": "audit.html",
     "runs": "runs.txt",
     "evaluation": "evaluation.csv",
+    "prior": "chroma.csv",
+    "prior_project": "project-prior",
 }
 
 #: ``progress(what, done, total)``: called as a long stage advances.
@@ -149,7 +157,7 @@ Stage = Callable[[str, dict[str, Any]], None]
 STAGES = {
     "collection": ("queries", "candidates", "per_query", "truth_groups"),
     "clips": ("clips",),
-    "campaign": ("iterations", "web", "list_groups", "adr", "contradictions"),
+    "campaign": ("iterations", "web", "list_groups", "adr", "contradictions", "prior"),
     "previews": ("previews",),
     "audit": ("audit", "flag_precision", "flag_recall"),
     "evaluation": ("evaluation",),
@@ -191,6 +199,22 @@ class Clips:
     mean: float
 
 
+@dataclass(frozen=True)
+class PriorRun:
+    """The campaign again with the baseline machine judge (chroma + DTW) as its prior, beside
+    the campaign without one: the judge's Spearman correlation with the hidden truth (mean over
+    queries), pairs asked of humans, answers and ADR of the lists against the truth (each
+    ``(without, with)``), and the machine's part of the lists in one line; or, when the judge
+    cannot run (librosa missing, no clips), ``reason`` says why."""
+
+    correlation: float = float("nan")
+    pairs: tuple[int, int] = (0, 0)
+    answers: tuple[int, int] = (0, 0)
+    adr: tuple[float, float] = (float("nan"), float("nan"))
+    machine: str = ""
+    reason: str = ""
+
+
 @dataclass
 class DemoResult:
     """What every stage of :func:`run_demo` produced (``files`` name what it wrote)."""
@@ -218,6 +242,8 @@ class DemoResult:
     evaluation: pd.DataFrame
     """Per system and measure: the mean score against the crowd's lists and against the truth."""
     web: JudgeReport | None = None
+    prior: PriorRun | None = None
+    """The campaign with the chroma judge as a prior (simulated crowd only)."""
     seconds: float = 0.0
 
 
@@ -280,13 +306,18 @@ def run_demo(
         quality = compare_lists(
             truth, lists, permutations=100, seed=options.seed, names=("truth", "crowd")
         )
+        adr = float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0])
+        prior = None
+        if options.crowd == "simulated":
+            prior = _prior_campaign(files, project, options, truth, adr, progress)
         ended(
             "campaign",
             iterations=_iteration_table(project),
             web=web,
             list_groups=int(lists.groupby("query")["group"].max().sum()),
-            adr=float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0]),
+            adr=adr,
             contradictions=len(driver.query_contradictions(project)),
+            prior=prior,
         )
         ended("previews", previews=len(write_preview(project, 1, files["preview"])))
         audited = auditing.audit_project(
@@ -318,6 +349,73 @@ def run_demo(
         resumed=resumed,
         **made,
         seconds=time.perf_counter() - started,
+    )
+
+
+def _prior_campaign(
+    files: dict[str, Path],
+    project: Project,
+    options: DemoOptions,
+    truth: pd.DataFrame,
+    adr: float,
+    progress: Progress | None,
+) -> PriorRun:
+    """The demo's campaign again, in its own project, with the chroma judge's scores as a
+    machine prior (its pivots, and ``[prior] skip`` with the default audit), the same seed and
+    simulated crowd; resumed when that project exists."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.prior import audit_line, machine_audit
+    from crowdprefs.crowds import get_crowd
+    from crowdprefs.evaluation.evaluate import compare_lists
+    from crowdprefs.machine.scores import read_prior, write_prior
+    from crowdprefs.machine.simulated import spearman_by_query
+
+    candidates = read_candidates(files["candidates"])
+    if not files["prior_project"].exists():
+        try:
+            from crowdprefs.machine.chroma import chroma_scores
+
+            scores = chroma_scores(
+                candidates,
+                on_clip=None if progress is None else lambda d, t: progress("chroma judge", d, t),
+            )
+        except InputError as error:  # librosa missing: the demo goes on without this part
+            return PriorRun(reason=str(error))
+        write_prior(scores, files["prior"])
+        sections = {**project.settings.sections, "prior": {"skip": True}}
+        settings = replace(project.settings, sections=sections)
+        init_project(
+            files["prior_project"], candidates, seed=options.seed, settings=settings,
+            prior=files["prior"],
+        ).close()  # fmt: skip
+    scores = read_prior(files["prior"], candidates).merge(truth, on=["query", "document"])
+    codes, _ = pd.factorize(scores["query"])
+    correlation = float(
+        np.nanmean(
+            spearman_by_query(codes, scores["score"].to_numpy(), -scores["group"].to_numpy())
+        )
+    )
+    with Project(files["prior_project"]) as primed:
+        total = primed.store.candidates()["query"].nunique()
+
+        def report(step: driver.IterationSummary) -> None:
+            if progress is not None:
+                what = f"with the prior, iteration {step.iteration}"
+                progress(what, total - step.open_queries, total)
+
+        driver.run(primed, get_crowd("simulated", primed), on_iteration=report)
+        lists = driver.lists(primed)
+        quality = compare_lists(
+            truth, lists, permutations=100, seed=options.seed, names=("truth", "crowd")
+        )
+        machine = machine_audit(primed)
+        counts = [driver.status(p)["totals"] for p in (project, primed)]
+    return PriorRun(
+        correlation=correlation,
+        pairs=(counts[0]["pairs_judged"], counts[1]["pairs_judged"]),
+        answers=(counts[0]["answers"], counts[1]["answers"]),
+        adr=(adr, float(quality.loc[quality["truth"] == "truth", "mean"].iloc[0])),
+        machine="" if machine is None else audit_line(machine),
     )
 
 

@@ -22,12 +22,14 @@ from demo_inputs import demo_inputs
 
 from crowdprefs.cli import app
 from crowdprefs.demo import create_demo_project
+from examples.melodies import make_example
 
 
 @dataclass(frozen=True)
 class Workspace:
     """Valid inputs: a project (nothing asked yet), its candidates and truth lists, two systems'
-    runs, level judgments, metadata, an MTurk results CSV, a columns file, a scores file."""
+    runs, level judgments, metadata, an MTurk results CSV, a columns file, a scores file, and
+    the candidates of a small melodies example (with MIDI audio)."""
 
     root: Path
     project: Path
@@ -39,6 +41,7 @@ class Workspace:
     results: Path
     columns: Path
     scores: Path
+    melodies: Path
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +66,10 @@ def ws(tmp_path_factory) -> Workspace:
             for q in range(12)
         )
     )
+    make_example(root / "melodies", sizes=(2, 2))
     return Workspace(
         root, root / "project", root / "candidates.csv", truth, runs, levels, metadata, results,
-        columns, scores,
+        columns, scores, root / "melodies" / "candidates.csv",
     )  # fmt: skip
 
 
@@ -112,6 +116,8 @@ WRITERS = [
            lambda ws: ws.levels, ".csv"),
     Writer("mtc simulate", "--plot", mtc("simulate", "--plot", "--max-judgments", "20"),
            lambda ws: ws.levels, ".png"),
+    Writer("prior chroma", "-o", lambda ws, t: ["prior", "chroma", ws.melodies, "-o", t],
+           lambda ws: ws.melodies, ".csv"),
     Writer("evaluate", "--plot",
            lambda ws, t: ["evaluate", "--truth", ws.truth, "--runs", ws.runs, "--plot", t],
            lambda ws: ws.truth, ".png"),
@@ -137,6 +143,7 @@ READ_OR_NEW = {
         "an input (read)",
     ),
     "replay project": "a new project folder (never an existing one)",
+    "init prior": "an input (read): the machine prior's scores",
     "prepare dst": "the clips folder (audio_prep's own manifest decides what it rewrites)",
     "audio prepare dst": "the clips folder (audio_prep's own manifest decides what it rewrites)",
 }  # fmt: skip

@@ -339,12 +339,17 @@ def decide(more, equal, less, rule: StoppingRule) -> tuple[np.ndarray, np.ndarra
     return decided, np.where(decided, value, 0).astype(np.int8)
 
 
-def answers_wanted(more, equal, less, rule: StoppingRule) -> np.ndarray:
+def answers_wanted(
+    more, equal, less, rule: StoppingRule, decided: np.ndarray | None = None
+) -> np.ndarray:
     """How many answers each pair should have next: ``initial`` while it has fewer, its count
-    once decided, else ``step`` more (capped at ``maximum``)."""
+    once decided (by :func:`decide`, or as ``decided`` says: e.g. with a machine prior,
+    :func:`crowdprefs.machine.stopping.decide_with_prior`), else ``step`` more (capped at
+    ``maximum``)."""
     more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
     n = more + equal + less
-    decided, _ = decide(more, equal, less, rule)
+    if decided is None:
+        decided, _ = decide(more, equal, less, rule)
     grown = np.minimum(n + rule.step, rule.maximum)
     return np.where(n < rule.initial, rule.initial, np.where(decided, n, grown))
 
@@ -457,14 +462,20 @@ def fragile(more, equal, less, rule: FragilityRule) -> np.ndarray:
 
 
 def wanted_next(
-    more, equal, less, stopping: StoppingRule | None, fragility: FragilityRule | None
+    more,
+    equal,
+    less,
+    stopping: StoppingRule | None,
+    fragility: FragilityRule | None,
+    decided: np.ndarray | None = None,
 ) -> np.ndarray:
     """How many answers each pair should have next under both rules, the larger of the two:
-    the stopping rule's (:func:`answers_wanted`; without one, the answers it has) and, for a
-    fragile pair below the fragility ``maximum``, ``step`` more (capped at that maximum)."""
+    the stopping rule's (:func:`answers_wanted`, with ``decided`` when given; without a rule,
+    the answers it has) and, for a fragile pair below the fragility ``maximum``, ``step`` more
+    (capped at that maximum)."""
     more, equal, less = (np.asarray(a, dtype=np.int64) for a in (more, equal, less))
     n = more + equal + less
-    wanted = n if stopping is None else answers_wanted(more, equal, less, stopping)
+    wanted = n if stopping is None else answers_wanted(more, equal, less, stopping, decided)
     if fragility is None:
         return wanted
     weak = fragile(more, equal, less, fragility) & (n < fragility.maximum)

@@ -37,6 +37,14 @@ from crowdprefs.campaign.budget import (
 )
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
+from crowdprefs.campaign.prior import (
+    fix_prior,
+    machine_audit,
+    prior_policy,
+    prior_scores,
+    pseudo_answers,
+    triage_needed,
+)
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.settings import note_settings_changes, remember_settings
 from crowdprefs.campaign.sorting import (
@@ -110,7 +118,8 @@ def _replayed(
         orders = initial_orders({q: documents[q] for q in stale}, project.seed)
         few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
         verdicts = store.verdict_maps(list(stale) if few else None)
-        fresh = {q: replay(orders[q], verdicts.get(q, {})) for q in stale}
+        scores = prior_scores(project) or {}
+        fresh = {q: replay(orders[q], verdicts.get(q, {}), scores.get(q)) for q in stale}
         states.update({q: convert(state) for q, state in fresh.items()})
         return states, [(q, stale[q], state.to_json()) for q, state in fresh.items()]
     return states, []
@@ -136,21 +145,32 @@ def next_batch(
         return last["iteration"]
     rule = stopping_rule(project)  # a bad [adaptive] section is refused before any work
     fragility_rule(project)  # and a bad [fragility] section
-    fingerprints = store.verdict_fingerprints()
-    states, stale = _replayed(project, fingerprints, SortState.from_json, lambda state: state)
-    needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
-    if not needed:
-        if stale:
-            store.cache_states(stale)
-        return None
+    skip = prior_policy(project).skip  # and a bad [prior] section
+    fix_prior(project)  # and a prior that does not cover the candidates or changed
     iteration = 1 if last is None else last["iteration"] + 1
-    rng = np.random.default_rng([project.seed, iteration, 0xBA7C])
-    position = rng.permutation(len(needed))
-    a_is_x = rng.integers(0, 2, len(needed))
-    wanted = project.settings.answers_per_pair if rule is None else rule.initial
-    pairs = pd.DataFrame(needed, columns=["query", "x", "y"]).assign(
-        a_is_x=a_is_x.astype(int), position=position, kind="sort", answers_wanted=wanted
-    )
+    while True:
+        fingerprints = store.verdict_fingerprints()
+        states, stale = _replayed(project, fingerprints, SortState.from_json, lambda s: s)
+        needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
+        if not needed:
+            if stale:
+                store.cache_states(stale)
+            return None
+        rng = np.random.default_rng([project.seed, iteration, 0xBA7C])
+        position = rng.permutation(len(needed))
+        a_is_x = rng.integers(0, 2, len(needed))
+        wanted = project.settings.answers_per_pair if rule is None else rule.initial
+        pairs = pd.DataFrame(needed, columns=["query", "x", "y"]).assign(
+            a_is_x=a_is_x.astype(int), position=position, kind="sort", answers_wanted=wanted
+        )
+        machine = None
+        if skip is not None:  # the machine prior decides the pairs it is sure about
+            asked, machine = triage_needed(project, skip, pairs)
+            if not asked.any():  # it decided every needed pair: they split, sort on
+                store.add_machine_verdicts(iteration, machine)
+                continue
+            pairs = pairs[asked]
+        break
     batch = add_checks(project, iteration, pairs, states)
     if crowd is not None:
         ordered = batch.sort_values("position", kind="stable")
@@ -158,7 +178,7 @@ def next_batch(
         affordable(project, ordered["answers_wanted"].to_numpy(), partial=partial)
     if stale:  # the cache is written only once the step is sure to be taken
         store.cache_states(stale)
-    store.create_batch(iteration, batch)
+    store.create_batch(iteration, batch, machine)
     remember_settings(project)
     return iteration
 
@@ -346,7 +366,8 @@ def _extend_wanted(
     hits[["size", "rejected"]] = hits[["size", "rejected"]].fillna(0).astype(int)
     rejected = hits["rejected"].to_numpy()
     counts = counts[["more", "equal", "less"]].fillna(0).astype(np.int64)
-    wanted = wanted_next(counts["more"], counts["equal"], counts["less"], *rules)
+    decided = _prior_decisions(project, rules[0], pairs, counts)[0]
+    wanted = wanted_next(counts["more"], counts["equal"], counts["less"], *rules, decided)
     reachable = reachable_size(hits["size"], wanted + rejected, crowd.extension_barrier)
     wanted = np.minimum(wanted, reachable - rejected)
     grow = wanted > pairs["answers_wanted"].to_numpy()
@@ -367,6 +388,23 @@ def _extend_wanted(
         sizes=dict(zip(grown, after, strict=True)),
     )
     return int(grow.sum())
+
+
+def _prior_decisions(
+    project: Project, rule: StoppingRule | None, pairs: pd.DataFrame, counts: pd.DataFrame
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The stopping rule's ``(decided, verdict)`` of the batch's ``pairs`` (their answer
+    ``counts`` in the same order) with the machine prior's pseudo-answers when ``[prior]
+    weight`` asks for them (:func:`crowdprefs.machine.stopping.decide_with_prior`); ``(None,
+    None)`` otherwise (the plain rule decides)."""
+    weight = prior_policy(project).weight
+    if rule is None or weight <= 0:
+        return None, None
+    from crowdprefs.machine.stopping import decide_with_prior
+
+    pseudo = pseudo_answers(project, weight, pairs)
+    more, equal, less = (counts[c].to_numpy(np.int64) for c in ("more", "equal", "less"))
+    return decide_with_prior(more, equal, less, pseudo, rule)
 
 
 def _gather(
@@ -453,7 +491,9 @@ def aggregate(project: Project) -> pd.DataFrame:
         verdict, p = verdicts(counts["more"], counts["equal"], counts["less"], aggregation)
     rule = stopping_rule(project)
     if rule is not None:  # adaptive answers: sorting pairs get the stopping rule's verdict
-        adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
+        adaptive = _prior_decisions(project, rule, store.pairs(iteration), counts)[1]
+        if adaptive is None:
+            adaptive = decide(counts["more"], counts["equal"], counts["less"], rule)[1]
         verdict = np.where((pairs["kind"] == "sort").to_numpy(), adaptive, verdict)
     result = pairs.join(counts)
     result["verdict"], result["p_value"] = verdict, p
@@ -524,6 +564,7 @@ def status(project: Project) -> dict:
             "budget": project.settings.budget,
             "budget_had": remembered_budget(project),
         },
+        "machine": machine_audit(project),
     }
 
 

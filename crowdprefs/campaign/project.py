@@ -235,13 +235,16 @@ def init_project(
     seed: int = DEFAULT_SEED,
     settings: Settings | None = None,
     database: str | None = None,
+    prior: Path | None = None,
 ) -> Project:
     """Create a project folder from a candidates CSV (or an already validated frame).
 
     Everything is validated first and built in a temporary sibling folder that is renamed into
     place, so a failure writes nothing and an existing project is never overwritten. With
     ``database`` (``postgresql://user@host/name``, no password) the state lives in that empty
-    PostgreSQL database, written into ``crowdprefs.toml`` as ``[store] url``.
+    PostgreSQL database, written into ``crowdprefs.toml`` as ``[store] url``. With ``prior``
+    (a ``query,document,score`` CSV covering every candidate: :mod:`crowdprefs.machine.scores`)
+    the scores are fixed in the state and the file is remembered as ``[prior] scores``.
     """
     root = Path(root)
     if not SCHEMA["project"]["seed"].accepts(seed):
@@ -258,6 +261,13 @@ def init_project(
     from crowdprefs.campaign.clips import check_clip_files  # loads audio_prep only for clips
 
     check_clip_files(frame, None if isinstance(candidates, pd.DataFrame) else Path(candidates))
+    scores = None
+    if prior is not None:
+        from crowdprefs.machine.scores import read_prior
+
+        scores = read_prior(prior, frame)
+        section = {**settings.sections.get("prior", {}), "scores": str(Path(prior).resolve())}
+        settings = replace(settings, sections={**settings.sections, "prior": section})
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.init-"))
     try:
@@ -265,6 +275,8 @@ def init_project(
         store = Store(state_location(staging, settings), create=True)
         try:
             store.initialise(seed, frame)
+            if scores is not None:
+                store.set_prior(scores)
             if settings.budget is not None:  # remembered: see campaign.budget.project_budget
                 store.set_meta(BUDGET_KEY, repr(settings.budget))
         except BaseException:

@@ -147,6 +147,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "step": Key("int", 1, 1000),
         "maximum": Key("int", 1, 2000),
     },
+    "prior": {
+        "scores": Key("str"),
+        "skip": Key("bool"),
+        "confidence": Key("float", 0.5, 1, open_high=True),
+        "audit_share": Key("float", 0, 1, open_low=True),
+        "max_overturn": OPEN_SHARE,
+        "min_verdicts": Key("int", 1, 1_000_000),
+        "level": OPEN_SHARE,
+        "weight": Key("float", 0, 100),
+    },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
     "simulated": {
         "truth": Key("str"),

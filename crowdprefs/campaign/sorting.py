@@ -12,6 +12,13 @@ On the verdicts, the segment splits (keeping relative order) into
 
 A segment is closed when it has fewer than two ``todo`` members; an equal segment with two or
 more ``todo`` members is refined later with a new pivot, and the former pivots stay with it.
+
+With a machine prior (a model's similarity score per candidate, :mod:`crowdprefs.machine.scores`)
+the pivot is the ``todo`` member nearest the segment's median score instead (:func:`arranged`:
+the upper median of the ``todo`` members ranked by score, ties by initial order), so segments
+split evenly. The rule moves that member to the end of ``todo`` when a segment is made, so the
+pivot is still the last ``todo`` member and every other part of the sort is unchanged; the prior
+is fixed with the project, so the sort stays a pure replay of the verdicts.
 When every segment of a query is closed, its list is the left-to-right sequence of segments,
 each one a group (group 1 = most similar).
 
@@ -38,6 +45,19 @@ import numpy as np
 from crowdprefs.rng import counter_uniform
 
 Verdicts = Mapping[tuple[Hashable, Hashable], int]
+Scores = Mapping[Hashable, float]
+"""A query's machine prior: each candidate's similarity score (higher = more similar)."""
+
+
+def arranged(todo: tuple[Hashable, ...], scores: Scores | None) -> tuple[Hashable, ...]:
+    """``todo`` (in initial order) with the prior's pivot moved last: the member of rank
+    ``len(todo) // 2`` when ranked by ascending score, ties by their order in ``todo`` (the
+    median, the upper one of an even count). Without a prior (or under two members), as given."""
+    if scores is None or len(todo) < 2:
+        return todo
+    ranked = sorted(range(len(todo)), key=lambda i: (scores[todo[i]], i))
+    pivot = ranked[len(todo) // 2]
+    return (*todo[:pivot], *todo[pivot + 1 :], todo[pivot])
 
 
 @dataclass(frozen=True)
@@ -55,7 +75,8 @@ class Segment:
 
     @property
     def pivot(self) -> Hashable:
-        """The last ``todo`` member (the preference-judgments paper §4.2)."""
+        """The last ``todo`` member (the preference-judgments paper §4.2; with a prior, the
+        member :func:`arranged` put last)."""
         return self.todo[-1]
 
     @property
@@ -164,8 +185,11 @@ def lookup(verdicts: Verdicts, x: Hashable, y: Hashable) -> int | None:
     return None if verdict is None else -verdict
 
 
-def split(segment: Segment, verdicts: Verdicts) -> list[Segment] | None:
-    """Split an open segment on its pivot, or ``None`` while a comparison is unknown."""
+def split(
+    segment: Segment, verdicts: Verdicts, scores: Scores | None = None
+) -> list[Segment] | None:
+    """Split an open segment on its pivot, or ``None`` while a comparison is unknown; each new
+    part's ``todo`` is :func:`arranged` by the prior ``scores``."""
     pivot = segment.pivot
     more: list[Hashable] = []
     equal: list[Hashable] = []
@@ -179,27 +203,30 @@ def split(segment: Segment, verdicts: Verdicts) -> list[Segment] | None:
                 return None
             verdict = -verdict
         (more if verdict > 0 else less if verdict < 0 else equal).append(member)
-    parts = [Segment((), tuple(more))] if more else []
-    parts.append(Segment((pivot, *segment.done), tuple(equal)))
+    parts = [Segment((), arranged(tuple(more), scores))] if more else []
+    parts.append(Segment((pivot, *segment.done), arranged(tuple(equal), scores)))
     if less:
-        parts.append(Segment((), tuple(less)))
+        parts.append(Segment((), arranged(tuple(less), scores)))
     return parts
 
 
-def replay(initial_order: Sequence[Hashable], verdicts: Verdicts) -> SortState:
-    """Rebuild a query's segments from its initial order and the verdicts known so far.
+def replay(
+    initial_order: Sequence[Hashable], verdicts: Verdicts, scores: Scores | None = None
+) -> SortState:
+    """Rebuild a query's segments from its initial order and the verdicts known so far (and the
+    machine prior's ``scores``, which choose the pivots when given: :func:`arranged`).
 
     Splits every segment whose comparisons are all known, repeatedly, until each open segment
     needs at least one unknown pair; ``rounds`` counts the passes that split something.
     """
-    segments = [Segment((), tuple(initial_order))]
+    segments = [Segment((), arranged(tuple(initial_order), scores))]
     rounds = 0
     while True:
         progressed = False
         needed: list[tuple[Hashable, Hashable]] = []
         next_segments: list[Segment] = []
         for segment in segments:
-            parts = None if segment.closed else split(segment, verdicts)
+            parts = None if segment.closed else split(segment, verdicts, scores)
             if parts is None:
                 next_segments.append(segment)
                 if not segment.closed:

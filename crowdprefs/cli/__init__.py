@@ -23,6 +23,7 @@ from crowdprefs.cli import prolific  # noqa: F401,E402  prolific publish, status
 from crowdprefs.cli import web  # noqa: F401,E402  serve, invite
 from crowdprefs.cli import audit  # noqa: F401,E402  audit, import-answers, replay
 from crowdprefs.cli import plan  # noqa: F401,E402  plan, crowd-model fit
+from crowdprefs.cli import prior  # noqa: F401,E402  prior chroma
 from crowdprefs.cli import evaluate  # noqa: F401,E402  evaluate, compare-lists
 from crowdprefs.cli import stats  # noqa: F401,E402  stats test, power, stability, gawm
 from crowdprefs.cli import mtc  # noqa: F401,E402  mtc next, estimate, simulate

@@ -326,6 +326,10 @@ def _render(result: Audit, title: str, wide: bool) -> None:
     if result.sureness is not None:
         _render_sureness(result.sureness)
     facts = result.facts
+    if "machine" in facts:
+        from crowdprefs.campaign.prior import audit_line
+
+        console.print(audit_line(facts["machine"]), highlight=False, soft_wrap=True)
     median = facts["overall_median_seconds"]
     total = result.iterations.iloc[-1]
     cost = money(total["cost"])

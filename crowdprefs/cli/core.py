@@ -137,6 +137,15 @@ def init(
             show_default=False,
         ),
     ] = None,
+    prior: Annotated[
+        Path | None,
+        typer.Option(
+            help="A model's similarity scores, CSV query,document,score (higher = more "
+            "similar), for every candidate: the sort's pivots follow them, and with "
+            "\\[prior] skip pairs the calibrated model is sure of are decided without humans.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project).
 
@@ -155,13 +164,14 @@ def init(
         aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
     )
     with init_project(
-        directory, candidates, seed=seed, settings=settings, database=database
+        directory, candidates, seed=seed, settings=settings, database=database, prior=prior
     ) as project:
         frame = project.store.candidates()
         console.print(
             f"created {directory}: {frame['query'].nunique()} queries, "
             f"{len(frame)} candidates, seed {seed}"
-            + (f", state in {project.store.location}" if database else ""),
+            + (f", state in {project.store.location}" if database else "")
+            + (", machine prior fixed" if prior else ""),
             soft_wrap=True,
         )
     warn_if_undecidable(settings)
@@ -395,6 +405,10 @@ def status(
         f"  {escape(hint)}",
         highlight=False,
     )
+    if report["machine"] is not None:
+        from crowdprefs.campaign.prior import audit_line
+
+        console.print(f"  {audit_line(report['machine'])}", highlight=False, soft_wrap=True)
     if queries:
         console.print(_queries_table(report["queries"], str(directory)))
     else:
@@ -648,7 +662,8 @@ def _export_lists(project: Project, directory: Path, fmt: str, partial: bool, ou
     from crowdprefs.campaign import driver
     from crowdprefs.io import write_lists, write_preference_qrels
 
-    totals = driver.status(project)["totals"]
+    report = driver.status(project)
+    totals = report["totals"]
     still_open = totals["queries"] - totals["closed"]
     if still_open and not partial:
         hint = next_step(project, directory, totals=totals)
@@ -667,6 +682,10 @@ def _export_lists(project: Project, directory: Path, fmt: str, partial: bool, ou
         f"wrote {frame['query'].nunique()} lists ({len(frame)} documents) to {escape(str(out))}",
         highlight=False,
     )
+    if report["machine"] is not None:  # the lists hold machine verdicts: how far to trust them
+        from crowdprefs.campaign.prior import audit_line
+
+        console.print(audit_line(report["machine"]), highlight=False, soft_wrap=True)
 
 
 def _export_text(

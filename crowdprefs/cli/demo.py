@@ -40,11 +40,12 @@ def demo(
     """Run the whole pipeline on synthetic melodies with a simulated crowd, end to end.
 
     Stages: MIDI melodies and their variations (the hidden truth is their edit distance to the
-    query), audio clips prepared for the HITs, every iteration of the campaign, HIT previews of
-    the first batch, the worker audit, and synthetic systems scored against the crowd's lists and
-    the truth. The seed draws the melodies, the crowd and the sort. Writes candidates.csv,
-    truth.qrel, midi/, project/ (with clips/), lists.qrel, preview/, audit.html, runs.txt and
-    evaluation.csv in DIRECTORY.
+    query), audio clips prepared for the HITs, every iteration of the campaign (then the same
+    campaign with the baseline chroma judge as a machine prior, when librosa is installed), HIT
+    previews of the first batch, the worker audit, and synthetic systems scored against the
+    crowd's lists and the truth. The seed draws the melodies, the crowd and the sort. Writes
+    candidates.csv, truth.qrel, midi/, project/ (with clips/), lists.qrel, chroma.csv,
+    project-prior/, preview/, audit.html, runs.txt and evaluation.csv in DIRECTORY.
     """
     from crowdprefs.demo import DEMO_FILES, DemoOptions, run_demo
     from crowdprefs.progress import make_progress
@@ -107,6 +108,21 @@ def _campaign(made: dict, files: dict[str, Path], crowd: str) -> None:
         f"wrote {files['lists']}: {made['list_groups']} groups; ADR of the crowd's lists against "
         f"the truth {made['adr']:.3f}; {made['contradictions']} non-transitive triples met",
         soft_wrap=True,
+    )
+    prior = made["prior"]
+    if prior is None:
+        return
+    if prior.reason:
+        console.print(f"with a machine prior: skipped ({escape(prior.reason)})", soft_wrap=True)
+        return
+    console.print(
+        f"with a machine prior, the chroma + DTW judge (a baseline, not the truth; Spearman "
+        f"{prior.correlation:+.2f} with the hidden truth), in {files['prior_project']}: "
+        f"{prior.pairs[1]} pairs asked and {prior.answers[1]} answers against {prior.pairs[0]} "
+        f"and {prior.answers[0]}; ADR {prior.adr[1]:.3f} against {prior.adr[0]:.3f}; "
+        f"{escape(prior.machine)}",
+        soft_wrap=True,
+        highlight=False,
     )
 
 

@@ -154,6 +154,7 @@ def _project_truth(
         seed=seed,
         runner=runner,
         on_done=lambda done: progress.update(task, completed=done),
+        scores=campaign.scores,
     )
     return resampled.documents, resampled
 

@@ -12,9 +12,12 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
+    AUDIT_SHARE,
+    MAX_OVERTURN,
     OUTPUT,
     SEQUENTIAL_ALPHA,
     SEQUENTIAL_FUTILITY,
+    SKIP_CONFIDENCE,
     Alpha,
     AnswersPerPair,
     Candidates,
@@ -50,6 +53,7 @@ _LABELS = {
     "adr": ("ADR vs truth", "{:.3f}"),
     "order_recovered": ("order relations recovered", "{:.3f}"),
     "ties_kept": ("true ties kept", "{:.3f}"),
+    "machine_pairs": ("pairs decided by the prior", "{:.1f}"),
 }
 
 
@@ -130,6 +134,49 @@ def plan(
             help="--min-flips: most answers a pair can get (default: twice answers per pair)."
         ),
     ] = None,
+    prior_correlation: Annotated[
+        list[float] | None,
+        typer.Option(
+            help="Also show the last design with a machine prior whose scores have this "
+            "Spearman correlation with the truth (repeat for several; negative: a model that "
+            "ranks against it), as init --prior does.",
+            show_default=False,
+        ),
+    ] = None,
+    prior_bias: Annotated[
+        float,
+        typer.Option(
+            help="--prior-correlation: the model's lean toward the clip shown first, in "
+            "score standard deviations."
+        ),
+    ] = 0.0,
+    prior_skip: Annotated[
+        bool,
+        typer.Option(
+            "--prior-skip",
+            help="--prior-correlation: the calibrated model decides the pairs it is sure "
+            "about, less an audit sample, as \\[prior] skip = true does.",
+        ),
+    ] = False,
+    skip_confidence: Annotated[
+        float, typer.Option(help="--prior-skip: the verdict probability a skipped pair needs.")
+    ] = SKIP_CONFIDENCE,
+    audit_share: Annotated[
+        float, typer.Option(help="--prior-skip: the share of sure pairs asked anyway.")
+    ] = AUDIT_SHARE,
+    max_overturn: Annotated[
+        float,
+        typer.Option(
+            help="--prior-skip: the share of machine verdicts human verdicts may overturn."
+        ),
+    ] = MAX_OVERTURN,
+    prior_weight: Annotated[
+        float,
+        typer.Option(
+            help="--prior-correlation with --adaptive: pseudo-answers of the calibrated model "
+            "in each pair's stopping rule (0: none), as \\[prior] weight does."
+        ),
+    ] = 0.0,
     crowd_model: CrowdModelFile = None,
     campaigns: Annotated[int, typer.Option(help="Campaigns to simulate per design.")] = 100,
     seed: Seed = 0,
@@ -157,6 +204,9 @@ def plan(
     from crowdprefs.errors import InputError
     from crowdprefs.files import output as output_file
     from crowdprefs.io import read_lists
+    from crowdprefs.machine.overturn import SkipRule
+    from crowdprefs.machine.policy import PriorPolicy
+    from crowdprefs.machine.simulated import SimulatedPrior
     from crowdprefs.progress import make_progress
     from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
     from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
@@ -207,6 +257,16 @@ def plan(
     if flag_each_round:
         last_name, last = list(designs.items())[-1]
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
+    human_name, human = list(designs.items())[-1]
+    skip = None
+    if prior_skip:
+        skip = SkipRule(skip_confidence, audit_share, max_overturn)
+    policy = PriorPolicy(skip, prior_weight if human.adaptive is not None else 0.0)
+    for correlation in prior_correlation or []:
+        machine = SimulatedPrior(correlation, prior_bias)
+        designs[f"{human_name} + prior r={correlation:g}"] = replace(
+            human, prior=machine, machine=policy
+        )
     model = load_crowd_model(crowd_model) if crowd_model else CrowdModel()
     with make_progress(transient=True) as progress:
         task = progress.add_task(
@@ -229,6 +289,8 @@ def plan(
         f"{len(frame)} candidates; mean ± 95% interval, differences paired"
     )
     console.print(table)
+    for line in _prior_lines(results, designs):
+        console.print(line, highlight=False, soft_wrap=True)
     if stopping is not None and stopping.method == "sequential":
         per_look, worst = nominal_level(stopping)
         console.print(
@@ -246,6 +308,29 @@ def _fragility_name(min_flips: int) -> str:
 def _rule_name(rule: str, level: float, margin: int) -> str:
     names = {"margin": f"margin {margin}", "bradley-terry": f"Bradley-Terry {level:g}"}
     return names.get(rule, f"Mann-Whitney {level:g}")
+
+
+def _prior_lines(results, designs: dict) -> list[str]:
+    """Per design with a simulated prior: the realised correlation and, when it skips, the
+    audit's estimate of the overturn share beside the true one, and how often it covered it."""
+    lines = []
+    for name, design in designs.items():
+        if design.prior is None:
+            continue
+        rows = results[results["design"] == name]
+        line = f"{escape(name)}: realised Spearman r {rows['prior_correlation'].mean():+.2f}"
+        if design.machine.skip is not None:
+            skipped = rows[rows["overturn_true"].notna()]
+            true = skipped["overturn_true"]
+            covered = (skipped["overturn_low"] <= true) & (true <= skipped["overturn_high"])
+            line += (
+                f"; {rows['machine_pairs'].mean():.1f} pairs decided by the prior; overturned "
+                f"by humans: {rows['overturn'].mean():.0%} audited, {true.mean():.0%} true; "
+                f"interval covers the true share in {covered.mean():.0%} of "
+                f"{len(skipped)} campaigns; skipping stopped in {rows['skip_stopped'].mean():.0%}"
+            )
+        lines.append(line)
+    return lines
 
 
 def _design_table(comparison, designs: list[str]) -> Table:

@@ -75,7 +75,9 @@ def how_sure(
     that many bootstrap crowds (:mod:`crowdprefs.quality.stability`)."""
     costs = fragility.verdict_costs(campaign.pairs, campaign.rule, campaign.answers)
     pairs = fragility.pair_fragility(campaign.pairs, costs=costs)
-    lists = fragility.list_fragility(campaign.pairs, campaign.orders, costs=costs)
+    lists = fragility.list_fragility(
+        campaign.pairs, campaign.orders, costs=costs, scores=campaign.scores
+    )
     summary = fragility.summary(pairs, lists) | {"exact": bool(pairs["exact"].all())}
     boundaries = pd.DataFrame(columns=stability.BOUNDARY_COLUMNS)
     if campaign.rule.rule == "bradley-terry":
@@ -85,6 +87,7 @@ def how_sure(
         resampled = stability.resample_groups(
             campaign.answers, campaign.pairs, campaign.orders, campaign.rule,
             resamples=resamples, seed=seed, runner=runner, on_done=on_resample,
+            scores=campaign.scores,
         )  # fmt: skip
         stable, boundaries = stability.stability(resampled, seed)
         lists = lists.merge(stable.drop(columns="groups"), on="query", how="left")
@@ -300,13 +303,14 @@ def audit_project(
     the contradictions its driver met, and how sure its lists are (:func:`how_sure` with
     ``resamples`` bootstrap crowds). :class:`InputError` when it has no answers yet."""
     from crowdprefs.campaign.driver import query_contradictions
+    from crowdprefs.campaign.prior import machine_audit
     from crowdprefs.quality.review import listened_answers
 
     campaign = SortedCampaign.of_project(project, listened_answers(project))
     sureness = how_sure(
         campaign, resamples=resamples, seed=seed, runner=runner, on_resample=on_resample
     )
-    return audit(
+    result = audit(
         campaign.answers,
         pairs=campaign.pairs,
         fees=project.settings.fees,
@@ -316,6 +320,10 @@ def audit_project(
         found_contradictions=query_contradictions(project),
         sureness=sureness,
     )
+    machine = machine_audit(project)
+    if machine is not None:  # the lists hold verdicts of the machine prior: its audit
+        result.facts["machine"] = machine
+    return result
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")

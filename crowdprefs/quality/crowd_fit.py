@@ -1046,3 +1046,16 @@ def _simulated_campaign(shared: tuple, i: int) -> dict[str, float]:
     collection, design, pool, seed = shared
     campaign = simulate_campaign(collection, design, pool[i % len(pool)], seed=seed * 7919 + i)
     return simulated_statistics(campaign.per_iteration)
+
+
+def recorded_pivot_order(answers: pd.DataFrame, collection: Collection) -> np.ndarray:
+    """An initial order of ``collection``'s candidates (``position`` of
+    :func:`~crowdprefs.quality.planning.sort_rounds`) under which the sort picks the recorded
+    pivots (``query, y, iteration`` of the answers, ``y`` the pivot): a segment's pivot is its
+    todo member latest in the initial order, so a candidate that was a pivot at an earlier
+    iteration comes later, and one never a pivot comes first. With the recorded verdicts it
+    replays the recorded campaign; with fresh answers it tells its pivots' luck from its
+    answers' (the recorded depth against campaigns with the same pivots)."""
+    first = answers.groupby(["query", "y"])["iteration"].min()
+    keys = pd.MultiIndex.from_arrays([collection.queries[collection.query], collection.documents])
+    return -np.nan_to_num(first.reindex(keys).to_numpy(dtype=float), nan=np.inf)

@@ -157,11 +157,14 @@ def _query_verdicts(
 
 
 def sorted_groups(
-    order: Sequence[Hashable], verdicts: Mapping[tuple[Hashable, Hashable], int]
+    order: Sequence[Hashable],
+    verdicts: Mapping[tuple[Hashable, Hashable], int],
+    scores: Mapping[Hashable, float] | None = None,
 ) -> tuple[frozenset, ...] | None:
-    """The closed list the sort makes of ``order`` with ``verdicts``, as member sets (group 1
-    first); ``None`` while a segment waits for a pair never decided."""
-    state = replay(order, verdicts)
+    """The closed list the sort makes of ``order`` with ``verdicts`` (and the machine prior's
+    ``scores``), as member sets (group 1 first); ``None`` while a segment waits for a pair
+    never decided."""
+    state = replay(order, verdicts, scores)
     if not state.closed:
         return None
     return tuple(frozenset(group) for group in state.groups())
@@ -173,6 +176,7 @@ def list_fragility(
     rule: AggregationRule = AggregationRule(),
     answers: pd.DataFrame | None = None,
     costs: Costs | None = None,
+    scores: Mapping[str, Mapping[Hashable, float]] | None = None,
 ) -> pd.DataFrame:
     """One row per query of ``orders`` whose list is closed (:data:`LIST_COLUMNS`): the fewest
     answers whose removal (``removals``), resp. change (``flips``), changes one of its group
@@ -180,7 +184,8 @@ def list_fragility(
     (module docstring).
 
     ``pairs``: the campaign's pairs (``query, x, y, kind, more, equal, less, verdict``);
-    ``orders``: each query's initial order; ``costs``: :func:`verdict_costs` of ``pairs``
+    ``orders``: each query's initial order; ``scores``: the machine prior's, when the campaign
+    had one (its pivots); ``costs``: :func:`verdict_costs` of ``pairs``
     (computed here when not given, with the ``answers`` for the ``bradley-terry`` rule, whose
     list figures also ignore that the answers of one pair move the other pairs' scores).
     """
@@ -197,13 +202,14 @@ def list_fragility(
     rows = []
     for query, order in orders.items():
         verdicts, at = _query_verdicts(columns, by_query.get(query, ()))
-        published = sorted_groups(order, verdicts)
+        prior = None if scores is None else scores.get(query)
+        published = sorted_groups(order, verdicts, prior)
         if published is None:
             continue
         keys = list(verdicts)
         found = {}
         for name, table in (("removals", removal), ("flips", flip)):
-            found[name] = _cheapest_changes(verdicts, keys, table[at], order, published)
+            found[name] = _cheapest_changes(verdicts, keys, table[at], order, published, prior)
         (list_cost, weakest), top_cost = found["removals"][0], found["removals"][1]
         (flip_cost, flip_weakest), top_flip = found["flips"][0], found["flips"][1]
         weakest = weakest if weakest is not None else flip_weakest
@@ -231,6 +237,7 @@ def _cheapest_changes(
     costs: np.ndarray,
     order: Sequence[Hashable],
     published: tuple[frozenset, ...],
+    scores: Mapping[Hashable, float] | None = None,
 ) -> tuple[tuple[int, tuple | None], int]:
     """``((list cost, its pair), top cost)``: the cheapest single-pair verdict changes (costs:
     pairs × (:data:`VERDICTS`, no verdict)) that change the list, resp. its top group, tried in
@@ -245,7 +252,7 @@ def _cheapest_changes(
             changed[key] = VERDICTS[column[i]]
         else:  # every answer removed: the pair has no verdict
             del changed[key]
-        groups = sorted_groups(order, changed)
+        groups = sorted_groups(order, changed, scores)
         if groups == published:
             continue
         if list_found[0] == NONE:

@@ -56,6 +56,10 @@ from crowdprefs.campaign.aggregate import AggregationRule, inter_agreement, pair
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.measures import Judged, average_dynamic_recall, judge
+from crowdprefs.machine.link import Link, normal_scores
+from crowdprefs.machine.policy import PriorPolicy, Triage, calibration_pairs, triage
+from crowdprefs.machine.simulated import SimulatedPrior, realised_correlation, simulated_scores
+from crowdprefs.machine.stopping import decide_with_prior
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, distinct_workers, round_hours
 from crowdprefs.quality.review import ReviewRules, round_flags
@@ -74,7 +78,22 @@ SUMMARY_COLUMNS = [
     "adr",
     "order_recovered",
     "ties_kept",
+    "machine_pairs",
 ]
+
+MACHINE_COLUMNS = [
+    "audited",
+    "overturn",
+    "overturn_low",
+    "overturn_high",
+    "overturn_true",
+    "skip_stopped",
+    "prior_correlation",
+]
+"""Per campaign with a machine prior that skips (NaN otherwise): the audit sample's size, its
+overturn share with the interval, the true overturn share of the skipped pairs (their human
+verdicts, simulated but never paid for), whether skipping stopped, and the realised Spearman
+correlation of the simulated scores with the truth."""
 
 ITERATION_COLUMNS = [
     "iteration",
@@ -128,6 +147,8 @@ class Design:
     flag_each_round: bool = False
     review: ReviewRules = field(default_factory=ReviewRules)
     fragility: FragilityRule | None = None
+    prior: SimulatedPrior | None = None
+    machine: PriorPolicy = field(default_factory=PriorPolicy)
 
     def __post_init__(self) -> None:
         if self.answers_per_pair < 1:
@@ -145,6 +166,15 @@ class Design:
             )
         if self.fragility is not None and self.fragility.aggregation != self.aggregation:
             raise InputError("the fragility rule must judge verdicts by the design's own rule")
+        if self.machine.active and self.prior is None:
+            raise InputError("skipping or weighing answers by a prior needs a prior to plan with")
+        if self.machine.active and (
+            self.flag_each_round or self.aggregation.rule == "bradley-terry"
+        ):
+            raise InputError(
+                "plan simulates a prior that skips pairs or weighs answers with the margin or "
+                "mann-whitney rule and without flagging each round"
+            )
         if self.flag_each_round and self.aggregation.rule == "bradley-terry":
             raise InputError(
                 "plan cannot simulate flagging each round with the bradley-terry rule (its fit "
@@ -187,17 +217,44 @@ class Collection:
         )
 
 
+def _pivots(
+    seg: np.ndarray,
+    open_items: np.ndarray,
+    rank: np.ndarray,
+    item_at: np.ndarray,
+    score: np.ndarray | None,
+    segments: int,
+) -> np.ndarray:
+    """Each segment's pivot (−1 for a closed one): its open member latest in the initial order,
+    or with a prior ``score`` the member of rank ``count // 2`` by ascending score, ties by
+    initial order (:func:`crowdprefs.campaign.sorting.arranged`)."""
+    pivot_of = np.full(segments, -1)
+    if score is None:
+        latest = np.full(segments, -1)
+        np.maximum.at(latest, seg[open_items], rank[open_items])
+        return np.where(latest >= 0, item_at[latest], -1)
+    ranked = open_items[np.lexsort((rank[open_items], score[open_items], seg[open_items]))]
+    starts = np.flatnonzero(np.r_[True, seg[ranked][1:] != seg[ranked][:-1]])
+    sizes = np.diff(np.r_[starts, len(ranked)])
+    chosen = ranked[starts + sizes // 2]
+    pivot_of[seg[chosen]] = chosen
+    return pivot_of
+
+
 def sort_rounds(
     query: np.ndarray,
     position: np.ndarray,
     oracle: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    score: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Run the modified QuickSort of every query at once; returns ``(group, iterations, pairs)``.
 
     ``query`` gives each candidate's query code (sorted ascending), ``position`` its place in
     its query's initial order, and ``oracle(x, y)`` the verdicts (+1: x more similar, 0, −1) of
-    a batch of candidate-index pairs (``y`` the pivots). ``group`` is each candidate's group
-    (1 = most similar) and ``iterations`` the number of batches each query needed.
+    a batch of candidate-index pairs (``y`` the pivots). With a machine prior's ``score`` per
+    candidate, pivots follow :func:`crowdprefs.campaign.sorting.arranged`. ``group`` is each
+    candidate's group (1 = most similar) and ``iterations`` the number of batches each query
+    needed.
     """
     n = len(query)
     seg = query.copy()
@@ -212,11 +269,9 @@ def sort_rounds(
         open_items = np.flatnonzero(todo & (count[seg] >= 2))
         if len(open_items) == 0:
             break
-        latest = np.full(len(count), -1)
-        np.maximum.at(latest, seg[open_items], rank[open_items])
-        pivot_of = np.where(latest >= 0, item_at[latest], -1)
+        pivot_of = _pivots(seg, open_items, rank, item_at, score, len(count))
         x = open_items[pivot_of[seg[open_items]] != open_items]
-        pivots = pivot_of[latest >= 0]
+        pivots = pivot_of[pivot_of >= 0]
         y = pivot_of[seg[x]]
         verdict = np.asarray(oracle(x, y))
         asked += len(x)
@@ -424,6 +479,107 @@ class Campaign:
         )
 
 
+class _Machine:
+    """The machine prior of one simulated campaign beyond the pivots: the calibrated links
+    (fitted on the human answers and verdicts so far), the pairs it decides and the audit."""
+
+    def __init__(self, collection: Collection, design: Design, score: np.ndarray, seed: int):
+        self.z = normal_scores(collection.query, score)
+        self.policy, self.bias, self.seed = design.machine, design.prior.position_bias, seed
+        self.parts: list[tuple[np.ndarray, ...]] = []  # d, s, verdict, answer counts per pair
+        self.audited = self.overturned = self.skipped = self.wrong = 0
+        self.stopped = False
+        self.calibrations = 0
+        self.answer_link: Link | None = None
+
+    def shown(self, x: np.ndarray, y: np.ndarray, a_is_x: np.ndarray):
+        """The pairs' score differences as the model reads them (its lean to the side shown
+        first added) and sides (+1: x shown as A)."""
+        side = np.where(a_is_x, 1.0, -1.0)
+        return self.z[x] - self.z[y] + self.bias * side, side
+
+    def triage(self, x, y, a_is_x, key) -> Triage | None:
+        """:func:`~crowdprefs.machine.policy.triage` of a batch with the human verdicts so far
+        (``None`` without skipping)."""
+        rule = self.policy.skip
+        if rule is None:
+            return None
+        d, side = self.shown(x, y, a_is_x)
+        known = self.known()
+        return triage(known[:3], d, side, key, rule, self.seed, stopped=self.stopped)
+
+    def known(self) -> tuple[np.ndarray, ...]:
+        """Differences, sides, verdicts and answer counts of the pairs humans decided."""
+        if not self.parts:
+            return np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+        return tuple(np.concatenate(column) for column in zip(*self.parts, strict=True))
+
+    def calibration(self, key: np.ndarray) -> np.ndarray | None:
+        """While too few human verdicts calibrate the verdict link, the pairs of the batch asked
+        first, in a batch of their own (:func:`~crowdprefs.machine.policy.calibration_pairs`);
+        ``None`` once calibrated (or without skipping)."""
+        rule = self.policy.skip
+        if rule is None or rule.ready(sum(len(p[0]) for p in self.parts)):
+            return None
+        first = calibration_pairs(key, rule.min_verdicts, self.seed)
+        if len(first) == len(key):
+            return None
+        self.calibrations += 1
+        return first
+
+    def pseudo(self, x, y, a_is_x) -> np.ndarray | None:
+        """Pseudo-answers (more, equal, less) of the pairs for the stopping rule (``None``
+        without a weight)."""
+        if self.policy.weight <= 0 or self.answer_link is None:
+            return None
+        d, side = self.shown(x, y, a_is_x)
+        return self.policy.weight * self.answer_link.probabilities(d, side)
+
+    def learn(self, x, y, a_is_x, verdict, counts, sure: Triage | None, asked) -> None:
+        """Human-decided pairs (``asked`` of the batch ``sure`` triaged): their verdicts and
+        answers calibrate the links; the audited ones count for the overturn share."""
+        d, side = self.shown(x, y, a_is_x)
+        self.parts.append((d, side, np.asarray(verdict), counts))
+        rule = self.policy.skip
+        if sure is not None and rule is not None:
+            audit = sure.audit[asked]
+            self.audited += int(audit.sum())
+            self.overturned += int((audit & (sure.verdict[asked] != verdict)).sum())
+            self.stopped = self.stopped or rule.stopped(self.overturned, self.audited)
+        if self.policy.weight > 0:
+            all_d, all_s, _, all_counts = self.known()
+            self.answer_link = Link.fit(all_d, all_s, all_counts)
+
+    def summary(self) -> dict[str, float]:
+        rule = self.policy.skip
+        if rule is None:
+            return {}
+        estimate, low, high = rule.interval(self.overturned, self.audited)
+        return {
+            "audited": self.audited,
+            "overturn": estimate,
+            "overturn_low": low,
+            "overturn_high": high,
+            "overturn_true": self.wrong / self.skipped if self.skipped else np.nan,
+            "skip_stopped": float(self.stopped),
+        }
+
+
+TRUE_OVERTURN_DRAWS = 16
+"""Human verdicts drawn per skipped pair for its true overturn chance (never paid for)."""
+
+
+def _overturn_chance(key, gap, machine_verdict, crowd: _Crowd, design: Design, keys: int) -> float:
+    """The expected number of ``machine_verdict`` s a human verdict of the design would
+    overturn: for each pair, the share of :data:`TRUE_OVERTURN_DRAWS` fresh human verdicts
+    (answers keyed beyond every pair's ``key``) that differ, summed over the pairs."""
+    draws = [
+        _decide_batch(key + (r + 1) * keys, gap, crowd, design, (0, 0.0), False).verdict
+        for r in range(TRUE_OVERTURN_DRAWS)
+    ]
+    return float((np.array(draws) != machine_verdict).mean(axis=0).sum())
+
+
 def _decide_batch(
     key: np.ndarray,
     gap: np.ndarray,
@@ -433,6 +589,7 @@ def _decide_batch(
     record: bool,
     fitted: tuple[_Fitted, np.ndarray, np.ndarray] | None = None,
     flagger: tuple[_Flagger, int, np.ndarray, np.ndarray] | None = None,
+    pseudo: np.ndarray | None = None,
 ) -> _Batch:
     """Collect answers for a batch of pairs (``key`` identifies each pair, ``gap`` = s_x − s_y
     in whole groups, y the pivot) round after round until decided (and, with a fragility rule,
@@ -440,7 +597,9 @@ def _decide_batch(
     and hours the campaign took before the batch; ``fitted``, for the ``bradley-terry`` rule,
     the campaign's answers so far and the pairs' x and y. With a ``flagger`` (the campaign's
     :class:`_Flagger`, the iteration and the pairs' ``x, y``), workers are flagged after each
-    round, their answers dropped and the pairs left short asked again before any decision."""
+    round, their answers dropped and the pairs left short asked again before any decision.
+    ``pseudo``: the machine prior's pseudo-answers per pair for the stopping rule
+    (:func:`crowdprefs.machine.stopping.decide_with_prior`)."""
     pairs = len(gap)
     a_is_x = crowd.uniform(11, key) < design.pivot_b_share  # the pivot y is shown as B
     gap_a = np.where(a_is_x, gap, -gap)
@@ -508,9 +667,12 @@ def _decide_batch(
                 verdict = fitted[0].verdicts(fitted[1], fitted[2])
             if design.fragility is None:
                 break
+            decided = None
+        elif pseudo is None:
+            decided, verdict = decide(*counts.T, rule)
         else:
-            verdict = decide(*counts.T, rule)[1]
-        wanted = wanted_next(*counts.T, rule, design.fragility)
+            decided, verdict = decide_with_prior(*counts.T, pseudo, rule)
+        wanted = wanted_next(*counts.T, rule, design.fragility, decided)
         if (wanted <= have).all():  # every pair decided and none fragile below its maximum
             break
     for entry in log:
@@ -537,7 +699,8 @@ class _Pipeline:
         each pair was asked in each of the batch's rounds."""
         start = self.ready[y]
         used = per_round > 0
-        rounds = np.where(used.any(axis=0), len(used) - np.argmax(used[::-1], axis=0), 0)
+        last = np.argmax(used[::-1], axis=0) if len(used) else 0  # a batch the machine decided
+        rounds = np.where(used.any(axis=0), len(used) - last, 0)
         finish = np.zeros(len(self.ready), dtype=np.int64)
         np.maximum.at(finish, y, start + rounds)
         self.ready[x] = finish[y]
@@ -572,14 +735,18 @@ def simulate_campaign(
     model: CrowdModel = CrowdModel(),
     seed: int = 0,
     record: bool = False,
+    position: np.ndarray | None = None,
 ) -> Campaign:
     """One whole campaign on ``collection`` with the simulated crowd (seeded); ``record`` keeps
-    the answer log and the worker pool."""
+    the answer log and the worker pool. ``position`` is the candidates' initial order (which
+    sets the pivots; e.g. :func:`~crowdprefs.quality.crowd_fit.recorded_pivot_order` replays a
+    recording's pivots), random by default; drawn either way, so the rest is the same."""
     rng = np.random.default_rng([seed, 0x91A7])
     crowd = _Crowd(model, seed, _widest_gap(collection), rng)
     similarity = -collection.group
-    position = rng.random(len(collection.query))
-    totals = {"pairs": 0, "answers": 0, "cost": 0.0, "hours": 0.0, "rounds": 0}
+    drawn = rng.random(len(collection.query))
+    position = drawn if position is None else np.asarray(position, dtype=float)
+    totals = {"pairs": 0, "answers": 0, "cost": 0.0, "hours": 0.0, "rounds": 0, "machine": 0}
     flagger = _Flagger(crowd, design, collection.query) if design.flag_each_round else None
     pipeline = _Pipeline(len(collection.query))
     rows: list[dict] = []
@@ -588,18 +755,58 @@ def simulate_campaign(
     if design.aggregation.rule == "bradley-terry":
         fitted = _Fitted(collection, len(crowd.pool.weight), design.aggregation)
 
-    def oracle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        key = x * len(collection.query) + y
-        batch = _decide_batch(
+    score, machine = None, None
+    if design.prior is not None:
+        score = simulated_scores(collection.query, collection.group, design.prior, seed)
+        if design.machine.active:
+            machine = _Machine(collection, design, score, seed)
+
+    def ask(x: np.ndarray, y: np.ndarray, key: np.ndarray, pseudo, clock) -> _Batch:
+        return _decide_batch(
             key,
             similarity[x] - similarity[y],
             crowd,
             design,
-            (totals["rounds"], totals["hours"]),
+            clock,
             record,
             None if fitted is None else (fitted, x, y),
             None if flagger is None else (flagger, len(rows) + 1, x, y),
+            pseudo,
         )
+
+    def oracle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        key = x * len(collection.query) + y
+        first = None if machine is None else machine.calibration(key)
+        if first is None:
+            return batch(x, y, key)
+        verdict = np.zeros(len(x), dtype=np.int64)
+        verdict[first] = batch(x[first], y[first], key[first])
+        rest = np.setdiff1d(np.arange(len(x)), first)
+        verdict[rest] = batch(x[rest], y[rest], key[rest])
+        return verdict
+
+    def batch(x_all: np.ndarray, y_all: np.ndarray, key_all: np.ndarray) -> np.ndarray:
+        """One batch: the pairs the machine decides, and the others' human verdicts."""
+        a_is_x = crowd.uniform(11, key_all) < design.pivot_b_share  # as _decide_batch draws it
+        sure = None if machine is None else machine.triage(x_all, y_all, a_is_x, key_all)
+        asked = np.arange(len(x_all)) if sure is None else np.flatnonzero(~sure.skip)
+        x, y, key = x_all[asked], y_all[asked], key_all[asked]
+        pseudo = None if machine is None else machine.pseudo(x, y, a_is_x[asked])
+        batch = ask(x, y, key, pseudo, (totals["rounds"], totals["hours"]))
+        verdict = np.zeros(len(x_all), dtype=np.int64)
+        verdict[asked] = batch.verdict
+        if machine is not None:
+            counts = np.where(a_is_x[asked, None], batch.shown, batch.shown[:, ::-1])
+            machine.learn(x, y, a_is_x[asked], batch.verdict, counts, sure, asked)
+        if sure is not None and sure.skip.any():
+            skipped = np.flatnonzero(sure.skip)
+            verdict[skipped] = sure.verdict[skipped]
+            machine.skipped += len(skipped)
+            machine.wrong += _overturn_chance(
+                key_all[skipped], similarity[x_all[skipped]] - similarity[y_all[skipped]],
+                sure.verdict[skipped], crowd, design, len(collection.query) ** 2,
+            )  # fmt: skip
+        totals["machine"] += len(x_all) - len(x)
         answers = batch.answers
         totals["pairs"] += len(x)
         totals["answers"] += int(answers.sum())
@@ -608,7 +815,9 @@ def simulate_campaign(
         )
         totals["hours"] += batch.hours
         totals["rounds"] += batch.rounds
-        pipeline.add(x, y, batch.per_round)
+        per_round = np.zeros((batch.per_round.shape[0], len(x_all)), dtype=np.int64)
+        per_round[:, asked] = batch.per_round
+        pipeline.add(x_all, y_all, per_round)
         agreement = inter_agreement(*batch.shown.T)
         agreement = agreement[np.isfinite(agreement)]
         rows.append(
@@ -636,9 +845,9 @@ def simulate_campaign(
                     }
                 )
             )
-        return batch.verdict
+        return verdict
 
-    group, iterations, _ = sort_rounds(collection.query, position, oracle)
+    group, iterations, _ = sort_rounds(collection.query, position, oracle, score)
     pipelined_rounds, pipelined_hours = pipeline.hours(crowd)
     summary = {
         "iterations": int(iterations.max()) if len(iterations) else 0,
@@ -651,7 +860,16 @@ def simulate_campaign(
         "wall_hours_pipelined": pipelined_hours,
         "adr": float(_campaign_adr(collection, group, np.random.default_rng([seed, 0xADE])).mean()),
         **_relations(collection, group),
+        "machine_pairs": totals["machine"],
+        **dict.fromkeys(MACHINE_COLUMNS, np.nan),
     }
+    if machine is not None:
+        summary |= machine.summary()
+        summary["iterations"] += machine.calibrations
+    if score is not None:
+        summary["prior_correlation"] = realised_correlation(
+            collection.query, collection.group, score
+        )
     per_iteration = pd.DataFrame(rows, columns=ITERATION_COLUMNS)
     answers = None
     if record:
@@ -805,8 +1023,8 @@ def simulate_designs(
     runner: Runner = SERIAL,
 ) -> pd.DataFrame:
     """:func:`simulate` for several designs on the same campaign seeds (paired): one row per
-    design and campaign, ``design, campaign`` then :data:`SUMMARY_COLUMNS`. Every (design,
-    campaign) is one task of ``runner``."""
+    design and campaign, ``design, campaign`` then :data:`SUMMARY_COLUMNS` and
+    :data:`MACHINE_COLUMNS`. Every (design, campaign) is one task of ``runner``."""
     if not 1 <= campaigns <= MAX_CAMPAIGNS:
         raise InputError(
             f"campaigns must be a whole number in [1, {MAX_CAMPAIGNS}], got {campaigns}"
@@ -815,7 +1033,7 @@ def simulate_designs(
     shared = (Collection.from_truth(truth), list(designs.values()), models, seed)
     tasks = [(d, i) for d in range(len(designs)) for i in range(campaigns)]
     rows = runner.map(_campaign_summary, shared, tasks, on_campaign)
-    frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS + MACHINE_COLUMNS)
     frame.insert(0, "campaign", np.tile(np.arange(campaigns), len(designs)))
     frame.insert(0, "design", np.repeat(list(designs), campaigns))
     return frame

@@ -27,6 +27,8 @@ class SortedCampaign:
     pairs: pd.DataFrame
     orders: dict[str, list[Hashable]]
     rule: AggregationRule
+    scores: dict[str, dict[Hashable, float]] | None = None
+    """The machine prior's scores per query (its pivots), when the campaign had one."""
 
     @classmethod
     def of_project(cls, project: Project, answers: pd.DataFrame | None = None) -> SortedCampaign:
@@ -34,6 +36,7 @@ class SortedCampaign:
         :func:`~crowdprefs.quality.frames.project_answers`), stored verdicts, seeded initial
         orders (closed queries only) and aggregation rule."""
         from crowdprefs.campaign.driver import sort_states
+        from crowdprefs.campaign.prior import prior_scores
         from crowdprefs.campaign.sorting import initial_orders
         from crowdprefs.quality.frames import project_answers, project_verdicts
 
@@ -44,7 +47,11 @@ class SortedCampaign:
         documents = project.store.candidate_orders()
         orders = initial_orders({query: documents[query] for query in closed}, project.seed)
         return cls(
-            answers, project_verdicts(project, answers), orders, project.settings.aggregation
+            answers,
+            project_verdicts(project, answers),
+            orders,
+            project.settings.aggregation,
+            prior_scores(project),
         )
 
     @classmethod

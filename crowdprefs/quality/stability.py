@@ -83,13 +83,18 @@ class _Shared:
     pair_rows: tuple[np.ndarray, ...]  # per query, its pairs' columns
     keys: tuple[tuple[tuple[Hashable, Hashable], ...], ...]  # per query, its pairs' (x, y)
     positions: tuple[dict[Hashable, int], ...]  # per query, each document's column in groups
+    scores: tuple[tuple[float, ...] | None, ...]  # per query, the prior's score of each in order
 
 
 @lru_cache(maxsize=65536)
-def _replayed(order: tuple, decided: tuple) -> tuple[tuple[Hashable, ...], ...]:
+def _replayed(
+    order: tuple, decided: tuple, scores: tuple[float, ...] | None
+) -> tuple[tuple[Hashable, ...], ...]:
     """The groups the sort makes of ``order`` with the verdicts ``decided`` (``((x, y),
-    verdict)`` items); open segments count as groups."""
-    return tuple(replay(order, dict(decided)).groups())
+    verdict)`` items) and the prior's ``scores`` (aligned with ``order``); open segments count
+    as groups."""
+    prior = None if scores is None else dict(zip(order, scores, strict=True))
+    return tuple(replay(order, dict(decided), prior).groups())
 
 
 def _resample(shared: _Shared, resample: int) -> np.ndarray:
@@ -103,12 +108,12 @@ def _resample(shared: _Shared, resample: int) -> np.ndarray:
     verdict = np.full(len(counts), 2, np.int8)  # 2: no answer, no verdict
     verdict[answered] = verdicts(*counts[answered].T, shared.rule)[0]
     groups = np.empty(sum(len(p) for p in shared.positions), np.int64)
-    for order, rows, keys, positions in zip(
-        shared.orders, shared.pair_rows, shared.keys, shared.positions, strict=True
+    for order, rows, keys, positions, scores in zip(
+        shared.orders, shared.pair_rows, shared.keys, shared.positions, shared.scores, strict=True
     ):
         values = verdict[rows].tolist()
         decided = tuple((k, v) for k, v in zip(keys, values, strict=True) if v != 2)
-        for number, members in enumerate(_replayed(order, decided), start=1):
+        for number, members in enumerate(_replayed(order, decided, scores), start=1):
             groups[[positions[d] for d in members]] = number
     return groups
 
@@ -123,13 +128,15 @@ def resample_groups(
     seed: int = 0,
     runner: Runner = SERIAL,
     on_done=None,
+    scores: Mapping[str, Mapping[Hashable, float]] | None = None,
 ) -> Resampled:
     """The lists of ``resamples`` bootstrap crowds (module docstring).
 
     ``answers``: the campaign's answers frame (``pair_id, worker_id, score, status, choice``);
     ``pairs``: its pairs indexed by ``pair_id`` (``query, x, y, kind, verdict``: the published
-    verdicts); ``orders``: each query's initial order (the queries listed). The published lists
-    are the replay of the published verdicts. Identical for any ``runner``.
+    verdicts); ``orders``: each query's initial order (the queries listed); ``scores``: the
+    machine prior's, when the campaign had one (its pivots). The published lists are the replay
+    of the published verdicts. Identical for any ``runner``.
     """
     if rule.rule == "bradley-terry":
         raise InputError(
@@ -161,16 +168,21 @@ def resample_groups(
         places.append({d: start + i for i, d in enumerate(order)})
         start += len(order)
         known = {} if own is None else dict(zip(keys, own["verdict"].astype(int), strict=True))
-        for number, members in enumerate(replay(order, known).groups(), start=1):
+        prior = None if scores is None else scores.get(query)
+        for number, members in enumerate(replay(order, known, prior).groups(), start=1):
             published.extend((query, d, number) for d in members)
     documents = pd.DataFrame(published, columns=["query", "document", "group"])
     index = {(q, d): places[i][d] for i, q in enumerate(queries) for d in orders[q]}
     pairs_of = zip(documents["query"], documents["document"], strict=True)
     at = np.array([index[(q, d)] for q, d in pairs_of])
     documents = documents.iloc[np.argsort(at, kind="stable")].reset_index(drop=True)
+    aligned = tuple(
+        None if scores is None or q not in scores else tuple(scores[q][d] for d in orders[q])
+        for q in queries
+    )
     shared = _Shared(
         counts, rule, seed, tuple(queries), tuple(tuple(orders[q]) for q in queries),
-        tuple(rows), tuple(keyed), tuple(places),
+        tuple(rows), tuple(keyed), tuple(places), aligned,
     )  # fmt: skip
     groups = runner.map(_resample, shared, list(range(resamples)), on_done)
     return Resampled(documents, np.vstack(groups))

@@ -203,7 +203,7 @@ def test_pairs_pages_keep_room_for_verdicts_on_postgresql(postgres_url):
         store.close()
     migrated = Store(postgres_url)
     try:
-        assert migrated.version == SCHEMA_VERSION == 14
+        assert migrated.version == SCHEMA_VERSION == 15
         assert fillfactor(migrated) == [f"fillfactor={tables.PAIRS_FILLFACTOR}"]
     finally:
         migrated.close()

@@ -27,7 +27,12 @@ def test_run_demo_runs_every_stage_and_reports_it(tmp_path):
     assert table["iteration"].tolist() == list(range(1, len(table) + 1))
     assert table["answers"].sum() == 10 * table["pairs"].sum()
     assert 0.5 < result.adr <= 1 and result.previews == table["pairs"].iloc[0]
-    assert seen and set(seen) == {11}
+    assert seen and set(seen) == {11, 129}  # queries closed; clips the chroma judge scored
+    prior = result.prior
+    assert prior is not None and prior.reason == "", prior
+    assert prior.correlation > 0.5 and prior.pairs[1] < prior.pairs[0]
+    assert prior.adr[0] == result.adr and 0.5 < prior.adr[1] <= 1
+    assert prior.machine.startswith("machine prior: ")
     assert result.flag_recall > 0.5
     scores = result.evaluation.set_index(["system", "measure"])
     assert scores.loc[("sys-A", "ADR@5"), "truth"] > scores.loc[("sys-E", "ADR@5"), "truth"]

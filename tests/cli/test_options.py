@@ -11,6 +11,7 @@ from crowdprefs.crowds import CROWDS
 from crowdprefs.evaluation.gawm import MEANS
 from crowdprefs.evaluation.power import PROCEDURES
 from crowdprefs.evaluation.stats import PAIRWISE_TESTS
+from crowdprefs.machine.overturn import SkipRule
 from crowdprefs.results_file import COLUMN_OPTIONS, Columns
 
 
@@ -18,6 +19,11 @@ def test_the_restated_defaults_equal_the_librarys():
     assert options.DEFAULT_SEED == DEFAULT_SEED
     assert options.CROWDS == CROWDS
     assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
+    assert (SkipRule.confidence, SkipRule.audit_share, SkipRule.max_overturn) == (
+        options.SKIP_CONFIDENCE,
+        options.AUDIT_SHARE,
+        options.MAX_OVERTURN,
+    )
     assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY
     assert {field: default for field, (_, default, _) in options.COLUMNS.items()} == asdict(
         Columns()

@@ -43,23 +43,28 @@ def _hashed_verdict(x: np.ndarray, y: np.ndarray, salt: int) -> np.ndarray:
     return np.where(x < y, value, -value)
 
 
+@pytest.mark.parametrize("prior", [False, True], ids=["last-pivot", "prior-pivot"])
 @pytest.mark.parametrize("salt", range(4))
-def test_vectorised_sort_equals_replay_batch_for_batch(salt):
+def test_vectorised_sort_equals_replay_batch_for_batch(salt, prior):
+    """Batch for batch, the vectorised sort is the replay, with the plain pivot rule and with a
+    prior's (scores with ties, so the tie rule is checked too)."""
     rng = np.random.default_rng(salt)
     sizes = rng.integers(2, 16, 12)
     query = np.repeat(np.arange(len(sizes)), sizes)
     position = rng.random(len(query))
+    score = rng.integers(0, 5, len(query)).astype(float) if prior else None
     group, iterations, asked = sort_rounds(
-        query, position, lambda x, y: _hashed_verdict(x, y, salt)
+        query, position, lambda x, y: _hashed_verdict(x, y, salt), score
     )
     total = 0
     for q in range(len(sizes)):
         items = np.flatnonzero(query == q)
         order = items[np.argsort(position[items])].tolist()
+        scores = None if score is None else {i: score[i] for i in order}
         known: dict = {}
         rounds = 0
         while True:
-            state = replay(order, known)
+            state = replay(order, known, scores)
             if state.closed:
                 break
             rounds += 1

@@ -200,8 +200,9 @@ class Answers(StoreBase):
             .group_by(a.c.pair_id)
         ).set_index("pair_id")["n"]
 
-    def answer_counts(self, iteration: int) -> pd.DataFrame:
-        """Per pair of the batch, its accepted answers counted by score: ``more`` (score +1, x
+    def answer_counts(self, iteration: int | None) -> pd.DataFrame:
+        """Per pair of the batch (of every batch when ``iteration`` is None), its accepted
+        answers counted by score: ``more`` (score +1, x
         preferred), ``equal``, ``less`` (0 for a pair without answers), indexed by ``pair_id``
         in pair order; what :func:`crowdprefs.campaign.aggregate.count_answers` gives from
         :meth:`answers`, read from the ``pair_counts`` the store keeps as answers arrive and
@@ -215,9 +216,10 @@ class Answers(StoreBase):
                 func.coalesce(c.c.less, 0),
             )
             .select_from(p.outerjoin(c, c.c.pair_id == p.c.pair_id))
-            .where(p.c.iteration == iteration)
             .order_by(p.c.pair_id)
         )
+        if iteration is not None:
+            query = query.where(p.c.iteration == iteration)
         with self.read() as conn:  # the driver's plain tuples: numpy reads Rows 80× slower
             rows = conn.execute(query).cursor.fetchall()
         values = np.array(rows, dtype=np.int64).reshape(-1, 4)

@@ -20,7 +20,9 @@ from sqlalchemy import (
     distinct,
     exists,
     func,
+    literal,
     select,
+    union_all,
     update,
 )
 
@@ -96,6 +98,18 @@ def _fingerprints(*columns: Any) -> Select:
     )
 
 
+def _insert_machine(conn: Connection, iteration: int, machine: pd.DataFrame) -> None:
+    """Insert machine verdicts and drop the cached sorts of their queries (the cache is keyed
+    by the human verdicts only)."""
+    names = ("query", "x", "y", "verdict", "probability", "asked")
+    columns = [plain(machine[name], integer=name in ("verdict", "asked")) for name in names]
+    rows = zip([iteration] * len(machine), *columns, strict=True)
+    insert_many(conn, tables.machine_verdicts, ("iteration", *names), rows)
+    s = tables.sort_cache.c
+    for query in sorted(set(machine["query"])):
+        conn.execute(tables.sort_cache.delete().where(s.query == query))
+
+
 class Batches(StoreBase):
     """One batch per iteration, its pairs and their verdicts."""
 
@@ -119,9 +133,12 @@ class Batches(StoreBase):
         """Every batch: ``iteration, status, crowd`` and the time of each status."""
         return self.frame(select(tables.batches).order_by(tables.batches.c.iteration))
 
-    def create_batch(self, iteration: int, pairs: pd.DataFrame) -> None:
+    def create_batch(
+        self, iteration: int, pairs: pd.DataFrame, machine: pd.DataFrame | None = None
+    ) -> None:
         """Store a new batch (``built``) with its pairs (:data:`PAIR_COLUMNS`, inserted in row
-        order), in one transaction. Refused unless ``iteration`` follows an aggregated batch."""
+        order), and the machine prior's verdicts of its triage (:meth:`add_machine_verdicts`),
+        in one transaction. Refused unless ``iteration`` follows an aggregated batch."""
         frame = pairs.reindex(columns=PAIR_COLUMNS)
         columns = [  # column by column: far faster than converting every row of the frame
             plain(frame[name], integer=isinstance(_p[name].type, Integer)) for name in PAIR_COLUMNS
@@ -144,6 +161,42 @@ class Batches(StoreBase):
                 )
             )
             insert_many(conn, tables.pairs, ("iteration", *PAIR_COLUMNS), rows)
+            if machine is not None and len(machine):
+                _insert_machine(conn, iteration, machine)
+
+    def add_machine_verdicts(self, iteration: int, machine: pd.DataFrame) -> None:
+        """Store the machine prior's verdicts ``query, x, y, verdict, probability, asked`` of
+        the triage before batch ``iteration`` (pairs it decided before any batch could hold
+        them), in one transaction; the sort cache of their queries goes with it."""
+        with self.transaction() as conn:
+            _insert_machine(conn, iteration, machine)
+
+    def machine_verdict_count(self) -> int:
+        """How many verdicts the machine prior gave (skipped and audited pairs): no pandas, so
+        ``status`` of a project without a prior stays quick."""
+        with self.read() as conn:
+            return int(
+                conn.execute(select(func.count()).select_from(tables.machine_verdicts)).scalar()
+            )
+
+    def machine_verdicts(self) -> pd.DataFrame:
+        """``query, x, y, iteration, verdict, probability, asked`` and ``human``: the verdict
+        of the audited pair's latest aggregated pair (null while undecided, and for a skipped
+        pair)."""
+        m = tables.machine_verdicts.c
+        human = (
+            select(_p.verdict)
+            .where(_p.query == m.query, _p.x == m.x, _p.y == m.y, _p.verdict.is_not(None))
+            .order_by(_p.pair_id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        return self.frame(
+            select(
+                m.query, m.x, m.y, m.iteration, m.verdict, m.probability, m.asked,
+                human.label("human"),
+            ).order_by(m.iteration, m.query, m.x, m.y)
+        )  # fmt: skip
 
     def advance_batch(self, iteration: int, to: str, *, crowd: str | None = None) -> bool:
         """Move batch ``iteration`` on to ``to`` when it is ready; whether it is there now.
@@ -279,12 +332,18 @@ class Batches(StoreBase):
             }
 
     def verdict_maps(self, queries: Sequence[str] | None = None) -> dict[str, dict]:
-        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins);
-        only the given ``queries`` when some are named."""
-        statement = (
-            select(_p.query, _p.x, _p.y, _p.verdict)
-            .where(_p.kind == "sort", _p.verdict.is_not(None))
-            .order_by(_p.pair_id)
+        """Per query, ``(x, y) → verdict`` of the aggregated sorting pairs (latest wins) and of
+        the pairs the machine prior decided; only the given ``queries`` when some are named."""
+        m = tables.machine_verdicts.c
+        skipped = select(m.query, m.x, m.y, m.verdict, literal(0).label("pair_id")).where(
+            m.asked == 0
+        )
+        asked = select(_p.query, _p.x, _p.y, _p.verdict, _p.pair_id).where(
+            _p.kind == "sort", _p.verdict.is_not(None)
+        )
+        both = union_all(skipped, asked).subquery()
+        statement = select(both.c.query, both.c.x, both.c.y, both.c.verdict).order_by(
+            both.c.pair_id
         )
         maps: dict[str, dict[tuple[str, str], int]] = {}
         with self.read() as conn:
@@ -292,7 +351,7 @@ class Batches(StoreBase):
                 rows = conn.execute(statement).cursor  # the driver's tuples: no Row per pair
             else:
                 with listed(conn, queries, Text) as named:
-                    chosen = statement.where(_p.query.in_(select(named.c.value)))
+                    chosen = statement.where(both.c.query.in_(select(named.c.value)))
                     rows = conn.execute(chosen).cursor.fetchall()
             for query, x, y, verdict in rows:
                 known = maps.get(query)

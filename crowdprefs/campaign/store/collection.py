@@ -108,6 +108,41 @@ class Collection(StoreBase):
                 documents.append(document)
         return orders
 
+    def prior(self) -> pd.DataFrame | None:
+        """The machine prior ``query, document, score`` in CSV order, or ``None`` without one."""
+        c = tables.candidates.c
+        frame = self.frame(select(c.query, c.document, c.prior.label("score")).order_by(c.position))
+        return None if frame["score"].isna().all() else frame
+
+    def prior_map(self) -> dict[str, dict[str, float]] | None:
+        """The machine prior per query and document (what the sort's pivot rule reads), or
+        ``None`` without one; plain tuples, no pandas (``status`` and ``next`` read it)."""
+        c = tables.candidates.c
+        scores: dict[str, dict[str, float]] = {}
+        with self.read() as conn:
+            rows = conn.execute(
+                select(c.query, c.document, c.prior).where(c.prior.is_not(None))
+            ).cursor
+            for query, document, score in rows:
+                scores.setdefault(query, {})[document] = score
+        return scores or None
+
+    def set_prior(self, prior: pd.DataFrame) -> None:
+        """Store a checked prior (``query, document, score`` covering every candidate) in one
+        transaction; the cached sort states go with it (their pivots change)."""
+        c = tables.candidates.c
+        update = (
+            tables.candidates.update()
+            .where(c.query == bindparam("q"), c.document == bindparam("d"))
+            .values(prior=bindparam("s"))
+        )
+        rows = zip(
+            plain(prior["query"]), plain(prior["document"]), plain(prior["score"]), strict=True
+        )
+        with self.transaction() as conn:
+            conn.execute(update, [{"q": q, "d": d, "s": float(v)} for q, d, v in rows])
+            conn.execute(tables.sort_cache.delete())
+
     def set_clip(self, query: str, document: str | None, audio: str, seconds: float) -> None:
         """Record a prepared clip (``document=None`` for the query's own clip)."""
         if document is None:

@@ -358,10 +358,22 @@ def _prolific_events(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE web_judges ADD COLUMN left_at TEXT"))
 
 
+def _prior(conn: Connection) -> None:
+    """``0015``: a machine prior's score per candidate (``candidates.prior``; null without one),
+    fixed once the first batch is built, so the sort replays the same pivots; and the verdicts
+    the calibrated prior gave (``machine_verdicts``: pairs it decided, pairs it audited)."""
+    tables.machine_verdicts.create(conn, checkfirst=True)
+    columns = {column["name"] for column in inspect(conn).get_columns("candidates")}
+    if "prior" not in columns:
+        kind = tables.candidates.c.prior.type.compile(dialect=conn.dialect)
+        conn.execute(text(f"ALTER TABLE candidates ADD COLUMN prior {kind}"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("0012_engine_neutral", _engine_neutral),
     ("0013_pairs_fillfactor", _pairs_fillfactor),
     ("0014_prolific_events", _prolific_events),
+    ("0015_prior", _prior),
 ]
 """Engine-neutral migrations, from ``0012`` on."""
 

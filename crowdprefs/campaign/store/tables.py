@@ -84,6 +84,7 @@ candidates = Table(
     _text("audio"),
     Column("seconds", Float),
     Column("position", Integer, nullable=False),
+    Column("prior", Float),  # the machine prior's score (crowdprefs.machine.scores), when given
     PrimaryKeyConstraint("query", "document"),
 )
 
@@ -189,6 +190,24 @@ pair_counts = Table(
     Column("equal", Integer, nullable=False),
     Column("less", Integer, nullable=False),
 )
+
+machine_verdicts = Table(
+    "machine_verdicts",
+    metadata,
+    _text("query", ForeignKey("queries.query"), nullable=False),
+    _text("x", nullable=False),
+    _text("y", nullable=False),
+    Column("iteration", Integer, nullable=False),  # the batch whose triage decided it
+    Column("verdict", Integer, nullable=False),
+    Column("probability", Float, nullable=False),
+    Column("asked", Integer, nullable=False),  # 1: an audited pair, asked of humans anyway
+    PrimaryKeyConstraint("query", "x", "y"),
+    _in("verdict", (-1, 0, 1)),
+    _in("asked", (0, 1)),
+)
+"""The machine prior's verdicts (crowdprefs.machine.policy.triage): a skipped pair's verdict
+(``asked = 0``: the sort uses it) or an audited pair's (``asked = 1``: compared with the human
+verdict of its pair for the overturn share)."""
 
 sort_cache = Table(
     "sort_cache",

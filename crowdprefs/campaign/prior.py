@@ -1,0 +1,238 @@
+"""A project's machine prior: given at ``init --prior`` or by ``[prior] scores``, fixed in the
+state from the first batch on.
+
+The scores live in the state (``candidates.prior``), like the seed and the candidates, so every
+process and every replay of the sort sees the same pivots (:func:`crowdprefs.campaign.sorting.
+arranged`). ``[prior] scores = "file.csv"`` (relative to the project folder) gives a prior to a
+project before its first batch; after that the file must hold the state's scores: a changed or
+missing file is refused in one line, never silently used or ignored.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import lazy_loader
+import numpy as np
+
+from crowdprefs.campaign.project import Project
+from crowdprefs.errors import InputError, StateError
+from crowdprefs.machine.scores import fingerprint, read_prior
+
+if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond its pivots
+    from crowdprefs.machine.overturn import SkipRule
+    from crowdprefs.machine.policy import PriorPolicy
+
+pd = lazy_loader.load("pandas")  # imported on first use
+
+SKIP_STOPPED_KEY = "prior_skip_stopped"
+"""State key set (to the audited count) once the audit stopped skipping for good."""
+
+
+def prior_path(project: Project) -> Path | None:
+    """The file ``[prior] scores`` names (relative to the project folder), or ``None``."""
+    name = project.section("prior").get("scores")
+    return None if name is None else project.root / name
+
+
+def fix_prior(project: Project) -> None:
+    """Fix the prior the next batch is built with: with ``[prior] scores``, the file's scores
+    are stored now when the campaign has no batch yet, and checked against the state's after.
+    Raises :class:`StateError` when the setting names a file whose scores differ from the
+    state's, or is set once the campaign has started without one."""
+    path = prior_path(project)
+    if path is None:
+        return
+    store = project.store
+    stored = store.prior()
+    if stored is not None and not path.exists():
+        raise StateError(
+            f"{path}: not found; the state keeps the prior fixed when the campaign started: "
+            "restore the file, or remove [prior] scores"
+        )
+    given = read_prior(path, store.candidates())
+    if stored is None:
+        last = store.last_batch()
+        if last is not None:
+            written = project.section("prior")["scores"]
+            raise StateError(
+                f"[prior] scores = {written!r} was set after batch {last['iteration']} was "
+                "built; a prior is fixed before the first batch: remove the setting, or start a "
+                "new project with init --prior"
+            )
+        store.set_prior(given)
+    elif fingerprint(given) != fingerprint(stored):
+        raise StateError(
+            f"{path}: the scores differ from the prior fixed in the state when the campaign "
+            "started; restore the file (or remove [prior] scores: the state keeps its prior)"
+        )
+
+
+def prior_scores(project: Project) -> dict[str, dict[str, float]] | None:
+    """The state's prior per query and document (``None`` without one): what the sort reads."""
+    return project.store.prior_map()
+
+
+def prior_policy(project: Project) -> PriorPolicy:
+    """The project's ``[prior]`` policy (skipping, weight); refused in one line when it asks
+    for more than pivots of a project without a prior, or with the bradley-terry rule."""
+    from crowdprefs.machine.policy import PriorPolicy
+
+    policy = PriorPolicy.from_section(project.section("prior"))
+    if policy.active and prior_path(project) is None and project.store.prior_map() is None:
+        raise InputError(
+            "[prior] skip and weight need a machine prior: give one with init --prior or "
+            "[prior] scores"
+        )
+    if policy.active and project.settings.aggregation.rule == "bradley-terry":
+        raise InputError(
+            "[prior] skip and weight judge each pair on its own answers; the bradley-terry rule "
+            "decides pairs from every answer of the query: turn one of them off"
+        )
+    return policy
+
+
+def pair_keys(query, x, y) -> np.ndarray:
+    """A stable integer per pair (CRC-32 of ``query, x, y``): the key of its audit and
+    calibration draws, whatever the batch or the process."""
+    return np.array(
+        [zlib.crc32(f"{q}\t{a}\t{b}".encode()) for q, a, b in zip(query, x, y, strict=True)],
+        dtype=np.int64,
+    )
+
+
+def _differences(project: Project, query, x, y, a_is_x) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's normal-score difference z_x − z_y under the prior
+    (:func:`~crowdprefs.machine.link.normal_scores` within the query) and side (+1: x shown
+    as A)."""
+    from crowdprefs.machine.link import normal_scores
+
+    prior = project.store.prior()
+    codes, _ = pd.factorize(prior["query"])
+    z = dict(
+        zip(
+            zip(prior["query"], prior["document"], strict=True),
+            normal_scores(codes, prior["score"].to_numpy(float)),
+            strict=True,
+        )
+    )
+    d = np.array(
+        [z.get((q, a), 0.0) - z.get((q, b), 0.0) for q, a, b in zip(query, x, y, strict=True)]
+    )
+    return d, np.where(np.asarray(a_is_x, dtype=bool), 1.0, -1.0)
+
+
+def _human(project: Project) -> pd.DataFrame:
+    """The aggregated sorting pairs: ``query, x, y, a_is_x, verdict`` and their answer
+    counts ``more, equal, less``."""
+    store = project.store
+    pairs = store.pairs(columns=("pair_id", "query", "x", "y", "a_is_x", "kind", "verdict"))
+    pairs = pairs[(pairs["kind"] == "sort") & pairs["verdict"].notna()].set_index("pair_id")
+    counts = store.answer_counts(None).reindex(pairs.index).fillna(0).astype(np.int64)
+    return pairs.join(counts)
+
+
+def triage_needed(
+    project: Project, rule: SkipRule, needed: pd.DataFrame
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Which of the ``needed`` pairs (``query, x, y, a_is_x``) the next batch asks, and the
+    machine verdicts of the others and of the audited ones (``query, x, y, verdict,
+    probability, asked``) (:func:`crowdprefs.machine.policy.triage`, as the planner runs it).
+
+    Until ``rule.min_verdicts`` human verdicts are known, the batch asks only that many of the
+    needed pairs, drawn at random (:func:`~crowdprefs.machine.policy.calibration_pairs`), so the
+    rest can be triaged once they are decided. Once the audit shows the machine worse than
+    allowed (:meth:`~crowdprefs.machine.overturn.SkipRule.stopped`), skipping stops for the
+    rest of the campaign (remembered in the state)."""
+    from crowdprefs.machine.policy import calibration_pairs, triage
+
+    human = _human(project)
+    keys = pair_keys(needed["query"], needed["x"], needed["y"])
+    none = pd.DataFrame(columns=["query", "x", "y", "verdict", "probability", "asked"])
+    if not rule.ready(len(human)):
+        asked = np.zeros(len(needed), dtype=bool)
+        asked[calibration_pairs(keys, rule.min_verdicts, project.seed)] = True
+        return asked, none
+    store = project.store
+    stopped = store.meta(SKIP_STOPPED_KEY) is not None
+    audited = store.machine_verdicts()
+    audited = audited[(audited["asked"] == 1) & audited["human"].notna()]
+    overturned = int((audited["verdict"] != audited["human"]).sum())
+    if not stopped and rule.stopped(overturned, len(audited)):
+        store.set_meta(SKIP_STOPPED_KEY, str(len(audited)))
+        stopped = True
+    known = (*_differences(project, *(human[c] for c in ("query", "x", "y", "a_is_x"))),)
+    known = (*known, human["verdict"].to_numpy(np.int64))
+    d, s = _differences(project, *(needed[c] for c in ("query", "x", "y", "a_is_x")))
+    sure = triage(known, d, s, keys, rule, project.seed, stopped=stopped)
+    if sure.slope[1] < 0:
+        from crowdprefs.progress import note
+
+        note(
+            f"the machine prior ranks against the human verdicts (slope {sure.slope[0]:.2f} to "
+            f"{sure.slope[1]:.2f}): it decides no pair; check that a higher score means more "
+            "similar (a distance must be negated)"
+        )
+    chosen = sure.skip | sure.audit
+    machine = needed.loc[chosen, ["query", "x", "y"]].assign(
+        verdict=sure.verdict[chosen].astype(int),
+        probability=sure.probability[chosen],
+        asked=sure.audit[chosen].astype(int),
+    )
+    return ~sure.skip, machine
+
+
+def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.ndarray:
+    """The prior's pseudo-answers (more, equal, less) for ``pairs`` (``query, x, y,
+    a_is_x``) in the stopping rule: ``weight`` times the answer link fitted on every human
+    answer of the aggregated sorting pairs so far (:class:`~crowdprefs.machine.link.Link`)."""
+    from crowdprefs.machine.link import Link
+
+    human = _human(project)
+    d, s = _differences(project, *(human[c] for c in ("query", "x", "y", "a_is_x")))
+    link = Link.fit(d, s, human[["more", "equal", "less"]].to_numpy())
+    d, s = _differences(project, *(pairs[c] for c in ("query", "x", "y", "a_is_x")))
+    return weight * link.probabilities(d, s)
+
+
+def machine_audit(project: Project) -> dict | None:
+    """What the machine decided and how its audit stands (``None`` without machine verdicts):
+    pairs ``skipped``, ``audited`` and ``overturned``, the overturn share with its interval
+    (:func:`~crowdprefs.machine.overturn.overturn_interval`), and whether skipping
+    ``stopped``."""
+    from crowdprefs.machine.overturn import SkipRule
+    from crowdprefs.machine.policy import PriorPolicy
+
+    if not project.store.machine_verdict_count():
+        return None
+    verdicts = project.store.machine_verdicts()
+    rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()
+    audited = verdicts[(verdicts["asked"] == 1) & verdicts["human"].notna()]
+    overturned = int((audited["verdict"] != audited["human"]).sum())
+    estimate, low, high = rule.interval(overturned, len(audited))
+    return {
+        "skipped": int((verdicts["asked"] == 0).sum()),
+        "audited": len(audited),
+        "overturned": overturned,
+        "overturn": estimate,
+        "low": low,
+        "high": high,
+        "level": rule.level,
+        "stopped": project.store.meta(SKIP_STOPPED_KEY) is not None,
+    }
+
+
+def audit_line(summary: dict) -> str:
+    """The machine's part of the lists in one line (for status, export and the audit)."""
+    line = f"machine prior: {summary['skipped']} pair(s) decided without humans"
+    if summary["audited"]:
+        line += (
+            f"; audit: {summary['overturned']} of {summary['audited']} overturned by the human "
+            f"verdict, {summary['overturn']:.0%} ({summary['level']:.0%} interval "
+            f"{summary['low']:.0%}–{summary['high']:.0%})"
+        )
+    else:
+        line += "; no audited pair decided yet"
+    return line + ("; skipping stopped by the audit" if summary["stopped"] else "")

@@ -1,0 +1,250 @@
+"""A machine prior beyond the pivots: skipping with an audit and pseudo-answers in the stopping
+rule, in the planner and in the driver, and ``plan --prior-correlation`` on the command line."""
+
+from __future__ import annotations
+
+import sqlite3
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import tomli_w
+from console_script import crowdprefs
+
+from crowdprefs.campaign import driver
+from crowdprefs.campaign.adaptive import StoppingRule
+from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.settings import CONFIG_NAME
+from crowdprefs.campaign.sorting import initial_orders, replay
+from crowdprefs.crowds import get_crowd
+from crowdprefs.demo import create_demo_project
+from crowdprefs.errors import InputError
+from crowdprefs.io import read_lists
+from crowdprefs.machine.overturn import SkipRule
+from crowdprefs.machine.policy import PriorPolicy, calibration_pairs, triage
+from crowdprefs.machine.simulated import SimulatedPrior
+from crowdprefs.quality.planning import Design, simulate_designs
+
+MARGIN_1 = AggregationRule(rule="margin", margin=1)
+CURTAIL = StoppingRule(
+    method="curtail", initial=2, step=1, maximum=9, epsilon=0.1, aggregation=MARGIN_1
+)
+
+
+def _planned(truth: pd.DataFrame, correlations, campaigns: int = 12) -> pd.DataFrame:
+    designs = {"human": Design(9, MARGIN_1, CURTAIL)}
+    policy = PriorPolicy(SkipRule(), weight=3.0)
+    for r in correlations:
+        designs[f"r={r}"] = Design(9, MARGIN_1, CURTAIL, prior=SimulatedPrior(r), machine=policy)
+    frame = simulate_designs(truth, designs, campaigns=campaigns, seed=5)
+    return frame.groupby("design", sort=False).mean(numeric_only=True)
+
+
+@pytest.fixture(scope="module")
+def demo_truth(tmp_path_factory) -> pd.DataFrame:
+    root = tmp_path_factory.mktemp("truth")
+    create_demo_project(root).close()
+    return read_lists(root / "truth.qrel")
+
+
+def test_a_good_prior_decides_pairs_and_saves_answers_a_useless_one_earns_no_trust(demo_truth):
+    """Planned on the demo collection: a model at r = 0.9 decides pairs without humans and
+    saves answers; at r = 0 its track record never clears the set error, so it decides (almost)
+    nothing; the realised correlations are those asked for."""
+    means = _planned(demo_truth, (0.9, 0.0))
+    good, useless, human = means.loc["r=0.9"], means.loc["r=0.0"], means.loc["human"]
+    assert good["machine_pairs"] > 0.15 * (good["pairs"] + good["machine_pairs"])
+    assert good["answers"] < 0.85 * human["answers"]
+    assert good["adr"] > human["adr"] - 0.02
+    assert useless["machine_pairs"] < 0.02 * useless["pairs"]
+    assert abs(good["prior_correlation"] - 0.9) < 0.05
+    assert abs(useless["prior_correlation"]) < 0.08
+    assert 0 <= good["overturn_low"] <= good["overturn_high"] <= 1
+
+
+def test_triage_waits_for_verdicts_and_a_track_record():
+    """No skipping before ``min_verdicts`` human verdicts, nor while the model's track record
+    on them has an upper bound above the set error; the audit sample is asked anyway."""
+    rule = SkipRule(confidence=0.6, audit_share=0.2, max_overturn=0.2, min_verdicts=30)
+    rng = np.random.default_rng(1)
+    d = rng.normal(0, 1.5, 400)
+    verdict = np.sign(d).astype(int)  # a model that is always right
+    keys = np.arange(400)
+    few = triage((d[:10], np.ones(10), verdict[:10]), d, np.ones(400), keys, rule, 3)
+    assert not few.skip.any()
+    sure = triage((d, np.ones(400), verdict), d, np.ones(400), keys, rule, 3)
+    assert sure.skip.sum() > 100 and sure.audit.sum() > 10
+    assert not (sure.skip & sure.audit).any()
+    assert (sure.verdict[sure.skip] == verdict[sure.skip]).all()
+    wrong = rng.permutation(verdict)  # the same model against unrelated verdicts
+    gated = triage((d, np.ones(400), wrong), d, np.ones(400), keys, rule, 3)
+    assert not gated.skip.any() and gated.record[2] > rule.max_overturn
+    stopped = triage((d, np.ones(400), verdict), d, np.ones(400), keys, rule, 3, stopped=True)
+    assert not stopped.skip.any()
+    reversed_ = triage((d, np.ones(400), -verdict), d, np.ones(400), keys, rule, 3)
+    assert not reversed_.skip.any() and reversed_.slope[1] < 0  # learnt, but never trusted
+
+
+def test_calibration_pairs_are_a_replayable_random_draw():
+    keys = np.arange(1000, 1100)
+    first = calibration_pairs(keys, 30, 7)
+    assert len(first) == 30 and len(set(first)) == 30
+    assert (calibration_pairs(keys, 30, 7) == first).all()
+    assert not (calibration_pairs(keys, 30, 8) == first).all()
+    assert set(calibration_pairs(keys[::-1], 30, 7)) == {99 - i for i in first}
+
+
+def _demo_with_prior(root: Path, scores: pd.DataFrame, prior: dict, **sections) -> Path:
+    """The demo project re-made with ``scores`` as its prior and the ``[prior]`` keys."""
+    create_demo_project(root).close()
+    scores.to_csv(root / "scores.csv", index=False)
+    config = root / "project" / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    data["prior"] = {"scores": "../scores.csv", **prior}
+    data.update(sections)
+    config.write_text(tomli_w.dumps(data))
+    return root / "project"
+
+
+def _truth_scores(root: Path, sign: float = 1.0, noise: float = 0.3) -> pd.DataFrame:
+    truth = read_lists(root / "truth.qrel")
+    rng = np.random.default_rng(3)
+    score = sign * -truth["group"] + noise * rng.standard_normal(len(truth))
+    return truth[["query", "document"]].assign(score=score)
+
+
+def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_verdicts(
+    tmp_path,
+):
+    """A driver campaign with a good prior and ``[prior] skip``: the first batch is the
+    calibration sample, later batches leave the sure pairs to the machine (less the audit), the
+    lists close, and each list is the replay of its human and machine verdicts with the
+    prior's pivots; status and export report the audit."""
+    create_demo_project(tmp_path / "probe").close()
+    scores = _truth_scores(tmp_path / "probe")
+    folder = _demo_with_prior(
+        tmp_path / "demo", scores, {"skip": True, "min_verdicts": 20, "max_overturn": 0.5}
+    )
+    with Project(folder) as project:
+        driver.run(project, get_crowd("simulated", project))
+        store = project.store
+        assert len(store.pairs(1)) == 20  # the calibration batch
+        machine = store.machine_verdicts()
+        skipped = machine[machine["asked"] == 0]
+        assert len(skipped) > 20
+        asked = store.pairs(columns=("query", "x", "y"))
+        both = skipped.merge(asked, on=["query", "x", "y"])
+        assert both.empty  # a skipped pair is never asked
+        audited = machine[machine["asked"] == 1].merge(asked, on=["query", "x", "y"])
+        assert len(audited) == int((machine["asked"] == 1).sum())
+        lists = driver.lists(project)
+        verdicts = store.verdict_maps()
+        orders = initial_orders(store.candidate_orders(), project.seed)
+        prior = {q: dict(zip(g["document"], g["score"], strict=True))
+                 for q, g in store.prior().groupby("query")}  # fmt: skip
+        for query, rows in lists.groupby("query"):
+            state = replay(orders[query], verdicts[query], prior[query])
+            assert state.closed
+            groups = {d: g for g, members in enumerate(state.groups(), 1) for d in members}
+            assert dict(zip(rows["document"], rows["group"], strict=True)) == groups
+    status = crowdprefs("status", folder)
+    assert status.returncode == 0
+    assert f"machine prior: {len(skipped)} pair(s) decided without humans" in status.stdout
+    export = crowdprefs("export", folder, "-o", tmp_path / "lists.qrel")
+    assert export.returncode == 0 and "machine prior:" in export.stdout
+
+
+def test_pseudo_answers_of_a_good_prior_stop_pairs_sooner(tmp_path):
+    """With ``[adaptive] curtail`` and ``[prior] weight``, a prior that ranks like the truth
+    decides pairs on fewer answers than the same campaign without it."""
+    create_demo_project(tmp_path / "probe").close()
+    scores = _truth_scores(tmp_path / "probe", noise=0.1)
+    adaptive = {
+        "adaptive": {"method": "curtail", "initial": 2, "step": 1, "maximum": 9, "epsilon": 0.2}
+    }
+    answers = {}
+    for name, prior in (("plain", {}), ("weighted", {"weight": 6.0})):
+        folder = _demo_with_prior(tmp_path / name, scores, prior, **adaptive)
+        with Project(folder) as project:
+            driver.run(project, get_crowd("simulated", project))
+            status = driver.status(project)["totals"]
+            assert status["closed"] == status["queries"]
+            answers[name] = status["answers"] / status["pairs_judged"]
+    assert answers["weighted"] < answers["plain"] - 0.2
+
+
+@pytest.mark.parametrize(
+    ("prior", "sections", "says"),
+    [
+        ({"skip": True, "scores": None}, {}, "[prior] skip and weight need a machine prior"),
+        (
+            {"weight": 2.0},
+            {"aggregation": {"rule": "bradley-terry"}},
+            "the bradley-terry rule decides pairs from every answer",
+        ),
+        ({"skip": True, "confidence": 1.5}, {}, "[prior] confidence must be"),
+        ({"skip": True, "audit_share": 0}, {}, "[prior] audit_share must be"),
+    ],
+)
+def test_a_bad_prior_section_is_refused_in_one_line_before_any_batch(
+    tmp_path, prior, sections, says
+):
+    create_demo_project(tmp_path / "probe").close()
+    folder = _demo_with_prior(tmp_path / "demo", _truth_scores(tmp_path / "probe"), {}, **sections)
+    config = folder / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    data["prior"].update({k: v for k, v in prior.items() if v is not None})
+    for key in [k for k, v in prior.items() if v is None]:
+        data["prior"].pop(key)
+    config.write_text(tomli_w.dumps(data))
+    result = crowdprefs("next", folder)
+    assert result.returncode != 0
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(folder / "state.sqlite") as state:
+        assert state.execute("SELECT COUNT(*) FROM batches").fetchone() == (0,)
+
+
+def test_plan_compares_priors_beside_the_human_design_through_the_console_script(tmp_path):
+    create_demo_project(tmp_path).close()
+    result = crowdprefs(
+        "plan", "--candidates", tmp_path / "candidates.csv", "--truth", tmp_path / "truth.qrel",
+        "--rule", "margin", "--margin", "1", "--adaptive", "curtail", "--initial", "2",
+        "--step", "1", "--maximum", "9", "--epsilon", "0.1", "--prior-correlation", "0.8",
+        "--prior-correlation", "0", "--prior-bias", "0.3", "--prior-skip", "--prior-weight", "3",
+        "--campaigns", "6", "-o", tmp_path / "plan.csv",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "+ prior r=0.8: realised Spearman r" in result.stdout
+    assert "interval covers the true share" in result.stdout
+    assert "pairs decided by the prior" in result.stdout
+    frame = pd.read_csv(tmp_path / "plan.csv")
+    assert {"machine_pairs", "overturn_low", "overturn_true"} <= set(frame.columns)
+    assert frame.groupby("design")["machine_pairs"].mean().max() > 0
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--prior-correlation", "1.5"], "correlation must lie in [-1, 1]"),
+        (["--prior-correlation", "0.5", "--prior-bias", "50"], "position bias must lie"),
+        (["--prior-correlation", "0.5", "--prior-skip", "--skip-confidence", "1"], "confidence"),
+        (["--prior-correlation", "0.5", "--prior-skip", "--max-overturn", "0"], "max_overturn"),
+    ],
+)
+def test_plan_refuses_a_bad_prior_option_in_one_line(tmp_path, options, says):
+    create_demo_project(tmp_path).close()
+    result = crowdprefs("plan", "--candidates", tmp_path / "candidates.csv", *options)
+    assert result.returncode != 0
+    assert says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_prior_is_refused_with_flagging_in_the_planner():
+    with pytest.raises(InputError, match="without flagging"):
+        Design(
+            9, MARGIN_1, CURTAIL, prior=SimulatedPrior(0.5), flag_each_round=True,
+            machine=PriorPolicy(SkipRule()),
+        )  # fmt: skip
