@@ -33,7 +33,6 @@ twice gives the same ids.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -44,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.io import check_names
+from crowdprefs.io import check_names, csv_frame
 
 PREFERENCE_COLUMNS = ["worker", "query", "left", "right", "label"]
 LABELS = ("left", "equal", "right")
@@ -296,7 +295,7 @@ def read_preferences(
     path = Path(path)
     text, _ = read_text(path, "answers file")
     try:
-        data = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        data = csv_frame(text, path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
     data.columns = [str(c).strip() for c in data.columns]

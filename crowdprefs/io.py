@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -50,6 +51,27 @@ HIDDEN = (
 """Characters a name must not hold: control characters (a terminal obeys them), zero-width
 characters (two names that look the same) and bidirectional overrides and isolates (a printed
 list that looks reordered; Boucher & Anderson, *Trojan Source*, 2021)."""
+
+
+def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> pd.DataFrame:
+    """``pandas.read_csv`` of a CSV with a header line (``data``: its text, or a path), as text
+    columns unless ``options`` say otherwise.
+
+    pandas takes a first data row with more fields than the header for a row index and shifts
+    every column by one (a later such row it refuses); here that row is refused too, in one
+    line naming ``source`` and the row's line. Other parse errors propagate as pandas raises
+    them."""
+    buffer = io.StringIO(data) if isinstance(data, str) else data
+    options = {"dtype": str, "keep_default_na": False, **options}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(buffer, index_col=False, **options)
+        except pd.errors.ParserWarning:
+            text = data if isinstance(data, str) else Path(data).read_text(errors="replace")
+            filled = [i for i, row in enumerate(text.splitlines(), 1) if row.strip()]
+            line = filled[1] if len(filled) > 1 else 2
+            raise InputError(f"{source}:{line}: more fields than the header names") from None
 
 
 def check_names(

@@ -37,7 +37,6 @@ adapter): the audit, the replay, the crowd-model fit and the crowds' importers a
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import tomllib
@@ -50,7 +49,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError
 from crowdprefs.files import read_text, write_atomic
-from crowdprefs.io import check_names
+from crowdprefs.io import check_names, csv_frame
 
 FRAME_COLUMNS = (
     "iteration",
@@ -306,7 +305,7 @@ def read_table(path: str | os.PathLike) -> tuple[pd.DataFrame, str]:
     path = Path(path)
     text, encoding = read_text(path, "results file")
     try:
-        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        frame = csv_frame(text, path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
     frame.columns = [str(c).strip() for c in frame.columns]

@@ -151,3 +151,46 @@ def test_read_truth_detects_lists_and_levels(tmp_path):
     assert forced["query"].tolist() == ["0", "0"]
     with pytest.raises(InputError, match="unknown ground-truth kind"):
         io.read_truth(tmp_path / "q.txt", kind="weird")
+
+
+def _prior_of(path):
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.machine.scores import read_prior
+
+    candidates = path.with_name("candidates.csv")
+    candidates.write_text("query,document\nq1,a\nq1,b\n", encoding="utf-8")
+    return read_prior(path, read_candidates(candidates))
+
+
+def _readers():
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.evaluation.stats import read_scores
+    from crowdprefs.exchange import read_preferences
+    from crowdprefs.quality.audit import read_worker_attribute
+    from crowdprefs.quality.review import read_flags
+    from crowdprefs.results_file import read_table
+
+    return {
+        "candidates": (read_candidates, "query,document\nq1,a,EXTRA\nq1,b\n"),
+        "prior": (_prior_of, "query,document,score\nq1,a,1,EXTRA\nq1,b,2\n"),
+        "results": (read_table, "HITId,WorkerId\nh1,w1,EXTRA\nh2,w2\n"),
+        "answers": (read_preferences, "worker,query,left,right,label\nw,q,a,b,a,EXTRA\n"),
+        "flags": (read_flags, "worker_id,reason\nw1,bot,EXTRA\nw2,bot\n"),
+        "attribute": (read_worker_attribute, "worker_id,group\nw1,x,EXTRA\nw2,y\n"),
+        "scores": (read_scores, "system,query,measure,score\nA,q,ADR,1,EXTRA\n"),
+    }
+
+
+@pytest.mark.parametrize("reader", ["candidates", "prior", "results", "answers", "flags",
+                                    "attribute", "scores"])  # fmt: skip
+def test_every_csv_reader_refuses_a_first_row_longer_than_its_header(tmp_path, reader):
+    """pandas reads a first data row with a field more than the header as a row index and
+    shifts every column; every CSV reader refuses it instead, naming the file and line 2 (a
+    blank line before it moves the line named)."""
+    read, text = _readers()[reader]
+    path = tmp_path / f"{reader}.csv"
+    for shown, line in ((text, 2), (text.replace("\n", "\n\n", 1), 3)):
+        path.write_text(shown, encoding="utf-8")
+        with pytest.raises(InputError) as refused:
+            read(path)
+        assert str(refused.value) == f"{path}:{line}: more fields than the header names"

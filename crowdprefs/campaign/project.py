@@ -16,7 +16,6 @@ it, so the researcher's commands run beside a live server.
 from __future__ import annotations
 
 import csv
-import io
 import os
 import shutil
 import tempfile
@@ -95,14 +94,12 @@ def read_candidates(path: Path) -> pd.DataFrame:
     columns, empty values, duplicate (query, document) rows, or a query with fewer than two
     candidates.
     """
-    from crowdprefs.io import check_audio_urls, check_names  # pandas: not for every command
+    from crowdprefs.io import check_audio_urls, check_names, csv_frame  # pandas: not always
 
     path = Path(path)
     text, _ = read_text(path, "candidates file")
     try:
-        frame = pd.read_csv(
-            io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True
-        )
+        frame = csv_frame(text, path, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
     frame.columns = [c.strip() for c in frame.columns]

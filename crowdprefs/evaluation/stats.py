@@ -29,6 +29,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from crowdprefs.errors import InputError
+from crowdprefs.io import csv_frame
 
 PAIRWISE_TESTS = ("wilcoxon", "t", "sign", "mann-whitney")
 LONG_COLUMNS = ("system", "query", "measure", "score")
@@ -445,7 +446,7 @@ def read_scores(path: str | Path) -> dict[str, pd.DataFrame]:
             raise InputError(f"{path}: expected a list of system/query/measure/score records")
         return scores_matrices(pd.DataFrame.from_records(records), str(path))
     try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+        table = csv_frame(path, path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a readable CSV ({error})") from None
     if {c.strip().lower() for c in table.columns} >= set(LONG_COLUMNS):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import os
 from pathlib import Path
 
@@ -33,18 +32,10 @@ def read_prior(path: str | os.PathLike, candidates: pd.DataFrame) -> pd.DataFram
     candidate, or a candidate without a score."""
     path = Path(path)
     text, _ = read_text(path, "prior file")
+    from crowdprefs.io import csv_frame  # pandas: the driver imports this module
+
     try:
-        fields = [len(row) for row in csv.reader(io.StringIO(text)) if row]
-        longer = [i for i, n in enumerate(fields[1:], start=2) if n > fields[0]]
-        if longer:  # pandas would take a first such row's extra field for an index
-            raise InputError(f"{path}:{longer[0]}: more fields than the header's {fields[0]}")
-        frame = pd.read_csv(
-            io.StringIO(text),
-            dtype=str,
-            keep_default_na=False,
-            skipinitialspace=True,
-            index_col=False,
-        )
+        frame = csv_frame(text, path, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
         raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
     frame.columns = [str(c).strip() for c in frame.columns]

@@ -27,6 +27,7 @@ import pandas as pd
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
+from crowdprefs.io import csv_frame
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality import fragility, stability
 from crowdprefs.quality.agreement import agreement_summary, reference_agreement
@@ -203,7 +204,6 @@ class Audit:
 def read_worker_attribute(path: Path) -> pd.Series:
     """``worker_id → attribute`` from a CSV whose first column is the worker and second the
     attribute (to split the single-answer reference tables by, e.g. musical training)."""
-    import io
 
     from crowdprefs.files import read_text
 
@@ -211,7 +211,7 @@ def read_worker_attribute(path: Path) -> pd.Series:
         raise InputError(f"{path}: no such file")
     text, _ = read_text(path, "worker attribute file")
     try:
-        table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        table = csv_frame(text, path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
         raise InputError(f"{path}: not a valid CSV: {error}") from None
     if table.shape[1] < 2:

@@ -60,6 +60,7 @@ from crowdprefs.campaign.driver import committed_cost
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.hits.render import HitSettings
+from crowdprefs.io import csv_frame
 from crowdprefs.progress import note
 from crowdprefs.quality.flags import FLAGS, FlagRules, flag_workers, review_reasons, with_listening
 from crowdprefs.quality.frames import project_answers, project_verdicts
@@ -173,7 +174,7 @@ def read_flags(path: Path) -> pd.DataFrame:
     """Workers to block from a CSV with the columns ``worker_id, reason`` (e.g. the
     ``review_flags.csv`` an audit writes)."""
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = csv_frame(path, path)
     except FileNotFoundError:
         raise InputError(f"flags file not found: {path}") from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
