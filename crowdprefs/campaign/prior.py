@@ -60,7 +60,7 @@ def fix_prior(project: Project) -> None:
             raise StateError(
                 f"[prior] scores = {written!r} was set after batch {last['iteration']} was "
                 "built; a prior is fixed before the first batch: remove the setting, or start a "
-                "new project with init --prior"
+                "new project with the prior"
             )
         store.set_prior(given)
     elif fingerprint(given) != fingerprint(stored):
@@ -83,8 +83,8 @@ def prior_policy(project: Project) -> PriorPolicy:
     policy = PriorPolicy.from_section(project.section("prior"))
     if policy.active and prior_path(project) is None and project.store.prior_map() is None:
         raise InputError(
-            "[prior] skip and weight need a machine prior: give one with init --prior or "
-            "[prior] scores"
+            "[prior] skip and weight need a machine prior: set [prior] scores to a file of a "
+            "model's scores (before the first batch)"
         )
     if policy.active and project.settings.aggregation.rule == "bradley-terry":
         raise InputError(

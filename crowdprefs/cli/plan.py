@@ -283,7 +283,8 @@ def plan(
         )
     if out is not None:
         out.write(results.to_csv(index=False, lineterminator="\n"))
-    table = _design_table(compare_designs(results, next(iter(designs))), list(designs))
+    shown = [m for m in _LABELS if m != "machine_pairs" or prior_correlation]
+    table = _design_table(compare_designs(results, next(iter(designs))), list(designs), shown)
     table.title = (
         f"{campaigns} simulated campaigns per design: {frame['query'].nunique()} queries, "
         f"{len(frame)} candidates; mean ± 95% interval, differences paired"
@@ -333,9 +334,9 @@ def _prior_lines(results, designs: dict) -> list[str]:
     return lines
 
 
-def _design_table(comparison, designs: list[str]) -> Table:
-    """Measures down; per design its mean ± the half-width of the 95% interval; then each later
-    design's paired difference from the first."""
+def _design_table(comparison, designs: list[str], measures: list[str]) -> Table:
+    """The ``measures`` down; per design its mean ± the half-width of the 95% interval; then
+    each later design's paired difference from the first."""
     table = Table()
     table.add_column("measure")
     for name in designs:
@@ -348,7 +349,8 @@ def _design_table(comparison, designs: list[str]) -> Table:
             return "–"
         return f"{fmt.format(mean)} ± {fmt.format((high - low) / 2).lstrip('+')}"
 
-    for measure, (label, fmt) in _LABELS.items():
+    for measure in measures:
+        label, fmt = _LABELS[measure]
         rows = [comparison.loc[(name, measure)] for name in designs]
         cells = [cell(fmt, r["mean"], r["ci_low"], r["ci_high"]) for r in rows]
         signed = fmt.replace("{:", "{:+")
