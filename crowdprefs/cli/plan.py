@@ -456,7 +456,9 @@ def fit(
         console.print("predictive check: give the campaign's lists (--lists) to run it")
         return
     with make_progress() as progress:
-        task = progress.add_task(f"simulating the recorded design {runner.where}", total=campaigns)
+        task = progress.add_task(
+            f"simulating the recorded design {runner.where}", total=2 * campaigns
+        )
         check = predictive_check(
             fitted.replicates or model,
             answers,

@@ -996,7 +996,9 @@ def predictive_check(
     """Simulate the recorded design on the recorded candidates, with ``lists`` as the truth, and
     compare with the recording: one row per statistic (:func:`campaign_statistics`) with the
     recorded value, the simulated mean, its 5% and 95% quantiles and the simulated share of
-    campaigns at or below the recorded value. Campaign ``i`` uses model ``i`` modulo their
+    campaigns at or below the recorded value; and :data:`PIVOTS_ROW`, the iterations of as many
+    campaigns with the recording's own pivots (one campaign's depth owes much to its pivots'
+    luck: ``benchmarks/campaign_depth.py``). Campaign ``i`` uses model ``i`` modulo their
     number (bootstrap replicates make it a posterior predictive check) and seed
     ``seed · 7919 + i``, whichever ``runner`` runs it; ``on_done(n)`` follows the campaigns."""
     if not 1 <= campaigns <= MAX_CAMPAIGNS:
@@ -1019,11 +1021,18 @@ def predictive_check(
     if len(truth) < len(documents):
         raise InputError("the lists do not place every candidate of the recorded answers")
     pool = [models] if isinstance(models, CrowdModel) else list(models)
-    shared = (Collection.from_truth(truth), design, pool, seed)
-    simulated = pd.DataFrame(runner.map(_simulated_campaign, shared, range(campaigns), on_done))
+    collection = Collection.from_truth(truth)
+    tasks = [(i, False) for i in range(campaigns)] + [(i, True) for i in range(campaigns)]
+    shared = (collection, design, pool, seed, recorded_pivot_order(answers, collection))
+    rows = runner.map(_simulated_campaign, shared, tasks, on_done)
+    simulated = pd.DataFrame(rows[:campaigns])
+    pivots = PIVOTS_ROW, pd.DataFrame(rows[campaigns:])["iterations"]
     depth = int(max(recorded["iterations"], simulated["iterations"].max()))
     per_iteration = [f"pairs in iteration {i}" for i in range(1, depth + 1)]
-    names = ["iterations", "pairs", *per_iteration, "agreement", *(f"share {c}" for c in CHOICES)]
+    names = ["iterations", pivots[0], "pairs", *per_iteration, "agreement"]
+    names += [f"share {c}" for c in CHOICES]
+    recorded = {**recorded, pivots[0]: recorded["iterations"]}
+    simulated[pivots[0]] = pivots[1].to_numpy()
     simulated = simulated.reindex(columns=names)
     simulated[per_iteration] = simulated[per_iteration].fillna(0.0)
     table = pd.DataFrame(
@@ -1041,10 +1050,20 @@ def predictive_check(
     return table
 
 
-def _simulated_campaign(shared: tuple, i: int) -> dict[str, float]:
-    """One task of :func:`predictive_check`: the statistics of simulated campaign ``i``."""
-    collection, design, pool, seed = shared
-    campaign = simulate_campaign(collection, design, pool[i % len(pool)], seed=seed * 7919 + i)
+PIVOTS_ROW = "iterations, recorded pivots"
+"""The predictive check's row of campaigns with fresh answers but the recording's own pivots
+(:func:`recorded_pivot_order`): how much of the recorded depth its pivots explain."""
+
+
+def _simulated_campaign(shared: tuple, task: tuple[int, bool]) -> dict[str, float]:
+    """One task of :func:`predictive_check`: the statistics of simulated campaign ``i``, with
+    random pivots or the recording's."""
+    collection, design, pool, seed, order = shared
+    i, recorded_pivots = task
+    campaign = simulate_campaign(
+        collection, design, pool[i % len(pool)], seed=seed * 7919 + i,
+        position=order if recorded_pivots else None,
+    )  # fmt: skip
     return simulated_statistics(campaign.per_iteration)
 
 

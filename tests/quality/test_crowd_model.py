@@ -211,6 +211,9 @@ def test_predictive_check_compares_the_recording_with_its_simulations(campaign):
     assert check.loc["pairs in iteration 1", "recorded"] == check.loc["pairs in iteration 1", "p5"]
     assert check.loc["pairs", "simulated"] == pytest.approx(check.loc["pairs", "recorded"], rel=0.1)
     assert abs(check.loc["iterations", "simulated"] - check.loc["iterations", "recorded"]) <= 1.5
+    pivots = check.loc["iterations, recorded pivots"]  # fresh answers, the recording's pivots
+    assert pivots["recorded"] == check.loc["iterations", "recorded"]
+    assert 1 <= pivots["p5"] <= pivots["simulated"] <= pivots["p95"]
     for share in ("share A", "share equal", "share B", "agreement"):
         row = check.loc[share]
         assert row["simulated"] == pytest.approx(row["recorded"], abs=0.05), share
