@@ -28,7 +28,7 @@ import io
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +68,8 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
         try:
             return pd.read_csv(buffer, index_col=False, **options)
         except pd.errors.ParserWarning:
-            text = data if isinstance(data, str) else Path(data).read_text(errors="replace")
-            filled = [i for i, row in enumerate(text.splitlines(), 1) if row.strip()]
-            line = filled[1] if len(filled) > 1 else 2
+            lines = data.splitlines() if isinstance(data, str) else None
+            line = _filled_line(lines, 1) if lines is not None else _line_number(Path(data), 1)
             raise InputError(f"{source}:{line}: more fields than the header names") from None
 
 
@@ -118,13 +117,18 @@ def check_audio_urls(frame: pd.DataFrame, source: str | os.PathLike) -> None:
 
 def _line_number(path: Path, row: int) -> int:
     """1-based physical line of the ``row``-th non-blank line (0-based) of ``path``."""
-    seen = -1
     with path.open(encoding="latin-1") as handle:  # any byte: only lines are counted
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                seen += 1
-                if seen == row:
-                    return number
+        return _filled_line(handle, row)
+
+
+def _filled_line(lines: Iterable[str], row: int) -> int:
+    """1-based number, among ``lines``, of the ``row``-th non-blank one (0-based)."""
+    seen = -1
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            seen += 1
+            if seen == row:
+                return number
     return seen + 1
 
 

@@ -86,6 +86,11 @@ def prior_policy(project: Project) -> PriorPolicy:
             "[prior] skip and weight need a machine prior: set [prior] scores to a file of a "
             "model's scores (before the first batch)"
         )
+    if policy.weight and project.section("adaptive").get("method", "off") == "off":
+        raise InputError(
+            "[prior] weight weighs the adaptive stopping rule: set [adaptive] method, or remove "
+            "weight"
+        )
     if policy.active and project.settings.aggregation.rule == "bradley-terry":
         raise InputError(
             "[prior] skip and weight judge each pair on its own answers; the bradley-terry rule "
@@ -103,25 +108,28 @@ def pair_keys(query, x, y) -> np.ndarray:
     )
 
 
-def _differences(project: Project, query, x, y, a_is_x) -> tuple[np.ndarray, np.ndarray]:
-    """Each pair's normal-score difference z_x − z_y under the prior
-    (:func:`~crowdprefs.machine.link.normal_scores` within the query) and side (+1: x shown
-    as A)."""
+def _normal_scores(project: Project) -> pd.Series:
+    """The prior's normal scores (:func:`~crowdprefs.machine.link.normal_scores` within each
+    query), indexed by ``(query, document)``."""
     from crowdprefs.machine.link import normal_scores
 
     prior = project.store.prior()
     codes, _ = pd.factorize(prior["query"])
-    z = dict(
-        zip(
-            zip(prior["query"], prior["document"], strict=True),
-            normal_scores(codes, prior["score"].to_numpy(float)),
-            strict=True,
-        )
-    )
-    d = np.array(
-        [z.get((q, a), 0.0) - z.get((q, b), 0.0) for q, a, b in zip(query, x, y, strict=True)]
-    )
-    return d, np.where(np.asarray(a_is_x, dtype=bool), 1.0, -1.0)
+    index = pd.MultiIndex.from_frame(prior[["query", "document"]])
+    return pd.Series(normal_scores(codes, prior["score"].to_numpy(float)), index=index)
+
+
+def _differences(z: pd.Series, pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's (``query, x, y, a_is_x``) difference z_x − z_y of normal scores ``z`` (0 for
+    a document the prior does not score, e.g. an attention check's) and side (+1: x shown as
+    A)."""
+
+    def of(column: str) -> np.ndarray:
+        keys = pd.MultiIndex.from_arrays([pairs["query"], pairs[column]])
+        return z.reindex(keys).fillna(0.0).to_numpy()
+
+    side = np.where(pairs["a_is_x"].to_numpy(dtype=bool), 1.0, -1.0)
+    return of("x") - of("y"), side
 
 
 def _human(project: Project) -> pd.DataFrame:
@@ -163,9 +171,9 @@ def triage_needed(
     if not stopped and rule.stopped(overturned, len(audited)):
         store.set_meta(SKIP_STOPPED_KEY, str(len(audited)))
         stopped = True
-    known = (*_differences(project, *(human[c] for c in ("query", "x", "y", "a_is_x"))),)
-    known = (*known, human["verdict"].to_numpy(np.int64))
-    d, s = _differences(project, *(needed[c] for c in ("query", "x", "y", "a_is_x")))
+    z = _normal_scores(project)
+    known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
+    d, s = _differences(z, needed)
     sure = triage(known, d, s, keys, rule, project.seed, stopped=stopped)
     if sure.slope[1] < 0:
         from crowdprefs.progress import note
@@ -191,9 +199,9 @@ def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.n
     from crowdprefs.machine.link import Link
 
     human = _human(project)
-    d, s = _differences(project, *(human[c] for c in ("query", "x", "y", "a_is_x")))
-    link = Link.fit(d, s, human[["more", "equal", "less"]].to_numpy())
-    d, s = _differences(project, *(pairs[c] for c in ("query", "x", "y", "a_is_x")))
+    z = _normal_scores(project)
+    link = Link.fit(*_differences(z, human), human[["more", "equal", "less"]].to_numpy())
+    d, s = _differences(z, pairs)
     return weight * link.probabilities(d, s)
 
 

@@ -258,10 +258,17 @@ def plan(
         last_name, last = list(designs.items())[-1]
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
     human_name, human = list(designs.items())[-1]
+    skip_set = (skip_confidence, audit_share, max_overturn) != (
+        SKIP_CONFIDENCE, AUDIT_SHARE, MAX_OVERTURN
+    )  # fmt: skip
+    _check_prior_options(
+        prior_correlation, prior_bias, prior_skip, prior_weight, human.adaptive is not None,
+        skip_set,
+    )  # fmt: skip
     skip = None
     if prior_skip:
         skip = SkipRule(skip_confidence, audit_share, max_overturn)
-    policy = PriorPolicy(skip, prior_weight if human.adaptive is not None else 0.0)
+    policy = PriorPolicy(skip, prior_weight)
     for correlation in prior_correlation or []:
         machine = SimulatedPrior(correlation, prior_bias)
         designs[f"{human_name} + prior r={correlation:g}"] = replace(
@@ -309,6 +316,29 @@ def _fragility_name(min_flips: int) -> str:
 def _rule_name(rule: str, level: float, margin: int) -> str:
     names = {"margin": f"margin {margin}", "bradley-terry": f"Bradley-Terry {level:g}"}
     return names.get(rule, f"Mann-Whitney {level:g}")
+
+
+def _check_prior_options(
+    correlations, bias: float, skip: bool, weight: float, adaptive: bool, skip_options: bool
+) -> None:
+    """Refuse, in one line, a prior option that would change nothing: one without
+    --prior-correlation, --prior-weight without --adaptive, a skipping option without
+    --prior-skip."""
+    from crowdprefs.errors import InputError
+
+    if not correlations and (bias or skip or weight or skip_options):
+        raise InputError(
+            "--prior-bias, --prior-skip and --prior-weight plan a prior: give --prior-correlation"
+        )
+    if weight and not adaptive:
+        raise InputError(
+            "--prior-weight weighs the adaptive stopping rule: give --adaptive curtail or "
+            "sequential"
+        )
+    if skip_options and not skip:
+        raise InputError(
+            "--skip-confidence, --audit-share and --max-overturn apply to --prior-skip"
+        )
 
 
 def _prior_lines(results, designs: dict) -> list[str]:

@@ -53,7 +53,7 @@ NODES = 9
 def normal_scores(query_codes: np.ndarray, score: np.ndarray) -> np.ndarray:
     """Per item, Φ⁻¹((rank − 0.5)/n) of its score's rank among the n items of its query.
 
-    Ties get their average rank; a query with one item gets 0. Vectorised: one sort of all items.
+    Ties get their average rank (:func:`query_ranks`); a query with one item gets 0.
     """
     codes = np.asarray(query_codes).ravel()
     values = np.asarray(score, dtype=float).ravel()
@@ -61,8 +61,15 @@ def normal_scores(query_codes: np.ndarray, score: np.ndarray) -> np.ndarray:
         raise InputError(f"{codes.size} query codes for {values.size} scores")
     if not np.isfinite(values).all():
         raise InputError("machine scores must be finite numbers")
+    rank, size = query_ranks(codes, values)
+    return special.ndtri((rank - 0.5) / size)
+
+
+def query_ranks(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, the average rank (1 = smallest, ties averaged) of its value among the items of
+    its query, and the query's size. Vectorised: one sort of all items."""
     if values.size == 0:
-        return np.zeros(0)
+        return np.zeros(0), np.zeros(0)
     order = np.lexsort((values, codes))
     c, v = codes[order], values[order]
     position = np.arange(v.size)
@@ -73,10 +80,10 @@ def normal_scores(query_codes: np.ndarray, score: np.ndarray) -> np.ndarray:
     start = np.maximum.accumulate(np.where(new_query, position, 0))
     rank = (position - start + 1).astype(float)
     mean_rank = np.bincount(run, weights=rank) / np.bincount(run)
-    size = np.bincount(query)[query]
-    out = np.empty(v.size)
-    out[order] = special.ndtri((mean_rank[run] - 0.5) / size)
-    return out
+    ranks, sizes = np.empty(v.size), np.empty(v.size)
+    ranks[order] = mean_rank[run]
+    sizes[order] = np.bincount(query)[query]
+    return ranks, sizes
 
 
 def _log_sigmoid(x: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.rng import counter_uniform
 
@@ -88,18 +89,7 @@ class SkipRule:
     level: float = 0.95
 
     def __post_init__(self) -> None:
-        if not 0.5 <= self.confidence < 1:
-            raise InputError(f"skip confidence must be in [0.5, 1), got {self.confidence}")
-        if not 0 <= self.audit_share <= 1:
-            raise InputError(f"skip audit_share must be in [0, 1], got {self.audit_share}")
-        if not 0 < self.max_overturn < 1:
-            raise InputError(f"skip max_overturn must be in (0, 1), got {self.max_overturn}")
-        if isinstance(self.min_verdicts, bool) or not isinstance(self.min_verdicts, int):
-            raise InputError(f"skip min_verdicts must be a whole number, got {self.min_verdicts!r}")
-        if self.min_verdicts < 0:
-            raise InputError(f"skip min_verdicts must be >= 0, got {self.min_verdicts}")
-        if not 0 < self.level < 1:
-            raise InputError(f"skip level must be in (0, 1), got {self.level}")
+        check_values("prior", self)  # the ranges of crowdprefs.toml's [prior] keys
 
     def skippable(self, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per pair, from its (n, 3) verdict probabilities (more, equal, less): whether it is

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from crowdprefs.campaign.settings import CONFIG_NAME, check_section
+from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_section
 from crowdprefs.errors import InputError
 from crowdprefs.machine.overturn import SkipRule, audit_sample
 from crowdprefs.rng import counter_uniform
@@ -32,8 +32,9 @@ class PriorPolicy:
     weight: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0 <= self.weight <= 100:
-            raise InputError(f"[prior] weight must lie in [0, 100], got {self.weight}")
+        key = SCHEMA["prior"]["weight"]
+        if not key.accepts(float(self.weight)):
+            raise InputError(f"[prior] weight must be {key.expected()}, got {self.weight}")
 
     @property
     def active(self) -> bool:

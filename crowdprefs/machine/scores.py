@@ -102,15 +102,6 @@ def fingerprint(prior: pd.DataFrame) -> str:
     return hashlib.sha256(rows.to_csv(index=False, float_format="%.17g").encode()).hexdigest()
 
 
-def by_query(prior: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """The scores per query and document (what the sort's pivot rule reads)."""
-    scores: dict[str, dict[str, float]] = {}
-    rows = zip(prior["query"], prior["document"], prior["score"].astype(float), strict=True)
-    for query, document, score in rows:
-        scores.setdefault(query, {})[document] = score
-    return scores
-
-
 def write_prior(prior: pd.DataFrame, path) -> None:
     """Write ``query,document,score`` atomically (``path``: a path or a checked output)."""
     write_atomic(path, prior[COLUMNS].to_csv(index=False, float_format="%.17g"))

@@ -23,6 +23,7 @@ import numpy as np
 from scipy import special
 
 from crowdprefs.errors import InputError
+from crowdprefs.machine.link import normal_scores, query_ranks
 from crowdprefs.rng import counter_uniform
 
 REPLICATES = 16
@@ -46,33 +47,13 @@ class SimulatedPrior:
             )
 
 
-def truth_normal_scores(query: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Within each query (codes sorted ascending), Φ⁻¹((r − ½)/n) of each candidate's average
-    rank ``r`` by true similarity (group 1 = most similar ranks highest)."""
-    sizes = np.bincount(query)
-    rank = _ranks(query, -group.astype(float))
-    return special.ndtri((rank - 0.5) / sizes[query])
-
-
-def _ranks(query: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Average ranks (1 = smallest) of ``value`` within each query, ties averaged."""
-    order = np.lexsort((value, query))
-    q, v = query[order], value[order]
-    new_run = np.r_[True, (q[1:] != q[:-1]) | (v[1:] != v[:-1])]
-    run = np.cumsum(new_run) - 1
-    start = np.flatnonzero(new_run)
-    end = np.r_[start[1:], len(order)]
-    first = np.searchsorted(q, np.arange(q.max() + 1 if len(q) else 0))
-    mean_rank = (start + end + 1) / 2 - first[q[start]]
-    rank = np.empty(len(order))
-    rank[order] = mean_rank[run]
-    return rank
-
-
 def spearman_by_query(query: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman's correlation of ``a`` and ``b`` within each query (Pearson's on average
     ranks); NaN where either is constant."""
-    ra, rb = _ranks(query, a), _ranks(query, b)
+    ra, rb = (
+        query_ranks(query, np.asarray(a, float))[0],
+        query_ranks(query, np.asarray(b, float))[0],
+    )
     sizes = np.bincount(query)
     ca = ra - (np.bincount(query, ra) / sizes)[query]
     cb = rb - (np.bincount(query, rb) / sizes)[query]
@@ -97,7 +78,7 @@ def copula_rho(query: np.ndarray, group: np.ndarray, correlation: float) -> floa
 def _copula_rho(query_bytes: bytes, group_bytes: bytes, correlation: float) -> float:
     query = np.frombuffer(query_bytes, dtype=np.int64)
     group = np.frombuffer(group_bytes, dtype=np.int64)
-    z = truth_normal_scores(query, group)
+    z = normal_scores(query, -group)
     keys = np.arange(len(query))
     noise = [special.ndtri(counter_uniform(0x5C0E, r, keys)) for r in range(REPLICATES)]
 
@@ -120,7 +101,7 @@ def simulated_scores(
     copula's ``rho`` (computed by :func:`copula_rho` when not given)."""
     rho = copula_rho(query, group, prior.correlation) if rho is None else rho
     noise = special.ndtri(counter_uniform(seed, 0x5C0F, np.arange(len(query))))
-    return _scores(truth_normal_scores(query, group), rho, noise)
+    return _scores(normal_scores(query, -group), rho, noise)
 
 
 def realised_correlation(query: np.ndarray, group: np.ndarray, score: np.ndarray) -> float:

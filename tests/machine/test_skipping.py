@@ -117,19 +117,31 @@ def _truth_scores(root: Path, sign: float = 1.0, noise: float = 0.3) -> pd.DataF
 
 
 def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_verdicts(
-    tmp_path,
+    tmp_path, engine
 ):
-    """A driver campaign with a good prior and ``[prior] skip``: the first batch is the
-    calibration sample, later batches leave the sure pairs to the machine (less the audit), the
-    lists close, and each list is the replay of its human and machine verdicts with the
-    prior's pivots; status and export report the audit."""
+    """A campaign made and run through the console script, on SQLite and PostgreSQL, with a
+    good prior and ``[prior] skip``: the first batch is the calibration sample, later batches
+    leave the sure pairs to the machine (less the audit), the lists close, and each list is the
+    replay of its human and machine verdicts with the prior's pivots; status and export report
+    the audit."""
     create_demo_project(tmp_path / "probe").close()
     scores = _truth_scores(tmp_path / "probe")
-    folder = _demo_with_prior(
-        tmp_path / "demo", scores, {"skip": True, "min_verdicts": 20, "max_overturn": 0.5}
-    )
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    folder = tmp_path / "study"
+    database = [] if engine is None else ["--database", engine]
+    made = crowdprefs(
+        "init", folder, "--candidates", tmp_path / "probe" / "candidates.csv",
+        "--prior", tmp_path / "scores.csv", *database,
+    )  # fmt: skip
+    assert made.returncode == 0 and "machine prior fixed" in made.stdout, made.stderr
+    config = folder / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    data["prior"] |= {"skip": True, "min_verdicts": 20, "max_overturn": 0.5}
+    data["simulated"] = {"truth": str(tmp_path / "probe" / "truth.qrel")}
+    config.write_text(tomli_w.dumps(data))
+    ran = crowdprefs("run", folder)
+    assert ran.returncode == 0, ran.stderr
     with Project(folder) as project:
-        driver.run(project, get_crowd("simulated", project))
         store = project.store
         assert len(store.pairs(1)) == 20  # the calibration batch
         machine = store.machine_verdicts()
@@ -181,12 +193,13 @@ def test_pseudo_answers_of_a_good_prior_stop_pairs_sooner(tmp_path):
     [
         ({"skip": True, "scores": None}, {}, "[prior] skip and weight need a machine prior"),
         (
-            {"weight": 2.0},
+            {"skip": True},
             {"aggregation": {"rule": "bradley-terry"}},
             "the bradley-terry rule decides pairs from every answer",
         ),
         ({"skip": True, "confidence": 1.5}, {}, "[prior] confidence must be"),
         ({"skip": True, "audit_share": 0}, {}, "[prior] audit_share must be"),
+        ({"weight": 3.0}, {}, "[prior] weight weighs the adaptive stopping rule"),
     ],
 )
 def test_a_bad_prior_section_is_refused_in_one_line_before_any_batch(
@@ -233,12 +246,16 @@ def test_plan_compares_priors_beside_the_human_design_through_the_console_script
         (["--prior-correlation", "0.5", "--prior-bias", "50"], "position bias must lie"),
         (["--prior-correlation", "0.5", "--prior-skip", "--skip-confidence", "1"], "confidence"),
         (["--prior-correlation", "0.5", "--prior-skip", "--max-overturn", "0"], "max_overturn"),
+        (["--prior-skip"], "give --prior-correlation"),
+        (["--prior-weight", "3"], "give --prior-correlation"),
+        (["--prior-correlation", "0.5", "--prior-weight", "3"], "give --adaptive"),
+        (["--prior-correlation", "0.5", "--audit-share", "0.3"], "apply to --prior-skip"),
     ],
 )
 def test_plan_refuses_a_bad_prior_option_in_one_line(tmp_path, options, says):
     create_demo_project(tmp_path).close()
     result = crowdprefs("plan", "--candidates", tmp_path / "candidates.csv", *options)
-    assert result.returncode != 0
+    assert result.returncode != 0 and len(result.stderr.strip().splitlines()) == 1
     assert says in result.stderr and "Traceback" not in result.stderr
 
 
