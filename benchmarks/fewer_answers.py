@@ -10,14 +10,16 @@ round timing and with the 2010 campaign's (fitted to its Table 2), and how long 
 took.
 
 By default the crowd and the truth come from the recorded campaign made with the simulator
-(``benchmarks/recorded_campaign.py``: no real 2010 answers file is at hand): the crowd model is
-fitted to its answers against its lists (what ``crowdprefs crowd-model fit results.csv --lists
-lists.qrel`` does) and its lists are the truth, as they would be for a real campaign's published
-lists. ``--crowd latent`` uses the crowd that answered the recording against its latent truth,
-``--crowd default`` the default simulated crowd on the demo collection (repeatable: each crowd
-runs every chosen design); ``--crowd-model`` and ``--truth`` take any fitted model and truth.
+(``benchmarks/recorded_campaign.py``): the crowd model is fitted to its answers against its lists
+(what ``crowdprefs crowd-model fit results.csv --lists lists.qrel`` does) and its lists are the
+truth, as they would be for a real campaign's published lists. ``--crowd real`` does the same
+with the real 2010 MTurk campaign beside the repository (``../shared/data/sigir2010``: its
+``judgments.csv`` against its published ``MTurk.qrel``). ``--crowd latent`` uses the crowd that
+answered the recording against its latent truth, ``--crowd default`` the default simulated crowd
+on the demo collection (repeatable: each crowd runs every chosen design); ``--crowd-model`` and
+``--truth`` take any fitted model and truth.
 
-Run: ``python benchmarks/fewer_answers.py [--campaigns 300] [--crowd fitted|latent|default]
+Run: ``python benchmarks/fewer_answers.py [--campaigns 300] [--crowd fitted|real|latent|default]
 [--crowd-model m.toml --truth t.qrel] [--only KEY] [--json]`` (the flagging design takes about
 1 s per campaign and round timing, the others well under 0.1 s; each design's time goes to
 standard error as it finishes). ``--json`` ends with one line of figures named
@@ -47,6 +49,7 @@ from crowdprefs.parallel import Runner
 from crowdprefs.quality.crowd_fit import fit_crowd_model
 from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model
 from crowdprefs.quality.planning import Design, simulate
+from crowdprefs.results_file import Columns, read_results
 
 if TYPE_CHECKING:
     from recorded_campaign import Recording
@@ -96,11 +99,21 @@ def designs() -> dict[str, tuple[str, Design]]:
 TABLE_2_TIMING = {"round_hours": 1.26, "answers_per_hour": 130.0, "round_spread": 0.9}
 """Round timing fitted to the eight iterations of the 2010 campaign (its paper's Table 2)."""
 
-CROWDS = ("fitted", "latent", "default")
+CROWDS = ("fitted", "real", "latent", "default")
 """``fitted``: the crowd model fitted to the recorded simulated campaign's answers against its
-lists, with those lists as the truth (what a real campaign's published lists allow); ``latent``:
+lists, with those lists as the truth (what a real campaign's published lists allow); ``real``:
+the same fit on the real 2010 campaign (:data:`SIGIR2010`); ``latent``:
 the crowd that answered the recording, against its latent truth; ``default``: the default
 simulated crowd on the demo collection."""
+
+
+SIGIR2010 = Path(__file__).resolve().parents[2] / "shared" / "data" / "sigir2010"
+"""The real 2010 MTurk campaign beside the repository (``judgments.csv``, ``MTurk.qrel``)."""
+
+COLUMNS_2010 = Columns(
+    answer="Answer.radio", a_value="a", b_value="b", equal_value="s", background="Answer.bground"
+)
+"""How the 2010 HITs named their columns (docs/tasks/recorded.md)."""
 
 
 @functools.cache
@@ -115,6 +128,12 @@ def crowd_and_truth(crowd: str) -> tuple[CrowdModel, pd.DataFrame, str]:
     """The crowd model, the truth and a description of both, for one of :data:`CROWDS`."""
     if crowd == "default":
         return CrowdModel(), make_collection()[1], "the default crowd on the demo collection"
+    if crowd == "real":
+        if not (SIGIR2010 / "judgments.csv").exists():
+            raise SystemExit(f"--crowd real needs the real 2010 campaign in {SIGIR2010}")
+        lists = read_lists(SIGIR2010 / "MTurk.qrel")
+        fit = fit_crowd_model(read_results(SIGIR2010 / "judgments.csv", COLUMNS_2010), lists)
+        return fit.model, lists, "fitted to the real 2010 MTurk campaign with its published lists"
     from recorded_campaign import GENERATOR
 
     recording = recording_of_2010()

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MIREX 2011 AMS data beside the repository (skipped when absent)."""
+"""Shared fixtures: the real MIREX 2011 AMS data and the real 2010 MTurk campaign beside the
+repository (skipped when absent)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ def mirex2011() -> Path:
     if not (SHARED_DATA / "runs.txt").exists():
         pytest.skip("../shared/data/mirex2011-ams is not present")
     return SHARED_DATA
+
+
+SIGIR2010 = SHARED_DATA.parent / "sigir2010"
+
+
+@pytest.fixture(scope="session")
+def sigir2010() -> Path:
+    """Folder holding the real 2010 MTurk campaign (``judgments.csv``, ``MTurk.qrel``) beside
+    the repository, as CI's clean clone has it; skips when absent."""
+    if not (SIGIR2010 / "judgments.csv").exists():
+        pytest.skip("../shared/data/sigir2010 (the real 2010 campaign) is not present")
+    return SIGIR2010
 
 
 CHROMIUM = Path("/usr/bin/chromium")

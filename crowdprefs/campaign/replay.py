@@ -273,6 +273,90 @@ def recorded_settings(
     )
 
 
+def recorded_orders(
+    documents: dict[str, list[Hashable]], pivots: pd.DataFrame, seed: int
+) -> dict[str, list[Hashable]]:
+    """Each query's ``documents`` placed (as a candidates CSV lists them) so that the
+    project's initial order from ``seed`` is :func:`sort_order`'s: its QuickSort then takes the
+    recorded ``pivots``."""
+    from crowdprefs.campaign.sorting import initial_order
+
+    placed: dict[str, list[Hashable]] = {}
+    for query, docs in documents.items():
+        wanted = sort_order(list(docs), pivots[pivots["query"] == query])
+        positions = initial_order(list(range(len(docs))), seed, query)
+        order: list[Hashable] = [None] * len(docs)
+        for document, position in zip(wanted, positions, strict=True):
+            order[position] = document
+        placed[query] = order
+    return placed
+
+
+def store_recording(project: Project, answers: pd.DataFrame, crowd: str) -> None:
+    """Write a recorded campaign's iterations into ``project`` as its batches, each holding
+    the pairs as shown (sides included) as HITs of ``crowd`` with their recorded ids, creation
+    times and rewards (the project's reward where unknown, priced with its fees) and the
+    answers they received (``answers_wanted`` = those answers), collected and aggregated with
+    the project's rule."""
+    from crowdprefs.campaign import driver
+
+    settings = project.settings
+    good = answers[(answers["choice"] != "") & (answers["status"] != "rejected")]
+    for iteration, batch in answers.groupby("iteration", sort=True):
+        used = good[good["iteration"] == iteration]
+        pairs = (
+            batch.groupby("pair_id", sort=False)[["query", "x", "y", "a_is_x", "kind"]]
+            .first()
+            .join(batch.groupby("pair_id")["expected"].first())
+            .join(used.groupby("pair_id").size().rename("answers_wanted"), how="inner")
+        )
+        pairs["position"] = np.arange(len(pairs))
+        project.store.create_batch(int(iteration), pairs.reset_index(drop=True))
+        stored = project.store.pairs(int(iteration))["pair_id"].to_numpy()
+        pair_id = pd.Series(stored, index=pairs.index)
+        given = batch[batch["pair_id"].isin(pairs.index) & (batch["choice"] != "")]
+        project.store.add_answers(
+            crowd,
+            pd.DataFrame(
+                {
+                    "pair_id": given["pair_id"].map(pair_id).to_numpy(),
+                    "assignment_id": given["assignment_id"].to_numpy(),
+                    "worker_id": given["worker_id"].to_numpy(),
+                    "choice": given["choice"].to_numpy(),
+                    "score": given["score"].astype(int).to_numpy(),
+                    "seconds": given["seconds"].to_numpy(),
+                    "accepted_at": _iso(given["accepted_at"]),
+                    "submitted_at": _iso(given["submitted_at"]),
+                    "background": given["background"].replace("", None).to_numpy(),
+                    "comment": given["comment"].replace("", None).to_numpy(),
+                    "status": given["status"].to_numpy(),
+                }
+            ),
+        )
+        created = batch.groupby("pair_id")["created_at"].min().reindex(pairs.index)
+        reward = batch.groupby("pair_id")["reward"].first().reindex(pairs.index)
+        # a HIT's size is what was paid: every assignment not rejected, an empty one too
+        # (MTurk pays it), so the project commits what the replay prices
+        paid = batch[batch["status"] != "rejected"].groupby("pair_id").size()
+        paid = paid.reindex(pairs.index)
+        project.store.add_hits(
+            crowd,
+            pd.DataFrame(
+                {
+                    "pair_id": pair_id.to_numpy(),
+                    "hit_id": batch.groupby("pair_id")["hit_id"].first().reindex(pairs.index),
+                    "max_assignments": paid.to_numpy(),
+                    "created_at": _iso(created),
+                    "reward": reward.fillna(settings.reward).to_numpy(),
+                }
+            ).reset_index(drop=True),
+            settings.reward,
+            settings.fees,
+        )
+        project.store.advance_batch(int(iteration), "collected")
+        driver.aggregate(project)
+
+
 def recorded_project(
     answers: pd.DataFrame,
     replayed: Replay,
@@ -287,91 +371,26 @@ def recorded_project(
     The candidates are every document the HITs mention; their order in the project is chosen
     so that the project's QuickSort (replayed from its seed's initial order and the verdicts,
     :mod:`crowdprefs.campaign.sorting`) takes the pivots ``replayed`` found
-    (:func:`sort_order`). Each recorded iteration becomes a batch holding the pairs as shown
-    (sides included) as HITs of ``crowd`` with their recorded ids, creation times and rewards
-    (``settings``' reward where unknown, priced with ``settings``' fees) and the answers they
-    received (``answers_wanted`` = those answers), is collected and aggregated with
-    ``settings``' rule: the lists reached and the segments left
-    open are the replay's. The answers are stored under ``crowd``. Nothing is written when any
-    step fails.
+    (:func:`recorded_orders`); the iterations become its batches (:func:`store_recording`),
+    aggregated with ``settings``' rule: the lists reached and the segments left open are the
+    replay's. The answers are stored under ``crowd``. Nothing is written when any step fails.
     """
-    from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import init_project
-    from crowdprefs.campaign.sorting import initial_order
 
     root = Path(root)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise StateError(f"{root} exists and is not an empty folder; choose another folder")
-    good = answers[(answers["choice"] != "") & (answers["status"] != "rejected")]
     documents = {
         query: sorted(set(group["x"]) | set(group["y"]))
         for query, group in answers[answers["kind"] == "sort"].groupby("query", sort=True)
     }
-    rows = []
-    for query, docs in documents.items():
-        wanted = sort_order(docs, replayed.pivots[replayed.pivots["query"] == query])
-        positions = initial_order(list(range(len(docs))), seed, query)
-        placed: list[Hashable] = [None] * len(docs)
-        for document, position in zip(wanted, positions, strict=True):
-            placed[position] = document
-        rows.extend((query, d) for d in placed)
+    orders = recorded_orders(documents, replayed.pivots, seed)
+    rows = [(query, d) for query, placed in orders.items() for d in placed]
     candidates = pd.DataFrame(rows, columns=["query", "document"]).assign(audio="", query_audio="")
     staging = root.with_name(f".{root.name}.recording")
     project = init_project(staging, candidates, seed=seed, settings=settings)
     try:
-        for iteration, batch in answers.groupby("iteration", sort=True):
-            used = good[good["iteration"] == iteration]
-            pairs = (
-                batch.groupby("pair_id", sort=False)[["query", "x", "y", "a_is_x", "kind"]]
-                .first()
-                .join(batch.groupby("pair_id")["expected"].first())
-                .join(used.groupby("pair_id").size().rename("answers_wanted"), how="inner")
-            )
-            pairs["position"] = np.arange(len(pairs))
-            project.store.create_batch(int(iteration), pairs.reset_index(drop=True))
-            stored = project.store.pairs(int(iteration))["pair_id"].to_numpy()
-            pair_id = pd.Series(stored, index=pairs.index)
-            given = batch[batch["pair_id"].isin(pairs.index) & (batch["choice"] != "")]
-            project.store.add_answers(
-                crowd,
-                pd.DataFrame(
-                    {
-                        "pair_id": given["pair_id"].map(pair_id).to_numpy(),
-                        "assignment_id": given["assignment_id"].to_numpy(),
-                        "worker_id": given["worker_id"].to_numpy(),
-                        "choice": given["choice"].to_numpy(),
-                        "score": given["score"].astype(int).to_numpy(),
-                        "seconds": given["seconds"].to_numpy(),
-                        "accepted_at": _iso(given["accepted_at"]),
-                        "submitted_at": _iso(given["submitted_at"]),
-                        "background": given["background"].replace("", None).to_numpy(),
-                        "comment": given["comment"].replace("", None).to_numpy(),
-                        "status": given["status"].to_numpy(),
-                    }
-                ),
-            )
-            created = batch.groupby("pair_id")["created_at"].min().reindex(pairs.index)
-            reward = batch.groupby("pair_id")["reward"].first().reindex(pairs.index)
-            # a HIT's size is what was paid: every assignment not rejected, an empty one too
-            # (MTurk pays it), so the project commits what the replay prices
-            paid = batch[batch["status"] != "rejected"].groupby("pair_id").size()
-            paid = paid.reindex(pairs.index)
-            project.store.add_hits(
-                crowd,
-                pd.DataFrame(
-                    {
-                        "pair_id": pair_id.to_numpy(),
-                        "hit_id": batch.groupby("pair_id")["hit_id"].first().reindex(pairs.index),
-                        "max_assignments": paid.to_numpy(),
-                        "created_at": _iso(created),
-                        "reward": reward.fillna(settings.reward).to_numpy(),
-                    }
-                ).reset_index(drop=True),
-                settings.reward,
-                settings.fees,
-            )
-            project.store.advance_batch(int(iteration), "collected")
-            driver.aggregate(project)
+        store_recording(project, answers, crowd)
     except BaseException:
         project.close()
         shutil.rmtree(staging, ignore_errors=True)
@@ -381,6 +400,37 @@ def recorded_project(
         root.rmdir()  # an empty folder (init_project refuses anything else)
     os.rename(staging, root)
     return Project(root)
+
+
+def import_recording(project: Project, answers: pd.DataFrame, crowd: str = "mturk") -> Replay:
+    """Store a recorded campaign (answers numbered in iterations) in a project that has no
+    batch yet, e.g. one ``init``-ed from the campaign's published lists: its candidates are
+    reordered (:func:`recorded_orders`) so that its QuickSort takes the recorded pivots, and the
+    iterations become its batches (:func:`store_recording`), aggregated with the project's rule.
+    Every document of the file must be a candidate of its query in the project (a candidate the
+    file never mentions is left for the project's next batch). Everything is checked before the
+    first write; returns the replay with the project's rule."""
+    source = answers.attrs.get("source", "the results file")
+    if project.store.last_batch() is not None:
+        raise StateError(f"{project.root} already has batches: a recording goes to a new project")
+    held = project.store.candidate_orders()
+    known = {(q, d) for q, docs in held.items() for d in docs}
+    sort = answers["kind"].to_numpy() == "sort"
+    for side in ("x", "y"):
+        outside = sort & ~np.array(
+            [key in known for key in zip(answers["query"], answers[side], strict=True)]
+        )
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise InputError(
+                f"{source}: row {i + 1}: {answers[side].iloc[i]!r} is not a candidate of query "
+                f"{answers['query'].iloc[i]!r} in the project {project.root}; nothing of the "
+                "file was stored"
+            )
+    replayed = replay_campaign(answers, project.settings.aggregation, partial=True)
+    project.store.set_candidate_orders(recorded_orders(held, replayed.pivots, project.seed))
+    store_recording(project, answers, crowd)
+    return replayed
 
 
 def _iso(times: pd.Series) -> np.ndarray:

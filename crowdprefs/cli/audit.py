@@ -635,6 +635,7 @@ def import_answers_command(
             show_default=False,
         ),
     ] = None,
+    batch_gap: BatchGap = 600.0,
     columns: Columns = None,
 ) -> None:
     """Store the answers of a file in a project (rerunning it adds nothing).
@@ -643,7 +644,10 @@ def import_answers_command(
     the two candidates); the whole file is refused, naming the row, when one matches no pair or
     would exceed the answers a pair wants. Answers of the long and crowdkit formats are
     identified by their worker, query and candidates. 'crowdprefs export PROJECT --format
-    pairs' writes the open batch's questions for another tool.
+    pairs' writes the open batch's questions for another tool. Into a project without batches
+    (e.g. one init-ed from a campaign's published lists), a results file is a recorded
+    campaign: its batches (HIT creation times, --batch-gap) become the project's, with the
+    recorded pivots, aggregated with the project's rule.
     """
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.results import import_answers
@@ -657,8 +661,16 @@ def import_answers_command(
                     f"{len(queries)} queries: name the file's with --query"
                 )
             query = queries[0]
-        frame = read_answers(results, fmt, query, columns)
+        fresh = fmt == "results" and project.store.last_batch() is None
+        frame = read_answers(results, fmt, query, columns, batch_gap if fresh else None)
         summary = import_answers(project, frame, crowd or ("mturk" if fmt == "results" else "lab"))
+    if "closed" in summary:
+        batches = len(summary["iterations"])
+        console.print(
+            f"the project had no batch: stored the file as a recorded campaign of {batches} "
+            f"batch{'es' if batches != 1 else ''}, {summary['closed']} of {summary['queries']} "
+            "lists closed"
+        )
     batch = summary["batch_collected"]
     console.print(
         f"{summary['rows']} rows: {summary['new']} new answers stored, "

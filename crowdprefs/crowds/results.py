@@ -38,6 +38,27 @@ def _refuse(source: str, mask: np.ndarray, message) -> None:
         raise InputError(f"{source}: row {i + 1}: {message(i)}; nothing of the file was stored")
 
 
+def _import_recording(project: Project, answers: pd.DataFrame, crowd: str) -> dict:
+    """:func:`import_answers` into a project without batches: the file is a recorded campaign
+    (:func:`crowdprefs.campaign.replay.import_recording`)."""
+    from crowdprefs.campaign.replay import import_recording
+
+    replayed = import_recording(project, answers, crowd)
+    given = int((answers["choice"] != "").sum())
+    return {
+        "rows": len(answers),
+        "new": given,
+        "already_stored": 0,
+        "empty_rows": answers.attrs.get("empty_rows", []),
+        "encoding": answers.attrs.get("encoding"),
+        "identity": answers.attrs.get("identity"),
+        "iterations": sorted(int(i) for i in answers["iteration"].unique()),
+        "batch_collected": None,
+        "closed": sum(replayed.closed.values()),
+        "queries": len(replayed.closed),
+    }
+
+
 def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk") -> dict:
     """Store the answers of a results file (:func:`crowdprefs.results_file.read_results`) in a
     project, all or nothing, idempotently.
@@ -54,9 +75,16 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     counted in ``empty_rows``. Answers already stored (same crowd and assignment id) are
     skipped. When the open batch then has all its answers it moves on to collected (through the
     batch state machine, :meth:`~crowdprefs.campaign.store.Store.advance_batch`).
+
+    Into a project without batches, answers numbered in iterations (a results file placed in
+    batches by its HITs' creation times) are a recorded campaign: its iterations become the
+    project's batches, its candidates reordered so its QuickSort takes the recorded pivots
+    (the summary then adds ``closed`` and ``queries``).
     """
     source = answers.attrs.get("source", "the results file")
     store = project.store
+    if store.last_batch() is None and answers["iteration"].notna().all():
+        return _import_recording(project, answers, crowd)
     pairs = store.pair_matches()
     by_hit = pairs.dropna(subset=["hit_id"]).drop_duplicates("hit_id").set_index("hit_id")
     key = _key(pairs["query"], pairs["x"], pairs["y"])

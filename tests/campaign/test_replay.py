@@ -395,3 +395,38 @@ def test_a_query_among_its_own_candidates_is_an_ordinary_candidate_in_every_comm
         (tmp_path / "same.csv").write_text(text)
         ran = crowdprefs("audit", "--answers", tmp_path / "same.csv", "--format", "long")
         assert ran.returncode != 0 and says in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_a_recording_imported_into_a_new_project_becomes_its_batches(tmp_path):
+    """import-answers into a project without batches stores a results file as a recorded
+    campaign (batches by --batch-gap, the recorded pivots); a document the project lacks is
+    refused before anything is written."""
+    from console_script import crowdprefs
+
+    path = tmp_path / "closed.csv"
+    write_results(campaign_frame(TABLE_1), path)
+    candidates = tmp_path / "candidates.csv"
+    candidates.write_text("query,document\n" + "".join(f"q,{d}\n" for d in "GFEDCBA"))
+    project = tmp_path / "p"
+    assert crowdprefs("init", project, "--candidates", candidates).returncode == 0
+    ran = crowdprefs("import-answers", project, path)
+    assert ran.returncode == 0, ran.stderr
+    assert "recorded campaign of 3 batches, 1 of 1 lists closed" in " ".join(ran.stdout.split())
+    lists = tmp_path / "lists.qrel"
+    assert crowdprefs("export", project, "-o", lists).returncode == 0
+    assert groups(read_lists(lists)) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+
+    one = tmp_path / "one"
+    assert crowdprefs("init", one, "--candidates", candidates).returncode == 0
+    ran = crowdprefs("import-answers", one, path, "--batch-gap", "1000000")
+    assert ran.returncode == 0 and "recorded campaign of 1 batch," in ran.stdout, ran.stderr
+
+    fewer = tmp_path / "fewer.csv"
+    fewer.write_text("query,document\n" + "".join(f"q,{d}\n" for d in "FEDCBA"))
+    lacking = tmp_path / "lacking"
+    assert crowdprefs("init", lacking, "--candidates", fewer).returncode == 0
+    ran = crowdprefs("import-answers", lacking, path)
+    assert ran.returncode != 0 and "Traceback" not in ran.stderr
+    assert "'G' is not a candidate of query 'q'" in ran.stderr
+    with Project(lacking) as opened:
+        assert opened.store.last_batch() is None and opened.store.answers().empty

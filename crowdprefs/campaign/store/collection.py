@@ -143,6 +143,31 @@ class Collection(StoreBase):
             conn.execute(update, [{"q": q, "d": d, "s": float(v)} for q, d, v in rows])
             conn.execute(tables.sort_cache.delete())
 
+    def set_candidate_orders(self, orders: dict[str, list[str]]) -> None:
+        """Give each query of ``orders`` its candidates in that order (the same documents), in
+        one transaction: the query's positions are dealt out again, so the queries keep their
+        order; the cached sort states go (their initial orders change)."""
+        c = tables.candidates.c
+        held = self.candidate_orders()
+        positions = self.candidates().groupby("query")["position"].apply(sorted)
+        rows = []
+        for query, documents in orders.items():
+            if sorted(documents) != sorted(held.get(query, [])):
+                raise ValueError(f"the new order of query {query!r} has other documents")
+            rows.extend(
+                {"q": query, "d": d, "p": int(p)}
+                for d, p in zip(documents, positions[query], strict=True)
+            )
+        update = (
+            tables.candidates.update()
+            .where(c.query == bindparam("q"), c.document == bindparam("d"))
+            .values(position=bindparam("p"))
+        )
+        with self.transaction() as conn:
+            if rows:
+                conn.execute(update, rows)
+            conn.execute(tables.sort_cache.delete())
+
     def set_clip(self, query: str, document: str | None, audio: str, seconds: float) -> None:
         """Record a prepared clip (``document=None`` for the query's own clip)."""
         if document is None:
