@@ -13,11 +13,16 @@
 * :mod:`crowdprefs.quality.fragility` and :mod:`crowdprefs.quality.stability`: how many answers
   would have to change for each verdict and each list to change, and how often resampled crowds
   rebuild each list (:func:`how_sure`).
+
+The names that lived here before those modules were split off (:data:`MOVED`) still work, with a
+:class:`DeprecationWarning` naming their new home, for one release.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -43,6 +48,51 @@ if TYPE_CHECKING:
 
     from crowdprefs.campaign.project import Project
     from crowdprefs.files import OutputFolder
+
+MOVED = {
+    **dict.fromkeys(
+        ("project_answers", "project_verdicts", "infer_iterations"), "crowdprefs.quality.frames"
+    ),
+    **dict.fromkeys(
+        (
+            "answer_agreement",
+            "choice_counts",
+            "fleiss_kappa",
+            "krippendorff_alpha",
+            "reference_verdicts",
+            "confusion_table",
+        ),
+        "crowdprefs.quality.agreement",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "answer_costs",
+            "round_dollars",
+            "summarise_iterations",
+            "money",
+            "duration",
+            "table_2_cells",
+        ),
+        "crowdprefs.quality.iterations",
+    ),  # fmt: skip
+    **dict.fromkeys(("background_class", "flag_quality"), "crowdprefs.quality.flags"),
+}
+"""Public names moved from this module to another: name → the module that now holds it."""
+
+
+def __getattr__(name: str) -> object:
+    """A moved public name (:data:`MOVED`), from its new module, with a DeprecationWarning."""
+    module = MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"crowdprefs.quality.audit.{name} moved to {module}.{name}: import it from there "
+        "(the old name goes in the next release)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(module), name)
+
 
 FRAGILE_COLUMNS = ["query", "x", "y", "kind", "more", "equal", "less", "verdict", "removals",
                    "flips", "exact", "confirmed"]  # fmt: skip

@@ -480,3 +480,25 @@ def test_cli_audit_needs_a_project_or_answers(capsys, monkeypatch):
     code, _, err = run_cli(capsys, monkeypatch, "audit")
     assert code == 2
     assert err.count("\n") == 1 and "either a project folder or --answers" in err
+
+
+def test_names_moved_out_of_the_audit_module_still_work_with_a_deprecation_warning():
+    import importlib
+
+    import crowdprefs.quality.audit as audit_module
+
+    counts = np.array([[3, 1, 0], [0, 2, 2], [4, 0, 0]])
+    for name, home in audit_module.MOVED.items():
+        with pytest.warns(DeprecationWarning, match=f"audit.{name} moved to {home}.{name}"):
+            old = getattr(audit_module, name)
+        assert old is getattr(importlib.import_module(home), name)
+    with pytest.warns(DeprecationWarning, match="krippendorff_alpha moved"):
+        from crowdprefs.quality.audit import krippendorff_alpha
+    with pytest.warns(DeprecationWarning, match="fleiss_kappa moved"):
+        from crowdprefs.quality.audit import fleiss_kappa
+    from crowdprefs.quality import agreement
+
+    assert krippendorff_alpha(counts) == agreement.krippendorff_alpha(counts)
+    assert fleiss_kappa(counts) == agreement.fleiss_kappa(counts)
+    with pytest.raises(AttributeError, match="no attribute 'never_here'"):
+        audit_module.never_here  # noqa: B018
