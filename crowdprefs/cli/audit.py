@@ -759,13 +759,24 @@ def replay_command(
     from crowdprefs.campaign.replay import NOTES
 
     notes = result.issues["issue"].isin(NOTES)
-    if not as_json and len(result.issues):
+    unneeded = result.issues[result.issues["issue"] == "unneeded"]
+    shown = result.issues.drop(unneeded.index)
+    if not as_json and len(shown):
         table = Table(title="where the replay departs from the recording, and notes")
         for head in ("iter.", "query", "issue", "detail"):
             table.add_column(head)
-        for iteration, query, issue, detail in result.issues.itertuples(index=False):
+        for iteration, query, issue, detail in shown.itertuples(index=False):
             table.add_row(str(iteration), escape(query), issue, escape(detail))
         console.print(table)
+    if not as_json and len(unneeded):
+        iterations = sorted({int(i) for i in unneeded["iteration"]})
+        queries = unneeded["query"].nunique()
+        console.print(
+            f"unneeded: {len(unneeded)} recorded pair(s) the replayed segments did not need, "
+            f"in {queries} quer{'y' if queries == 1 else 'ies'}, iteration(s) "
+            f"{', '.join(map(str, iterations))} (--json lists them)",
+            highlight=False,
+        )
     groups = result.lists.groupby("query")["group"].max()
     if not as_json:
         console.print(

@@ -139,6 +139,17 @@ def test_another_rule_moves_the_ground_truth_and_says_where(tmp_path):
     unneeded = issues[issues["issue"] == "unneeded"]
     assert (unneeded["iteration"] == 2).sum() == 4  # B's star: B now sits in F's segment
     assert set(moved.lists["document"]) == set("ABCDEFG")  # partial lists still cover all
+    from console_script import crowdprefs
+
+    ran = crowdprefs("replay", tmp_path / "r.csv", "--rule", "margin", "--margin", "4")
+    assert ran.returncode == 0, ran.stderr
+    lines = [line for line in ran.stdout.splitlines() if "unneeded" in line]
+    count, iterations = len(unneeded), ", ".join(map(str, sorted(set(unneeded["iteration"]))))
+    assert lines == [
+        f"unneeded: {count} recorded pair(s) the replayed segments did not need, in 1 query, "
+        f"iteration(s) {iterations} (--json lists them)"
+    ]
+    assert "missing" in ran.stdout  # the other issues keep their rows
 
 
 # ------------------------------------------------------------------ the round trip
