@@ -74,11 +74,12 @@ def _results(path: Path, columns: Columns) -> pd.DataFrame:
 
 def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataFrame:
     """The answers numbered in batches from their HITs' creation times; a file without any
-    creation or accept time is one batch when ``one_batch`` (said on stderr), else refused."""
+    creation or accept time is one batch when ``one_batch``, else numbered from its pivots
+    (:func:`~crowdprefs.quality.frames.iterations_from_pivots`), said in one line on stderr."""
     import numpy as np
     import pandas as pd
 
-    from crowdprefs.quality.frames import infer_iterations
+    from crowdprefs.quality.frames import infer_iterations, iterations_from_pivots
 
     times = "creation or accept time (--created-column, --accept-column)"
     missing = answers["created_at"].isna()
@@ -87,6 +88,16 @@ def _timed(answers: pd.DataFrame, batch_gap: float, one_batch: bool) -> pd.DataF
             f"the file has no HIT {times}: its answers are audited as one batch", highlight=False
         )
         return answers.assign(iteration=pd.array(np.ones(len(answers), int), dtype="Int64"))
+    if missing.all():
+        numbered, ambiguous = iterations_from_pivots(answers)
+        err_console.print(
+            f"the file has no HIT {times}: its iterations are numbered from the pivots its "
+            f"pairs show ({int(numbered['iteration'].max())} iterations"
+            + (f"; {ambiguous} segment(s) with more than one possible pivot" if ambiguous else "")
+            + ")",
+            highlight=False,
+        )
+        return numbered
     if missing.any():
         hit = answers.loc[missing, "hit_id"].iloc[0]
         raise InputError(

@@ -516,6 +516,14 @@ def _head(counts: np.ndarray, share: float = 0.5) -> int:
 ACTIVITY_BOUND = 4.0
 """The largest Zipf exponent :func:`fit_activity` searches."""
 
+ACTIVITY_TOLERANCE = 0.01
+"""How near :data:`ACTIVITY_BOUND` an exponent counts as stopped at it: the bounded search ends
+within a few times its ``xatol`` (10⁻³) of the bound, not on it."""
+
+ROUND_BOUNDS = {"round_hours": (-6.0, 5.0), "answers_per_hour": (-3.0, 10.0)}
+"""The natural-log bounds :func:`fit_rounds` searches ``round_hours`` and ``answers_per_hour``
+within."""
+
 
 def inclusion_chances(weight: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """``(len(sizes), workers)``: each worker's chance to be among ``k`` distinct workers drawn
@@ -612,7 +620,8 @@ def fit_rounds(times: pd.DataFrame, base: CrowdModel) -> dict[str, float]:
         return np.log(hours) - np.log(np.exp(theta[0]) + n * np.exp(-theta[1]))
 
     start = np.array([np.log(max(hours.min() / 2, 0.05)), np.log(max(n.sum() / hours.sum(), 1.0))])
-    result = optimize.least_squares(residual, start, bounds=([-6, -3], [5, 10]))
+    low, high = zip(*ROUND_BOUNDS.values(), strict=True)
+    result = optimize.least_squares(residual, start, bounds=(low, high))
     spread = float(np.sqrt(np.sum(result.fun**2) / max(len(n) - 2, 1)))
     return {
         "round_hours": float(np.exp(result.x[0])),
@@ -899,7 +908,9 @@ def unfitted(
 ) -> dict[str, str]:
     """The fields of ``model`` the recording could not inform, each with why (the conditions
     under which :func:`fit_times`, :func:`fit_rounds` and the completion time keep the
-    default), and ``activity`` when the fit stopped at :data:`ACTIVITY_BOUND`."""
+    default), a value the search stopped at a bound of (``activity`` near
+    :data:`ACTIVITY_BOUND`, the rounds' :data:`ROUND_BOUNDS`) and a spread fitted as 0 (the
+    recording shows no variation, e.g. one work time for every answer)."""
     kept = {"think_seconds": "not identifiable from answers"}
     if not bots:
         kept["bot_seconds"] = "no bot found"
@@ -917,8 +928,17 @@ def unfitted(
             kept[name] = f"{len(times)} timed iteration(s), 3 needed (creation and submit times)"
     if len(hours) == 0:
         kept["completion_hours"] = "no HIT creation and accept times"
-    if model.activity >= ACTIVITY_BOUND - 1e-3:
+    if model.activity >= ACTIVITY_BOUND - ACTIVITY_TOLERANCE:
         kept["activity"] = f"at the search's bound {ACTIVITY_BOUND:g}"
+    for name, bounds in ROUND_BOUNDS.items():
+        value = float(np.log(getattr(model, name)))
+        edge = next((b for b in bounds if abs(value - b) < 1e-3), None)
+        if name not in kept and edge is not None:
+            kept[name] = f"at the search's bound {np.exp(edge):.3g}"
+    for field in dataclasses.fields(model):
+        spread = field.name.endswith("_spread")
+        if spread and field.name not in kept and getattr(model, field.name) <= 1e-9:
+            kept[field.name] = "a spread of 0: the recording shows no variation to fit"
     return kept
 
 

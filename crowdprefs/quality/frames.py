@@ -86,6 +86,59 @@ def validate(answers: pd.DataFrame) -> pd.DataFrame:
     return answers
 
 
+def iterations_from_pivots(answers: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Number the batches of a recorded QuickSort campaign without times from its pairs alone;
+    also returns how many segments had more than one possible pivot.
+
+    A segment's pairs are its pivot against every other member still to place (the
+    preference-judgments paper §3.2), and later pairs stay inside the segments they split it
+    into. So among a query's pairs not yet numbered, each connected set of documents is a
+    segment whose pivot is the document paired with all the others: its pairs with them are the
+    iteration, and the rest are numbered again, one iteration deeper. Where several documents
+    qualify (everything went to one side of the first pivot, so the next pivot is paired with
+    all the others too), the one whose pairs come first in the file is taken (``pair_id``
+    numbers the HITs in order of appearance) and the segment counted; a set in which none does,
+    and attention checks, take the iteration they are met in (checks: 1).
+    """
+    pair_ids = answers.groupby("pair_id", sort=True)[["query", "x", "y", "kind"]].first()
+    iteration = pd.Series(1, index=pair_ids.index, dtype=np.int64)
+    ambiguous = 0
+    for _, pairs in pair_ids[pair_ids["kind"] == "sort"].groupby("query", sort=False):
+        edges = {pid: (x, y) for pid, x, y in pairs[["x", "y"]].itertuples()}
+        depth = 1
+        while edges:
+            parent = {}
+
+            def root(d, parent=parent):
+                while parent.setdefault(d, d) != d:
+                    d = parent[d]
+                return d
+
+            for x, y in edges.values():
+                parent[root(x)] = root(y)
+            members: dict = {}
+            for x, y in edges.values():
+                members.setdefault(root(x), set()).update((x, y))
+            taken = []
+            for group in members.values():
+                inside = [pid for pid, (x, y) in edges.items() if x in group]
+                degree = pd.Series([d for pid in inside for d in edges[pid]]).value_counts()
+                centres = degree.index[degree == len(group) - 1]
+                ambiguous += len(group) > 2 and len(centres) > 1
+                if len(centres):
+                    first = min(centres, key=lambda c: min(p for p in inside if c in edges[p]))
+                    taken += [pid for pid in inside if first in edges[pid]]
+                else:
+                    taken += inside
+            for pid in taken:
+                iteration[pid] = depth
+                del edges[pid]
+            depth += 1
+    result = answers.copy()
+    result["iteration"] = result["pair_id"].map(iteration).astype("Int64")
+    return result, ambiguous
+
+
 def infer_iterations(answers: pd.DataFrame, batch_gap: float = 600.0) -> pd.DataFrame:
     """Number the batches of a recorded campaign from its HITs' creation times.
 

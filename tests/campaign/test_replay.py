@@ -441,3 +441,23 @@ def test_a_recording_imported_into_a_new_project_becomes_its_batches(tmp_path):
     assert "'G' is not a candidate of query 'q'" in ran.stderr
     with Project(lacking) as opened:
         assert opened.store.last_batch() is None and opened.store.answers().empty
+
+
+def test_a_file_without_times_is_replayed_from_its_pivots(tmp_path):
+    """replay numbers the iterations of a results file without HIT times from the pivots its
+    pairs show, saying so in one line; the lists are the recording's."""
+    from console_script import crowdprefs
+
+    path = tmp_path / "untimed.csv"
+    write_results(campaign_frame(TABLE_1).assign(created_at=pd.NaT, accepted_at=pd.NaT), path)
+    output = tmp_path / "lists.qrel"
+    ran = crowdprefs("replay", path, "-o", output)
+    assert ran.returncode == 0, ran.stderr
+    said = [line for line in ran.stderr.splitlines() if "numbered from the pivots" in line]
+    assert said == [
+        "the file has no HIT creation or accept time (--created-column, --accept-column): its "
+        "iterations are numbered from the pivots its pairs show (3 iterations)"
+    ]
+    assert groups(read_lists(output)) == [{"A", "B", "C"}, {"D", "E"}, {"F", "G"}]
+    assert "3 iterations; 1/1 lists closed" in ran.stdout
+    assert "0 difference(s)" in ran.stdout

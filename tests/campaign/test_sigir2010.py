@@ -181,3 +181,19 @@ def test_the_recording_imported_into_a_project_of_its_lists_reports_exports_eval
     ran = crowdprefs("evaluate", "--truth", project, "--runs", runs, "-m", "ADR@5")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.index("good") < ran.stdout.index("bad")
+
+
+def test_without_its_times_the_file_replays_from_its_pivots(recorded):
+    """With its time columns unread, the iterations come from the pivots the pairs show: the
+    eight iterations, every list closed, 117 of the 118 documents in their published groups
+    (pairs whose segment could take either of two pivots are numbered by file order)."""
+    output = recorded["root"] / "untimed.qrel"
+    ran = crowdprefs(
+        "replay", recorded["answers"], "--columns", recorded["columns"], "--created-column",
+        "none", "--accept-column", "none", "--rule", "margin", "--margin", "2", "-o", output,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "numbered from the pivots its pairs show (8 iterations" in ran.stderr
+    assert "8 iterations; 11/11 lists closed" in " ".join(ran.stdout.split())
+    per_query = same_groups(read_lists(output), read_lists(recorded["lists"]))
+    assert per_query["same"].sum() == 117

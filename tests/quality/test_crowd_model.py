@@ -289,3 +289,31 @@ def test_crowd_model_fit_command_prints_intervals_and_the_predictive_check(tmp_p
         ],
     )
     assert planned.exit_code == 0, planned.output
+
+
+def test_values_the_fit_did_not_fit_say_so(tmp_path, campaign):
+    """A spread of 0 (one work time for every answer) and a value at a search bound (activity
+    just short of ACTIVITY_BOUND, the rounds' bounds) are reported as not fitted."""
+    from console_script import crowdprefs
+
+    from crowdprefs.quality.crowd_fit import ACTIVITY_BOUND, unfitted
+
+    answers, _, _ = campaign
+    write_results(answers.assign(seconds=20.0), tmp_path / "constant.csv")
+    ran = crowdprefs(
+        "crowd-model", "fit", tmp_path / "constant.csv", "--bootstrap", "0",
+        "-o", tmp_path / "m.toml",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    not_fitted = tomllib.loads((tmp_path / "m.toml").read_text())["fit"]["not_fitted"]
+    for name in ("answer_seconds_spread", "worker_seconds_spread"):
+        assert not_fitted[name] == "a spread of 0: the recording shows no variation to fit"
+    assert "a spread of 0" in " ".join(ran.stdout.split())
+
+    honest = answers[["worker_id", "seconds"]]
+    times = pd.DataFrame({"answers": [100.0, 50, 20], "hours": [3.0, 2, 1]})
+    near = CrowdModel(activity=ACTIVITY_BOUND - 0.005, answers_per_hour=float(np.exp(10.0)))
+    kept = unfitted(honest, [], times, np.ones(3), near)
+    assert kept["activity"] == f"at the search's bound {ACTIVITY_BOUND:g}"
+    assert kept["answers_per_hour"].startswith("at the search's bound 2.2e+04")
+    assert "activity" not in unfitted(honest, [], times, np.ones(3), CrowdModel(activity=3.9))
