@@ -414,12 +414,11 @@ def import_recording(project: Project, answers: pd.DataFrame, crowd: str = "mtur
     if project.store.last_batch() is not None:
         raise StateError(f"{project.root} already has batches: a recording goes to a new project")
     held = project.store.candidate_orders()
-    known = {(q, d) for q, docs in held.items() for d in docs}
+    known = pd.MultiIndex.from_tuples([(q, d) for q, docs in held.items() for d in docs])
     sort = answers["kind"].to_numpy() == "sort"
     for side in ("x", "y"):
-        outside = sort & ~np.array(
-            [key in known for key in zip(answers["query"], answers[side], strict=True)]
-        )
+        keys = pd.MultiIndex.from_arrays([answers["query"], answers[side]])
+        outside = sort & ~keys.isin(known)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise InputError(

@@ -12,6 +12,7 @@ against.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,10 +123,10 @@ def iterations_from_pivots(answers: pd.DataFrame) -> tuple[pd.DataFrame, int]:
             taken = []
             for group in members.values():
                 inside = [pid for pid, (x, y) in edges.items() if x in group]
-                degree = pd.Series([d for pid in inside for d in edges[pid]]).value_counts()
-                centres = degree.index[degree == len(group) - 1]
+                degree = Counter(d for pid in inside for d in edges[pid])
+                centres = [d for d, n in degree.items() if n == len(group) - 1]
                 ambiguous += len(group) > 2 and len(centres) > 1
-                if len(centres):
+                if centres:
                     first = min(centres, key=lambda c: min(p for p in inside if c in edges[p]))
                     taken += [pid for pid in inside if first in edges[pid]]
                 else:
