@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.io import check_names, csv_frame
+from crowdprefs.io import check_names, csv_frame, per_distinct
 
 PREFERENCE_COLUMNS = ["worker", "query", "left", "right", "label"]
 LABELS = ("left", "equal", "right")
@@ -87,10 +87,12 @@ def preference_frame(data: pd.DataFrame, *, query: str = "query") -> pd.DataFram
         raise InputError("the answers frame has no rows")
     for column in needed:
         values = data[column]
-        empty = (values.isna() | (values.astype(str).str.strip() == "")).to_numpy()
+        empty = per_distinct(
+            values, lambda names: names.isna() | (names.astype(str).str.strip() == "")
+        )
         if empty.any():
             raise _row_error(data, empty, lambda _, c=column: f"column {c!r} is empty")
-        check_names(values.astype(str), "answers", column, lambda i: f"row {data.index[i]!r}")
+        check_names(values, "answers", column, lambda i: f"row {data.index[i]!r}")
     frame = pd.DataFrame(index=data.index)
     frame["worker"] = data["worker"].astype(str)
     frame["query"] = data["query"].astype(str) if "query" in data.columns else str(query)
@@ -102,11 +104,11 @@ def preference_frame(data: pd.DataFrame, *, query: str = "query") -> pd.DataFram
             data, same, lambda r: f"left and right are the same item {frame['left'].iloc[r]!r}"
         )
     raw = data["label"].astype(str)
-    word = raw.str.strip().str.lower()
+    word = per_distinct(raw, lambda labels: labels.str.strip().str.lower())
     label = np.where(
         raw == frame["left"],
         "left",
-        np.where(raw == frame["right"], "right", np.where(word.isin(LABELS), word, "")),
+        np.where(raw == frame["right"], "right", np.where(np.isin(word, LABELS), word, "")),
     )
     bad = label == ""
     if bad.any():
@@ -315,11 +317,16 @@ def answer_ids(answers: pd.DataFrame) -> pd.Series:
     and right items, and the answer's number among the file's answers with that content (``-1``,
     ``-2``...). Reading the same file again gives the same ids; so does another file holding
     the same answers."""
-    content = answers["worker"] + "\x1f" + answers["query"] + "\x1f" + answers["left"]
-    content = content + "\x1f" + answers["right"]
-    digest = content.map(lambda text: hashlib.sha256(text.encode()).hexdigest()[:16])
-    number = content.groupby(content, sort=False).cumcount() + 1
-    return digest + "-" + number.astype(str)
+    columns = (answers[c].tolist() for c in ("worker", "query", "left", "right"))
+    content = ["\x1f".join(fields) for fields in zip(*columns, strict=True)]
+    same = pd.factorize(np.array(content, dtype=object))[0]
+    number = pd.Series(same).groupby(same).cumcount().to_numpy() + 1
+    sha = hashlib.sha256
+    ids = [
+        f"{sha(text.encode()).hexdigest()[:16]}-{k}"
+        for text, k in zip(content, number, strict=True)
+    ]
+    return pd.Series(ids, index=answers.index, dtype=object)
 
 
 def long_csv(answers: pd.DataFrame) -> str:

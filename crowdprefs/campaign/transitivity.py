@@ -37,6 +37,20 @@ def _triples(x: np.ndarray, y: np.ndarray, value: np.ndarray) -> tuple[int, int]
     return complete, len(contradictions(documents, verdicts))
 
 
+def _may_close(pairs: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per judged pair, whether its group (``keys``) can hold a complete triple: one with at
+    least three documents judged twice or more (a triple's three corners are), found without
+    a loop, so that the groups of a star of pairs around one pivot are not visited."""
+    ends = pd.concat(
+        [pairs[[*keys, end]].set_axis([*keys, "document"], axis=1) for end in ("x", "y")]
+    )
+    degree = ends.groupby([*keys, "document"], sort=False).size()
+    corners = (degree >= 2).groupby(level=list(range(len(keys))), sort=False).sum()
+    closing = corners.index[corners >= 3]
+    group = pairs.set_index(keys).index
+    return group.isin(closing)
+
+
 def violation_rates(judgments: pd.DataFrame, by: str = "query") -> pd.DataFrame:
     """``triples``, ``violations`` and ``rate`` (violations / triples; NaN without a complete
     triple) per value of the column ``by``, summed over its queries.
@@ -64,10 +78,10 @@ def violation_rates(judgments: pd.DataFrame, by: str = "query") -> pd.DataFrame:
     )
     pairs = pairs.groupby([*keys, "x", "y"], sort=False)["value"].mean().reset_index()
     pairs["value"] = np.sign(pairs["value"]).astype(int)
-    size = pairs.groupby(keys)["x"].transform("size")
+    pairs = pairs[pairs.groupby(keys)["x"].transform("size").to_numpy() >= 3]
     counted = [
         (key[0], *_triples(group["x"].to_numpy(), group["y"].to_numpy(), group["value"].to_numpy()))
-        for key, group in pairs[size >= 3].groupby(keys, sort=False)
+        for key, group in pairs[_may_close(pairs, keys)].groupby(keys, sort=False)
     ]
     rates = pd.DataFrame(counted, columns=[by, "triples", "violations"])
     rates = rates.astype({"triples": np.int64, "violations": np.int64})  # also when empty

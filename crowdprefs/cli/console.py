@@ -4,6 +4,7 @@ typer's help read well on narrow terminals."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -20,8 +21,13 @@ __all__ = ["console", "err_console", "escape", "print_json", "tidy_help"]
 
 def print_json(data) -> None:
     """Print ``data`` as indented JSON on stdout with the standard library (rich's highlighting
-    JSON printer takes most of the time of a large report); NaN and infinities become null."""
-    json.dump(_finite(data), sys.stdout, indent=2, ensure_ascii=False, allow_nan=False)
+    JSON printer takes most of the time of a large report); NaN and infinities become null.
+    Written in blocks of tokens: ``json.dump`` writes every token on its own (seconds for a
+    report of a million answers), ``json.dumps`` holds them all at once."""
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, allow_nan=False)
+    tokens = encoder.iterencode(_finite(data))
+    while block := list(itertools.islice(tokens, 65536)):
+        sys.stdout.write("".join(block))
     sys.stdout.write("\n")
 
 

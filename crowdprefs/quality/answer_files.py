@@ -65,9 +65,9 @@ def preference_answers(preferences: pd.DataFrame, source: str) -> pd.DataFrame:
     (``row-N``, N = the row's number from 1, matching no published HIT), each answer's id from
     its content (:func:`crowdprefs.exchange.answer_ids`); ``attrs`` name the ``source``."""
     preferences = preference_frame(preferences)
-    frame = to_answers_frame(preferences)
-    frame["hit_id"] = "row-" + pd.Series(np.arange(1, len(frame) + 1)).astype(str)
-    frame["assignment_id"] = answer_ids(preferences).to_numpy()
+    hits = "row-" + pd.Series(np.arange(1, len(preferences) + 1)).astype(str)
+    ids = (hits, answer_ids(preferences))
+    frame = to_answers_frame(preferences, ids, checked=True)
     frame.attrs.update(
         source=source, identity="(worker, query, left, right)", empty_rows=[], encoding=None
     )

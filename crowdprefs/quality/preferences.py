@@ -66,10 +66,12 @@ def _oriented(answers: pd.DataFrame) -> pd.DataFrame:
     """The answers with ``pair_id`` (per query and unordered pair, in order of appearance),
     the pair's orientation ``x, y`` (as first seen), ``a_is_x`` and ``score`` (from x's view)."""
     left, right = answers["left"].to_numpy(), answers["right"].to_numpy()
-    swap = left > right
-    low, high = np.where(swap, right, left), np.where(swap, left, right)
-    pair_id, _ = pd.factorize(pd.MultiIndex.from_arrays([answers["query"].to_numpy(), low, high]))
-    first = pd.Series(np.arange(len(answers))).groupby(pair_id).transform("min").to_numpy()
+    items, names = pd.factorize(np.concatenate([left, right]))
+    a, b = items[: len(left)], items[len(left) :]
+    unordered = pd.factorize(np.minimum(a, b) * len(names) + np.maximum(a, b))[0]
+    query = pd.factorize(answers["query"].to_numpy())[0]
+    pair_id = pd.factorize(query * (unordered.max(initial=0) + 1) + unordered)[0]
+    first = np.unique(pair_id, return_index=True)[1][pair_id]  # ids in order of appearance
     x, y = left[first], right[first]
     a_is_x = left == x
     side = answers["label"].map({"left": 1, "equal": 0, "right": -1}).to_numpy()
@@ -171,20 +173,28 @@ def agreement(answers: pd.DataFrame, by_query: bool = False) -> pd.Series | pd.D
     return pd.Series(_agreement_row(pairs))
 
 
-def to_answers_frame(answers: pd.DataFrame) -> pd.DataFrame:
+def to_answers_frame(
+    answers: pd.DataFrame, ids: tuple[pd.Series, pd.Series] | None = None, *, checked: bool = False
+) -> pd.DataFrame:
     """The answers as the audit's answers frame (:data:`crowdprefs.results_file.FRAME_COLUMNS`).
 
     One HIT per query and pair (``pair_id`` as in :func:`verdicts`), all in iteration 1, sorting
     pairs shown as A = ``left``; work times from ``seconds`` when given; times, rewards and
-    listening times unknown.
+    listening times unknown. ``ids``: each answer's ``hit_id`` and ``assignment_id`` instead;
+    ``checked``: ``answers`` is already a :func:`preference_frame` (not checked again).
     """
-    oriented = _oriented(preference_frame(answers))
+    oriented = _oriented(answers if checked else preference_frame(answers))
     seconds = oriented.get("seconds", np.nan)
+    if ids is None:
+        ids = (
+            "pair-" + oriented["pair_id"].astype(str),
+            "answer-" + pd.Series(np.arange(len(oriented)), oriented.index).astype(str),
+        )
     frame = pd.DataFrame(
         {
             "iteration": pd.array(np.ones(len(oriented), int), dtype="Int64"),
             "pair_id": oriented["pair_id"],
-            "hit_id": "pair-" + oriented["pair_id"].astype(str),
+            "hit_id": np.asarray(ids[0]),
             "created_at": pd.NaT,
             "max_assignments": np.nan,
             "reward": np.nan,
@@ -196,8 +206,7 @@ def to_answers_frame(answers: pd.DataFrame) -> pd.DataFrame:
             "expected": np.nan,
             "pivot_known": False,
             "worker_id": oriented["worker"],
-            "assignment_id": "answer-"
-            + pd.Series(np.arange(len(oriented)), oriented.index).astype(str),
+            "assignment_id": np.asarray(ids[1]),
             "status": "submitted",
             "choice": oriented["label"].map({"left": "A", "equal": "equal", "right": "B"}),
             "score": oriented["score"].astype(float),

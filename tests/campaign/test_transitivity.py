@@ -56,3 +56,37 @@ def test_a_pair_judged_twice_counts_with_the_sign_of_its_mean():
     assert violation_rates(judgments(rows), by="worker_id").loc["w", "violations"] == 0
     with pytest.raises(InputError, match="lack column.*value"):
         violation_rates(judgments(rows).drop(columns="value"))
+
+
+def test_groups_skipped_without_a_loop_hold_no_triple():
+    """Stars around a pivot, chains and complete queries mixed: the rates equal counting every
+    group's triples one by one (the groups that cannot close a triple are skipped unvisited)."""
+    import itertools
+
+    from crowdprefs.campaign.transitivity import _triples
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for q in range(60):
+        docs = [f"d{i}" for i in range(rng.integers(3, 7))]
+        shape = q % 3
+        if shape == 0:
+            pairs = [(d, "pivot") for d in docs]
+        elif shape == 1:
+            pairs = list(itertools.pairwise(docs))
+        else:
+            pairs = [p for p in itertools.combinations(docs, 2) if rng.random() < 0.8]
+        rows += [(f"w{rng.integers(0, 4)}", f"q{q}", x, y, rng.integers(-1, 2)) for x, y in pairs]
+    frame = judgments(rows)
+    for by in ("query", "worker_id"):
+        rates = violation_rates(frame, by=by)
+        keys = list(dict.fromkeys([by, "query"]))
+        expected = {}
+        for key, group in frame.groupby(keys):
+            found = _triples(*(group[c].to_numpy() for c in ("x", "y", "value")))
+            total = expected.setdefault(key[0], [0, 0])
+            total[0], total[1] = total[0] + found[0], total[1] + found[1]
+        assert rates[["triples", "violations"]].to_numpy().tolist() == [
+            expected[k] for k in rates.index
+        ]
+        assert rates["triples"].sum() > 0

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
 import pytest
+from console_script import crowdprefs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from crowdprefs.campaign.aggregate import AggregationRule, change_costs, fewest_changes, verdicts
+from crowdprefs.campaign.aggregate import (
+    VERDICTS,
+    AggregationRule,
+    change_costs,
+    cheapest,
+    fewest_changes,
+    verdicts,
+)
 from crowdprefs.campaign.sorting import replay
 from crowdprefs.quality.fragility import list_fragility, pair_fragility, sorted_groups
 
@@ -56,6 +67,144 @@ def test_pair_costs_equal_brute_force(rule):
             assert list(table) == [best[1], best[0], best[-1]], (row, rule)
         assert fr == min((c for c in r if c >= 0), default=-1)
         assert ff == min((c for c in f if c >= 0), default=-1)
+
+
+def _enumerated(counts: np.ndarray, rule: AggregationRule) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`change_costs` by deciding every reachable count row of each pair (every kept
+    subset of its counts, every split of its answers): the oracle of the searches."""
+    removal, flip = [], []
+    for row in counts:
+        n = int(row.sum())
+        own = int(verdicts(*row[:, None], rule)[0][0])
+        axes = [np.arange(c + 1) for c in row]
+        kept = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+        kept = kept[kept.sum(axis=1) >= 1]
+        a, b = np.triu_indices(n + 1)
+        splits = np.column_stack([a, b - a, n - b])
+        for table, rows, cost in (
+            (removal, kept, n - kept.sum(axis=1)),
+            (flip, splits, np.maximum(splits - row, 0).sum(axis=1)),
+        ):
+            decided = verdicts(*rows.T, rule)[0]
+            table.append(
+                [
+                    int(cost[decided == v].min()) if v != own and (decided == v).any() else -1
+                    for v in VERDICTS
+                ]
+            )
+    return np.array(removal, np.int64), np.array(flip, np.int64)
+
+
+RULE = st.one_of(
+    st.builds(lambda m: AggregationRule(rule="margin", margin=m), st.integers(1, 8)),
+    st.builds(
+        lambda sided, alpha, method, continuity: AggregationRule(
+            sided=sided, alpha=alpha, method=method, continuity=continuity
+        ),
+        st.sampled_from(["two-sided", "one-sided"]),
+        st.one_of(st.sampled_from([0.05, 0.01]), st.floats(1e-4, 0.6)),
+        st.sampled_from(["asymptotic", "exact", "auto"]),
+        st.booleans(),
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rule=RULE,
+    counts=st.lists(
+        st.tuples(*[st.integers(0, 14)] * 3).filter(lambda c: sum(c) > 0), min_size=1, max_size=6
+    ),
+)
+def test_searched_costs_equal_every_reachable_row(rule, counts):
+    """The searches of change_costs against deciding every reachable row, for every rule and
+    setting (sidedness, α, exact or asymptotic, continuity, margin), with and without ties."""
+    counts = np.array(counts, np.int64)
+    removal, flip = change_costs(*counts.T, rule)
+    expected_removal, expected_flip = _enumerated(counts, rule)
+    assert (removal == expected_removal).all() and (flip == expected_flip).all()
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        AggregationRule(),
+        AggregationRule(sided="one-sided", alpha=0.01),
+        AggregationRule(continuity=False, alpha=0.2),
+        AggregationRule(rule="margin", margin=3),
+    ],
+    ids=["two-sided", "one-sided", "no-continuity", "margin-3"],
+)
+def test_searched_costs_of_hundreds_of_answers(rule):
+    """Pairs of 200–310 answers, with many ties, some decided and some not: the same costs as
+    deciding each of their up to a million reachable rows."""
+    counts = np.array([[120, 90, 100], [150, 100, 50], [60, 200, 40], [5, 290, 0], [130, 0, 70]])
+    removal, flip = change_costs(*counts.T, rule)
+    expected_removal, expected_flip = _enumerated(counts, rule)
+    assert (removal == expected_removal).all() and (flip == expected_flip).all()
+
+
+def _long_answers(path, per: int, ties: float, seed: int) -> np.ndarray:
+    """A long-format answers file: 6 pairs of one query × ``per`` answers; their counts."""
+    rng = np.random.default_rng(seed)
+    rows, counts = [], []
+    for pair in range(6):
+        share = 0.3 + 0.08 * pair  # from clearly "right" to clearly "left"
+        labels = rng.choice(
+            ["left", "equal", "right"], per, p=[(1 - ties) * share, ties, (1 - ties) * (1 - share)]
+        )
+        counts.append([(labels == label).sum() for label in ("left", "equal", "right")])
+        rows += [(f"w{i}", "q", f"d{pair}", "pivot", label) for i, label in enumerate(labels)]
+    pd.DataFrame(rows, columns=["worker", "query", "left", "right", "label"]).to_csv(
+        path, index=False
+    )
+    return np.array(counts, np.int64)
+
+
+@pytest.mark.parametrize(
+    ("options", "rule"),
+    [
+        ((), AggregationRule()),
+        (("--rule", "margin", "--margin", "3"), AggregationRule(rule="margin", margin=3)),
+        (("--alpha", "0.01"), AggregationRule(alpha=0.01)),
+    ],
+    ids=["mann-whitney", "margin", "alpha"],
+)
+def test_audit_of_hundreds_of_answers_a_pair(tmp_path, options, rule):
+    """``crowdprefs audit --answers`` of pairs with 240 answers (a third "equal") reports each
+    verdict's fewest removals and flips as deciding every reachable row does."""
+    path = tmp_path / "answers.csv"
+    counts = _long_answers(path, 240, 1 / 3, seed=5)
+    done = crowdprefs(
+        "audit", "--answers", path, "--format", "long", "--json", "--resamples", "0", *options
+    )
+    assert done.returncode == 0, done.stderr
+    pairs = pd.DataFrame(json.loads(done.stdout)["fragile_pairs"]).sort_values("x")
+    assert pairs[["more", "equal", "less"]].to_numpy().tolist() == counts.tolist()
+    removal, flip = _enumerated(counts, rule)
+    assert (
+        pairs["removals"].fillna(-1).astype(int).tolist()
+        == np.minimum(
+            np.where(cheapest(removal) < 0, counts.sum(axis=1), cheapest(removal)),
+            counts.sum(axis=1),
+        ).tolist()
+    )
+    assert pairs["flips"].fillna(-1).astype(int).tolist() == cheapest(flip).tolist()
+
+
+def test_audit_bradley_terry_of_hundreds_of_answers_a_pair(tmp_path):
+    """The bradley-terry rule's audit of the same file: each sorting verdict's approximate
+    fragility from the fit, every pair reported."""
+    path = tmp_path / "answers.csv"
+    _long_answers(path, 240, 1 / 3, seed=5)
+    done = crowdprefs(
+        "audit", "--answers", path, "--format", "long", "--json", "--resamples", "0",
+        "--rule", "bradley-terry",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    pairs = pd.DataFrame(json.loads(done.stdout)["fragile_pairs"])
+    assert len(pairs) == 6 and not pairs["exact"].any()
+    assert (pairs["removals"].dropna() >= 1).all() and pairs["flips"].notna().any()
 
 
 def test_pair_fragility_reads_like_the_rule():
