@@ -97,6 +97,8 @@ class Runner:
             jobs = int(text) if text else cores()
         if not 1 <= jobs <= max_jobs():
             raise InputError(f"the jobs must be {jobs_range()}, got {jobs}")
+        if scheduler is not None:
+            scheduler_address(scheduler)
         return cls(jobs=jobs, scheduler=scheduler)
 
     @property
@@ -222,14 +224,10 @@ def _connect(address: str):
 
     The address is checked first, then a scheduler is asked who it is (a program that answers
     something else, or nothing, is not one); only then is a client built."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise InputError(
-            "a Dask scheduler needs dask.distributed: pip install 'crowdprefs[cluster]'"
-        ) from None
     deadline = time.monotonic() + CONNECT_TIMEOUT
     _identify_scheduler(address)
+    from distributed import Client
+
     client = Client.__new__(Client)  # kept, to be closed, if building it fails
     try:
         client.__init__(
@@ -254,21 +252,9 @@ def _identify_scheduler(address: str) -> None:
     import asyncio
 
     from distributed.comm import connect
-    from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.comm.registry import get_backend
 
     where = f"the Dask scheduler at {address!r}"
-    try:
-        scheme, location = parse_address(address)
-        get_backend(scheme)
-        if scheme in ("tcp", "tls", "ws", "wss"):
-            _, port = parse_host_port(location)
-            if not 0 < port < 65536:
-                raise ValueError(f"port {port} is not in 1–65535")
-    except (ValueError, TypeError) as error:
-        raise InputError(
-            f"{where} is not an address like tcp://HOST:8786: {_first_line(error)}"
-        ) from None
+    scheduler_address(address)
 
     async def identity() -> object:
         comm = await connect(address, timeout=CONNECT_TIMEOUT)
@@ -293,6 +279,31 @@ def _identify_scheduler(address: str) -> None:
             f"the program at {address!r} is not a Dask scheduler (it answered, but not in "
             "Dask's protocol); give the address 'dask scheduler' prints"
         )
+
+
+def scheduler_address(address: str) -> str:
+    """``address`` if Dask can read it as a scheduler's address (a known scheme, a host and a
+    port from 1 to 65535), checked without connecting; one clear error otherwise."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+        from distributed.comm.registry import get_backend
+    except ImportError:
+        raise InputError(
+            "a Dask scheduler needs dask.distributed: pip install 'crowdprefs[cluster]'"
+        ) from None
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            _, port = parse_host_port(location)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is not in 1–65535")
+    except (ValueError, TypeError) as error:
+        raise InputError(
+            f"the Dask scheduler at {address!r} is not an address like tcp://HOST:8786: "
+            f"{_first_line(error)}"
+        ) from None
+    return address
 
 
 def _first_line(error: BaseException) -> str:

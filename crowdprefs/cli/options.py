@@ -258,10 +258,25 @@ StudyJobs = Annotated[
         "every core; 1: in this process). The results do not depend on it.",
     ),
 ]
+def scheduler_value(value: str | None) -> str | None:
+    """``--scheduler`` read as Dask reads an address, before the command does anything
+    (reaching it is tried when the tasks start: :func:`crowdprefs.parallel._connect`)."""
+    if value is None:
+        return None
+    from crowdprefs.errors import InputError
+    from crowdprefs.parallel import scheduler_address
+
+    try:
+        return scheduler_address(value)
+    except InputError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
 Scheduler = Annotated[
     str | None,
     typer.Option(
         "--scheduler",
+        callback=scheduler_value,
         help="Run the tasks on the Dask cluster whose scheduler is at this address (e.g. "
         "tcp://10.0.0.5:8786; default: CROWDPREFS_SCHEDULER); needs crowdprefs\\[cluster].",
     ),
