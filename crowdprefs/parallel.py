@@ -73,7 +73,7 @@ def max_jobs() -> int:
 
 def jobs_range() -> str:
     """The jobs accepted, in words (every message about jobs names the ceiling)."""
-    return f"a whole number from 1 to {max_jobs()} ({JOBS_PER_CORE} per core of the {cores()} here)"
+    return f"a whole number in [1, {max_jobs()}] ({JOBS_PER_CORE} per core of the {cores()} here)"
 
 
 @dataclass(frozen=True)

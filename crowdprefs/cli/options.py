@@ -156,9 +156,7 @@ def count(low: int, high: int) -> Callable[[int | None], int | None]:
 
     def check(value: int | None) -> int | None:
         if value is not None and not low <= value <= high:
-            raise typer.BadParameter(
-                f"must be a whole number from {low:,} to {high:,}, got {value}"
-            )
+            raise typer.BadParameter(f"must be a whole number in [{low}, {high}], got {value}")
         return value
 
     return check
@@ -258,6 +256,8 @@ StudyJobs = Annotated[
         "every core; 1: in this process). The results do not depend on it.",
     ),
 ]
+
+
 def scheduler_value(value: str | None) -> str | None:
     """``--scheduler`` read as Dask reads an address, before the command does anything
     (reaching it is tried when the tasks start: :func:`crowdprefs.parallel._connect`)."""
