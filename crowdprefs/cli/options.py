@@ -170,7 +170,8 @@ def setting(section: str, key: str) -> Callable[[int | None], int | None]:
         from crowdprefs.campaign.settings import SCHEMA
 
         if value is not None and not SCHEMA[section][key].accepts(value):
-            raise typer.BadParameter(f"must be {SCHEMA[section][key].expected()}, got {value}")
+            expected = SCHEMA[section][key].expected()
+            raise typer.BadParameter(f"must be {expected} ([{section}] {key}), got {value}")
         return value
 
     return check

@@ -267,8 +267,8 @@ def invitation_links(
         raise InputError(f"the site's address must start with http:// or https://: {base}")
     if not 0 <= judges <= MAX_JUDGES or (judges == 0 and not study):
         raise InputError(
-            f"the number of judges to invite must be from 1 (0 with a study link) to "
-            f"{MAX_JUDGES:,}, got {judges}"
+            f"the number of judges to invite must be at least 1 (or 0 with a study link) and at "
+            f"most {MAX_JUDGES}, got {judges}"
         )
     created = invite(project, judges) if judges else []
     links = pd.DataFrame(
