@@ -235,7 +235,9 @@ def _connect(address: str):
         )
     except Exception as error:
         _abandon(client)
-        raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
+        raise InputError(
+            f"cannot reach the Dask scheduler at {address!r}: {_first_line(error)}"
+        ) from None
     except BaseException:
         _abandon(client)
         raise

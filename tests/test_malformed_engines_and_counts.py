@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -139,6 +141,30 @@ def test_a_scheduler_that_cannot_be_used_ends_in_one_line_within_the_limit(
     assert address in run.stderr
     assert took < CONNECT_TIMEOUT + STARTUP, took
     assert not out.exists()
+
+
+ABANDON = """
+import sys
+from distributed import Client
+from crowdprefs.parallel import _abandon
+client = Client.__new__(Client)
+try:
+    client.__init__(sys.argv[1], timeout=5, set_as_default=False)
+except Exception:
+    _abandon(client)
+"""
+
+
+def test_a_client_that_failed_to_start_is_closed_at_once(servers):
+    """A client whose building failed (here: on a port that answers HTTP) waited 20 s at exit
+    to close, then printed a TimeoutError traceback; closed as _connect closes it, it ends at
+    once and silently."""
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-c", ABANDON, servers["http"]], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0 and not run.stderr.strip(), run.stderr
+    assert time.monotonic() - started < STARTUP
 
 
 STUDY_COMMANDS = {  # every command with --scheduler: the arguments before it
