@@ -33,8 +33,9 @@ from demo_inputs import demo_inputs
 from crowdprefs.cli import app
 from crowdprefs.parallel import CONNECT_TIMEOUT, JOBS_VARIABLE, SCHEDULER_VARIABLE, max_jobs
 
-STARTUP = 15
-"""Seconds a refused command may take on top of its own limit (starting Python, a busy CI)."""
+STARTUP = 60
+"""Seconds a refused command may take on top of its own limit: starting Python and reading the
+inputs, on a busy machine (a hang, the failure these tests catch, never ends)."""
 
 
 def refused(run, says: str) -> str:
