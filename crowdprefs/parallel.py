@@ -26,9 +26,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -55,10 +56,24 @@ CHUNKS_PER_WORKER = 32
 #: Seconds to wait for a Dask scheduler before giving up.
 CONNECT_TIMEOUT = 10
 
+#: The most local processes per core (``--jobs``, ``CROWDPREFS_JOBS``): more only slow a study
+#: down, and thousands would exhaust the system's processes and threads.
+JOBS_PER_CORE = 4
+
 
 def cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def max_jobs() -> int:
+    """The most local processes a study may run on: :data:`JOBS_PER_CORE` per core."""
+    return JOBS_PER_CORE * cores()
+
+
+def jobs_range() -> str:
+    """The jobs accepted, in words (every message about jobs names the ceiling)."""
+    return f"a whole number in [1, {max_jobs()}] ({JOBS_PER_CORE} per core of the {cores()} here)"
 
 
 @dataclass(frozen=True)
@@ -76,11 +91,14 @@ class Runner:
         scheduler = scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
         if jobs is None:
             text = os.environ.get(JOBS_VARIABLE, "").strip()
-            if text and not (text.isdigit() and int(text) >= 1):
-                raise InputError(f"{JOBS_VARIABLE} must be a whole number ≥ 1, got {text!r}")
+            # ASCII digits only: str.isdigit() also takes '³', which int() refuses
+            if text and not (text.isascii() and text.isdigit() and 1 <= int(text) <= max_jobs()):
+                raise InputError(f"{JOBS_VARIABLE} must be {jobs_range()}, got {text!r}")
             jobs = int(text) if text else cores()
-        if jobs < 1:
-            raise InputError(f"the jobs must be a whole number ≥ 1, got {jobs}")
+        if not 1 <= jobs <= max_jobs():
+            raise InputError(f"the jobs must be {jobs_range()}, got {jobs}")
+        if scheduler is not None:
+            scheduler_address(scheduler)
         return cls(jobs=jobs, scheduler=scheduler)
 
     @property
@@ -201,17 +219,108 @@ def _local_pool(jobs: int, task: Callable, shared: Any) -> ProcessPoolExecutor:
 
 
 def _connect(address: str):
-    """A Dask client of the scheduler at ``address``, or one clear error."""
+    """A Dask client of the scheduler at ``address``, or one clear error within
+    :data:`CONNECT_TIMEOUT` seconds, with nothing of a client left behind.
+
+    The address is checked first, then a scheduler is asked who it is (a program that answers
+    something else, or nothing, is not one); only then is a client built."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    _identify_scheduler(address)
+    from distributed import Client
+
+    client = Client.__new__(Client)  # kept, to be closed, if building it fails
     try:
-        from distributed import Client
+        client.__init__(
+            address, timeout=max(1.0, deadline - time.monotonic()), set_as_default=False
+        )
+    except Exception as error:
+        _abandon(client)
+        raise InputError(
+            f"cannot reach the Dask scheduler at {address!r}: {_first_line(error)}"
+        ) from None
+    except BaseException:
+        _abandon(client)
+        raise
+    return client
+
+
+def _identify_scheduler(address: str) -> None:
+    """Ask the program at ``address`` who it is, within :data:`CONNECT_TIMEOUT` seconds; one
+    clear error unless it says it is a Dask scheduler.
+
+    Dask reads the first bytes of an answer as a message length, so an HTTP server or any other
+    program would make it allocate exabytes or fail deep inside; a port that accepts and never
+    answers would hang it (its handshake has no time limit)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    where = f"the Dask scheduler at {address!r}"
+    scheduler_address(address)
+
+    async def identity() -> object:
+        comm = await connect(address, timeout=CONNECT_TIMEOUT)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), CONNECT_TIMEOUT))
+    except TimeoutError:
+        raise InputError(f"cannot reach {where}: no answer within {CONNECT_TIMEOUT} s") from None
+    except TypeError as error:  # TLS without its settings
+        raise InputError(f"cannot reach {where}: {_first_line(error)}") from None
+    except OSError as error:  # refused, unreachable, closed: Dask's own words
+        raise InputError(f"cannot reach {where}: {_first_line(error)}") from None
+    except Exception:  # bytes Dask cannot read as a message: another program answers
+        reply = None
+    if not (isinstance(reply, dict) and reply.get("type") == "Scheduler"):
+        raise InputError(
+            f"the program at {address!r} is not a Dask scheduler (it answered, but not in "
+            "Dask's protocol); give the address 'dask scheduler' prints"
+        )
+
+
+def scheduler_address(address: str) -> str:
+    """``address`` if Dask can read it as a scheduler's address (a known scheme, a host and a
+    port from 1 to 65535), checked without connecting; one clear error otherwise."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+        from distributed.comm.registry import get_backend
     except ImportError:
         raise InputError(
             "a Dask scheduler needs dask.distributed: pip install 'crowdprefs[cluster]'"
         ) from None
     try:
-        return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError, ValueError, TypeError) as error:
-        raise InputError(f"cannot reach the Dask scheduler at {address!r}: {error}") from None
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            _, port = parse_host_port(location)
+            if not 0 < port < 65536:
+                raise ValueError(f"port {port} is not in 1–65535")
+    except (ValueError, TypeError) as error:
+        raise InputError(
+            f"the Dask scheduler at {address!r} is not an address like tcp://HOST:8786: "
+            f"{_first_line(error)}"
+        ) from None
+    return address
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _abandon(client: Any) -> None:
+    """Close a client whose building failed, at once: left to itself it waits 20 s to close
+    when collected, then prints a traceback."""
+    with suppress(Exception):
+        client.close(timeout=1)
+    with suppress(AttributeError):
+        client.status = "closed"  # nothing left for its finaliser to close
+        client._loop_runner.stop()
 
 
 # Worker side of the local engine: the shared inputs, installed once per process.

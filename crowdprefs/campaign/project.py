@@ -161,7 +161,12 @@ def read_candidates(path: Path) -> pd.DataFrame:
 def state_location(root: Path, settings: Settings) -> Location:
     """Where the project's state lives: ``[store] url`` when set, else ``state.sqlite``."""
     url = settings.sections.get("store", {}).get("url")
-    return Location.of(url) if url else Location(path=Path(root) / STATE_NAME)
+    if not url:
+        return Location(path=Path(root) / STATE_NAME)
+    try:
+        return Location(url=database_url(url))
+    except InputError as error:
+        raise InputError(f"{Path(root) / CONFIG_NAME}: [store] url: {error}") from None
 
 
 class Project:
@@ -307,7 +312,9 @@ def migrate_state(root: Path, to: str) -> Moved:
     to ``state.sqlite.moved``; a database is left as it is.
     """
     root = Path(root)
-    target_location = Location(path=root / STATE_NAME) if to == "sqlite" else Location.of(to)
+    target_location = (  # an address checked whole before anything is opened or written
+        Location(path=root / STATE_NAME) if to == "sqlite" else Location(url=database_url(to))
+    )
     with Project(root) as project:
         source = project.store
         if str(target_location) == str(source.location):

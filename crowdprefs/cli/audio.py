@@ -17,7 +17,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
-from crowdprefs.cli.options import renamed
+from crowdprefs.cli.options import count, jobs_value, renamed
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -63,14 +63,19 @@ CeilingOpt = Annotated[
 ]
 RateOpt = Annotated[
     int | None,
-    typer.Option(help="Resample to this rate (Hz); default: keep the source's (MIDI: 44100)."),
+    typer.Option(
+        callback=count(8000, 192_000),
+        help="Resample to this rate (Hz); default: keep the source's (MIDI: 44100).",
+    ),
 ]
 MonoOpt = Annotated[bool, typer.Option(help="Downmix to one channel.")]
 SoundfontOpt = Annotated[
     Path | None,
     typer.Option(help="SoundFont (.sf2) for MIDI through FluidSynth (needs pyfluidsynth)."),
 ]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-j", help="Parallel processes.")]
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", callback=jobs_value, help="Parallel processes.")
+]
 
 
 def _options(**values) -> PrepareOptions:

@@ -12,6 +12,7 @@ from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape, print_json
 from crowdprefs.cli.options import (
     DEFAULT_SEED,
+    MAX_RESAMPLES,
     OUTPUT,
     Alpha,
     AnswersFormat,
@@ -32,6 +33,7 @@ from crowdprefs.cli.options import (
     Ties,
     Wide,
     column_options,
+    count,
     fee_model,
     one_of,
 )
@@ -525,8 +527,7 @@ def audit_command(
         int,
         typer.Option(
             "--resamples",
-            min=0,
-            max=100_000,
+            callback=count(0, MAX_RESAMPLES),
             help="Bootstrap crowds (workers resampled with their answers) the lists are rebuilt "
             "from, to show how stable they are (0: skip).",
         ),

@@ -15,6 +15,8 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
 from crowdprefs.cli.options import (
+    MAX_CUTOFF,
+    MAX_RESAMPLES,
     Alpha,
     Correction,
     OneSided,
@@ -23,6 +25,7 @@ from crowdprefs.cli.options import (
     Seed,
     StudyJobs,
     Wide,
+    count,
 )
 from crowdprefs.errors import InputError
 
@@ -239,7 +242,12 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[int, typer.Option("--k", help="Cutoff of the measures given without one.")] = 5,
+    k: Annotated[
+        int,
+        typer.Option(
+            "--k", callback=count(1, MAX_CUTOFF), help="Cutoff of the measures given without one."
+        ),
+    ] = 5,
     truth_kind: Annotated[
         TruthKind,
         typer.Option("--truth-kind", help="How to read --truth (auto detects by its fields)."),
@@ -274,8 +282,7 @@ def evaluate(
         int,
         typer.Option(
             "--truth-resamples",
-            min=0,
-            max=100_000,
+            callback=count(0, MAX_RESAMPLES),
             help="With a project as --truth: score the systems against this many resampled "
             "crowds' lists too, for intervals that include the ground truth's own uncertainty "
             "and how often each pair of systems keeps its order (0: off).",
@@ -396,7 +403,9 @@ def compare_lists(
     permutations: Annotated[
         int,
         typer.Option(
-            "--permutations", help="Random orders of each group of the lists acting as results."
+            "--permutations",
+            callback=count(1, 1_000_000),
+            help="Random orders of each group of the lists acting as results.",
         ),
     ] = 1000,
     seed: Seed = 0,

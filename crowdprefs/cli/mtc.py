@@ -18,7 +18,15 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape, print_json
-from crowdprefs.cli.options import OUTPUT, Scheduler, StudyJobs, renamed
+from crowdprefs.cli.options import (
+    MAX_CUTOFF,
+    OUTPUT,
+    Scheduler,
+    StudyJobs,
+    count,
+    renamed,
+    seed_value,
+)
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -73,7 +81,7 @@ CutoffOpt = Annotated[
     int | None,
     typer.Option(
         "--cutoff",
-        min=1,
+        callback=count(1, MAX_CUTOFF),
         help="k of AG@k: each run's first k documents count (default: the runs' depth, the "
         "most documents of a system on a query).",
         show_default=False,
@@ -165,9 +173,17 @@ def next_(
     model: ModelOpt = None,
     effects: EffectsOpt = True,
     selection: SelectionOpt = "adaptive",
-    batch: Annotated[int, typer.Option("--batch", help="How many pairs to judge next.")] = 20,
+    batch: Annotated[
+        int,
+        typer.Option("--batch", callback=count(1, 100_000), help="How many pairs to judge next."),
+    ] = 20,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", help="Pairs per query chunk (1 = global choice).")
+        int,
+        typer.Option(
+            "--batch-size",
+            callback=count(1, 10_000),
+            help="Pairs per query chunk (1 = global choice).",
+        ),
     ] = 1,
     target: TargetOpt = 0.95,
     hits: Annotated[
@@ -255,9 +271,15 @@ def simulate(
     effects: EffectsOpt = True,
     selection: SelectionOpt = "adaptive",
     batches: Annotated[
-        int, typer.Option("--batches", help="Chunks judged per iteration (b).")
+        int,
+        typer.Option(
+            "--batches", callback=count(1, 100_000), help="Chunks judged per iteration (b)."
+        ),
     ] = 20,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Pairs per query chunk (n).")] = 1,
+    batch_size: Annotated[
+        int,
+        typer.Option("--batch-size", callback=count(1, 10_000), help="Pairs per query chunk (n)."),
+    ] = 1,
     compat: Annotated[
         bool,
         typer.Option(
@@ -271,7 +293,11 @@ def simulate(
     delta: DeltaOpt = 0.0,
     max_judgments: Annotated[
         int | None,
-        typer.Option("--max-judgments", help="Stop after this many judgments at the latest."),
+        typer.Option(
+            "--max-judgments",
+            callback=count(1, 100_000_000),
+            help="Stop after this many judgments at the latest.",
+        ),
     ] = None,
     keep_going: Annotated[
         bool, typer.Option("--keep-going", help="Do not stop at the target (draw the curve).")
@@ -338,10 +364,20 @@ def train(
     out: Annotated[Path, typer.Option("--output", "-o", help="Where to write the model (JSON).")],
     scale: ScaleOpt = "fine",
     system_folds: Annotated[
-        int, typer.Option("--system-folds", help="System folds of the held-out measurement.")
+        int,
+        typer.Option(
+            "--system-folds",
+            callback=count(2, 100),
+            help="System folds of the held-out measurement.",
+        ),
     ] = 3,
     query_folds: Annotated[
-        int, typer.Option("--query-folds", help="Query folds of the held-out measurement.")
+        int,
+        typer.Option(
+            "--query-folds",
+            callback=count(2, 100),
+            help="Query folds of the held-out measurement.",
+        ),
     ] = 2,
 ) -> None:
     """Train a gain model on a judged collection, for new systems and queries elsewhere.
@@ -390,10 +426,14 @@ def transfer(
     splits: Annotated[
         int,
         typer.Option(
-            "--splits", min=1, max=10_000, help="Random splits, seeded --first, --first + 1, …"
+            "--splits",
+            callback=count(1, 10_000),
+            help="Random splits, seeded --first, --first + 1, …",
         ),
     ] = 48,
-    first: Annotated[int, typer.Option("--first", min=0, help="Seed of the first split.")] = 0,
+    first: Annotated[
+        int, typer.Option("--first", callback=seed_value, help="Seed of the first split.")
+    ] = 0,
     estimators: Annotated[
         list[str] | None,
         typer.Option(

@@ -23,7 +23,14 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
 from crowdprefs.cli.core import hinting_next_step, next_step
-from crowdprefs.cli.options import OUTPUT, PartialPublish, ProjectDir, Yes
+from crowdprefs.cli.options import (
+    MAX_ITERATIONS,
+    OUTPUT,
+    PartialPublish,
+    ProjectDir,
+    Yes,
+    count,
+)
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.progress import note
 
@@ -89,13 +96,19 @@ def preview(
         typer.Option(*OUTPUT, help="Folder for the HTML files (default: PROJECT/preview)."),
     ] = None,
     iteration: Annotated[
-        int | None, typer.Option(help="Batch to render (default: the open or next batch).")
+        int | None,
+        typer.Option(
+            callback=count(1, MAX_ITERATIONS),
+            help="Batch to render (default: the open or next batch).",
+        ),
     ] = None,
     open_: Annotated[
         bool,
         typer.Option("--open", help="Serve the files on localhost and open them in a browser."),
     ] = False,
-    port: Annotated[int, typer.Option(help="Port for --open (0: any free port).")] = 0,
+    port: Annotated[
+        int, typer.Option(callback=count(0, 65535), help="Port for --open (0: any free port).")
+    ] = 0,
 ) -> None:
     """Render a batch's HITs to local HTML files to try them in a browser before paying."""
     from crowdprefs.campaign import driver
@@ -251,8 +264,8 @@ def reconcile(directory: ProjectDir, live: Live = False, fake: Fake = False) -> 
     table = Table(title="reconcile")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for what, count in report.items():
-        table.add_row(what.replace("_", " "), str(count))
+    for what, number in report.items():
+        table.add_row(what.replace("_", " "), str(number))
     console.print(table)
 
 

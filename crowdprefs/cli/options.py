@@ -38,6 +38,16 @@ SEQUENTIAL_FUTILITY = 0.2
 SKIP_CONFIDENCE = 0.6
 AUDIT_SHARE = 0.1
 MAX_OVERTURN = 0.4
+#: Ceilings of counts (each named in its option's message): ``crowdprefs.quality.planning.
+#: MAX_CAMPAIGNS`` (simulated campaigns and bootstrap replicates), ``crowdprefs.quality.
+#: stability.MAX_RESAMPLES`` (resampled crowds or query sets), ``crowdprefs.evaluation.measures.
+#: MAX_CUTOFF`` (a measure's k), ``crowdprefs.web.assign.MAX_JUDGES`` (judges invited at once)
+MAX_CAMPAIGNS = 10_000
+MAX_RESAMPLES = 100_000
+MAX_CUTOFF = 10_000
+MAX_JUDGES = 10_000
+#: The highest batch number ``preview --iteration`` takes
+MAX_ITERATIONS = 1_000_000
 #: ``crowdprefs.results_file.Columns`` (field → default) and ``COLUMN_OPTIONS`` (field →
 #: option), with each option's help
 COLUMNS = {
@@ -138,15 +148,46 @@ Candidates = Annotated[
 ]
 
 
-def seed_value(value: int) -> int:
-    """``--seed`` checked against the range of a project's seed (one line, not numpy's error)."""
-    from crowdprefs.campaign.settings import SCHEMA
+def count(low: int, high: int) -> Callable[[int | None], int | None]:
+    """The callback of a count option: a whole number from ``low`` to ``high`` (``None``, an
+    option not given, passes). Every count has a ceiling, named in the message: a count is
+    work, memory or processes, and a huge one would hold the machine (or the project lock)
+    until it gives out."""
 
-    if not SCHEMA["project"]["seed"].accepts(value):
-        raise typer.BadParameter(f"must be {SCHEMA['project']['seed'].expected()}, got {value}")
+    def check(value: int | None) -> int | None:
+        if value is not None and not low <= value <= high:
+            raise typer.BadParameter(f"must be a whole number in [{low}, {high}], got {value}")
+        return value
+
+    return check
+
+
+def setting(section: str, key: str) -> Callable[[int | None], int | None]:
+    """The callback of an option that sets ``[section] key``: the settings schema's range
+    (one line, before the library's own check or numpy's error)."""
+
+    def check(value: int | None) -> int | None:
+        from crowdprefs.campaign.settings import SCHEMA
+
+        if value is not None and not SCHEMA[section][key].accepts(value):
+            expected = SCHEMA[section][key].expected()
+            raise typer.BadParameter(f"must be {expected} ([{section}] {key}), got {value}")
+        return value
+
+    return check
+
+
+def jobs_value(value: int | None) -> int | None:
+    """``--jobs`` checked against :func:`crowdprefs.parallel.max_jobs` (``None``: the
+    default, ``CROWDPREFS_JOBS`` or every core)."""
+    from crowdprefs.parallel import jobs_range, max_jobs
+
+    if value is not None and not 1 <= value <= max_jobs():
+        raise typer.BadParameter(f"must be {jobs_range()}, got {value}")
     return value
 
 
+seed_value = setting("project", "seed")
 Seed = Annotated[
     int,
     typer.Option(
@@ -204,29 +245,39 @@ CrowdModelFile = Annotated[
         "built-in model.",
     ),
 ]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel audio jobs.")]
-
-
-def at_least_one(value: int | None) -> int | None:
-    """A count that must be 1 or more (None: the default)."""
-    if value is not None and value < 1:
-        raise typer.BadParameter(f"must be 1 or more, got {value}")
-    return value
-
-
+Jobs = Annotated[
+    int, typer.Option("--jobs", "-j", callback=jobs_value, help="Parallel audio jobs.")
+]
 StudyJobs = Annotated[
     int | None,
     typer.Option(
         "--jobs",
-        callback=at_least_one,
+        callback=jobs_value,
         help="Processes the study's independent tasks run on (default: CROWDPREFS_JOBS, else "
         "every core; 1: in this process). The results do not depend on it.",
     ),
 ]
+
+
+def scheduler_value(value: str | None) -> str | None:
+    """``--scheduler`` read as Dask reads an address, before the command does anything
+    (reaching it is tried when the tasks start: :func:`crowdprefs.parallel._connect`)."""
+    if value is None:
+        return None
+    from crowdprefs.errors import InputError
+    from crowdprefs.parallel import scheduler_address
+
+    try:
+        return scheduler_address(value)
+    except InputError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
 Scheduler = Annotated[
     str | None,
     typer.Option(
         "--scheduler",
+        callback=scheduler_value,
         help="Run the tasks on the Dask cluster whose scheduler is at this address (e.g. "
         "tcp://10.0.0.5:8786; default: CROWDPREFS_SCHEDULER); needs crowdprefs\\[cluster].",
     ),
@@ -244,6 +295,7 @@ AnswersPerPair = Annotated[
     int,
     typer.Option(
         "--answers-per-pair",
+        callback=setting("crowd", "answers_per_pair"),
         help="Answers bought for each pair (the most a pair gets when answers are adaptive).",
     ),
 ]
@@ -274,7 +326,12 @@ Alpha = Annotated[
     ),
 ]
 Margin = Annotated[
-    int, typer.Option("--margin", help="Net votes a side needs under the margin rule.")
+    int,
+    typer.Option(
+        "--margin",
+        callback=setting("aggregation", "margin"),
+        help="Net votes a side needs under the margin rule.",
+    ),
 ]
 PartialPublish = Annotated[
     bool,

@@ -13,6 +13,7 @@ from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
     AUDIT_SHARE,
+    MAX_CAMPAIGNS,
     MAX_OVERTURN,
     OUTPUT,
     SEQUENTIAL_ALPHA,
@@ -31,6 +32,8 @@ from crowdprefs.cli.options import (
     Seed,
     StudyJobs,
     column_options,
+    count,
+    setting,
 )
 
 if TYPE_CHECKING:
@@ -77,10 +80,23 @@ def plan(
     ] = "off",
     maximum: Annotated[
         int | None,
-        typer.Option(help="Adaptive: most answers a pair can get (default: answers per pair)."),
+        typer.Option(
+            callback=setting("adaptive", "maximum"),
+            help="Adaptive: most answers a pair can get (default: answers per pair).",
+        ),
     ] = None,
-    initial: Annotated[int, typer.Option(help="Adaptive: answers asked first.")] = 4,
-    step: Annotated[int, typer.Option(help="Adaptive: answers added per round.")] = 2,
+    initial: Annotated[
+        int,
+        typer.Option(
+            callback=setting("adaptive", "initial"), help="Adaptive: answers asked first."
+        ),
+    ] = 4,
+    step: Annotated[
+        int,
+        typer.Option(
+            callback=setting("adaptive", "step"), help="Adaptive: answers added per round."
+        ),
+    ] = 2,
     epsilon: Annotated[
         float,
         typer.Option(
@@ -120,18 +136,24 @@ def plan(
     min_flips: Annotated[
         int,
         typer.Option(
+            callback=setting("fragility", "min_flips"),
             help="Also show the last design with further answers for every pair whose verdict "
             "fewer than this many changed answers flip (2: none one answer flips), as the "
             "\\[fragility] min_flips setting does; 0: not shown.",
         ),
     ] = 0,
     fragile_step: Annotated[
-        int, typer.Option(help="--min-flips: answers added per further round.")
+        int,
+        typer.Option(
+            callback=setting("fragility", "step"),
+            help="--min-flips: answers added per further round.",
+        ),
     ] = 2,
     fragile_maximum: Annotated[
         int | None,
         typer.Option(
-            help="--min-flips: most answers a pair can get (default: twice answers per pair)."
+            callback=setting("fragility", "maximum"),
+            help="--min-flips: most answers a pair can get (default: twice answers per pair).",
         ),
     ] = None,
     prior_correlation: Annotated[
@@ -178,7 +200,10 @@ def plan(
         ),
     ] = 0.0,
     crowd_model: CrowdModelFile = None,
-    campaigns: Annotated[int, typer.Option(help="Campaigns to simulate per design.")] = 100,
+    campaigns: Annotated[
+        int,
+        typer.Option(callback=count(1, MAX_CAMPAIGNS), help="Campaigns to simulate per design."),
+    ] = 100,
     seed: Seed = 0,
     csv_out: Annotated[
         Path | None,
@@ -406,13 +431,15 @@ def fit(
     bootstrap: Annotated[  # max: crowdprefs.quality.planning.MAX_CAMPAIGNS, checked first
         int,
         typer.Option(
-            min=0, max=10_000, help="Bootstrap replicates (over workers) for the intervals."
+            callback=count(0, MAX_CAMPAIGNS),
+            help="Bootstrap replicates (over workers) for the intervals.",
         ),
     ] = 50,
     campaigns: Annotated[
         int,
         typer.Option(
-            min=1, max=10_000, help="Simulated campaigns of the predictive check (needs --lists)."
+            callback=count(1, MAX_CAMPAIGNS),
+            help="Simulated campaigns of the predictive check (needs --lists).",
         ),
     ] = 200,
     seed: Seed = 0,

@@ -13,6 +13,7 @@ from rich.table import Table
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
+    MAX_RESAMPLES,
     MEANS,
     OUTPUT,
     PAIRWISE_TESTS,
@@ -24,6 +25,7 @@ from crowdprefs.cli.options import (
     Scheduler,
     Seed,
     StudyJobs,
+    count,
     renamed,
 )
 from crowdprefs.errors import InputError
@@ -58,7 +60,11 @@ StrataFile = Annotated[
 ]
 StratumColumn = Annotated[
     int | None,
-    typer.Option("--stratum-column", help="1-based column of the stratum (default: last)."),
+    typer.Option(
+        "--stratum-column",
+        callback=count(1, 1000),
+        help="1-based column of the stratum (default: last).",
+    ),
 ]
 Procedures = Annotated[
     list[str] | None,
@@ -70,10 +76,19 @@ Procedures = Annotated[
         + ". Default: FT and W1.",
     ),
 ]
-Samples = Annotated[int, typer.Option("--samples", "-r", help="Random subsets per size.")]
+Samples = Annotated[
+    int,
+    typer.Option(
+        "--samples", "-r", callback=count(1, MAX_RESAMPLES), help="Random subsets per size."
+    ),
+]
 SizeStep = Annotated[
     int,
-    typer.Option("--size-step", help="Query subsets of size step, 2·step, 3·step, … are drawn."),
+    typer.Option(
+        "--size-step",
+        callback=count(1, 10_000),
+        help="Query subsets of size step, 2·step, 3·step, … are drawn.",
+    ),
 ]
 OutputFile = Annotated[
     Path | None, typer.Option(*OUTPUT, help="Also write the tidy table as CSV here.")
@@ -305,7 +320,9 @@ def gawm_command(
         ),
     ] = 1.0,
     tol: Annotated[float, typer.Option("--tol", help="Convergence threshold.")] = 1e-9,
-    max_iter: Annotated[int, typer.Option("--max-iter", help="Maximum iterations.")] = 1000,
+    max_iter: Annotated[
+        int, typer.Option("--max-iter", callback=count(1, 1_000_000), help="Maximum iterations.")
+    ] = 1000,
     loto: Annotated[
         bool, typer.Option("--loto", help="Also run the leave-one-topic-out predictive check.")
     ] = False,

@@ -11,6 +11,7 @@ import typer
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
+from crowdprefs.cli.options import MAX_JUDGES, count
 from crowdprefs.errors import InputError
 from crowdprefs.progress import note
 
@@ -30,10 +31,13 @@ def serve(
     host: Annotated[
         str, typer.Option(help="Address to bind; anything but loopback exposes the site.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
+    port: Annotated[
+        int, typer.Option(callback=count(1, 65535), help="TCP port to listen on.")
+    ] = 8000,
     workers: Annotated[
         int,
         typer.Option(
+            callback=count(1, 64),
             help="Server processes sharing the campaign (more than 1 needs the state in "
             "PostgreSQL: init --database, or crowdprefs migrate).",
         ),
@@ -113,7 +117,13 @@ def _local_prolific(directory: Path) -> Callable[[], ProlificClient]:
 @app.command()
 def invite(
     directory: ProjectDir,
-    judges: Annotated[int, typer.Option(help="How many personal invitation links to make.")] = 1,
+    judges: Annotated[
+        int,
+        typer.Option(
+            callback=count(0, MAX_JUDGES),
+            help="How many personal invitation links to make (0: only --study's link).",
+        ),
+    ] = 1,
     base_url: Annotated[
         str | None,
         typer.Option(

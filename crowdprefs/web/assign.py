@@ -224,6 +224,10 @@ class WebSettings:
 # --- judges ---------------------------------------------------------------------------------
 
 
+MAX_JUDGES = 10_000
+"""The most judges one ``invite`` makes: each is a row written under the project lock."""
+
+
 def invite(project: Project, judges: int) -> list[tuple[str, str]]:
     """Create ``judges`` invited judges; returns ``(judge_id, token)`` (tokens are shown once)."""
     if judges < 1:
@@ -261,10 +265,10 @@ def invitation_links(
     base = (base_url or settings.base_url).rstrip("/")
     if not base.startswith(("http://", "https://")):
         raise InputError(f"the site's address must start with http:// or https://: {base}")
-    if judges < 0 or (judges == 0 and not study):
+    if not 0 <= judges <= MAX_JUDGES or (judges == 0 and not study):
         raise InputError(
-            f"the number of judges to invite must be at least 1 (or 0 with a study link), "
-            f"got {judges}"
+            f"the number of judges to invite must be at least 1 (or 0 with a study link) and at "
+            f"most {MAX_JUDGES}, got {judges}"
         )
     created = invite(project, judges) if judges else []
     links = pd.DataFrame(

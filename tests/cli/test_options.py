@@ -9,10 +9,14 @@ from crowdprefs.campaign.project import DEFAULT_SEED
 from crowdprefs.cli import options
 from crowdprefs.crowds import CROWDS
 from crowdprefs.evaluation.gawm import MEANS
+from crowdprefs.evaluation.measures import MAX_CUTOFF
 from crowdprefs.evaluation.power import PROCEDURES
 from crowdprefs.evaluation.stats import PAIRWISE_TESTS
 from crowdprefs.machine.overturn import SkipRule
+from crowdprefs.quality.planning import MAX_CAMPAIGNS
+from crowdprefs.quality.stability import MAX_RESAMPLES
 from crowdprefs.results_file import COLUMN_OPTIONS, Columns
+from crowdprefs.web.assign import MAX_JUDGES
 
 
 def test_the_restated_defaults_equal_the_librarys():
@@ -32,6 +36,10 @@ def test_the_restated_defaults_equal_the_librarys():
     assert {name: p.description for name, p in PROCEDURES.items()} == options.PROCEDURES
     assert options.MEANS == MEANS
     assert options.PAIRWISE_TESTS == PAIRWISE_TESTS
+    assert options.MAX_CAMPAIGNS == MAX_CAMPAIGNS
+    assert options.MAX_RESAMPLES == MAX_RESAMPLES
+    assert options.MAX_CUTOFF == MAX_CUTOFF
+    assert options.MAX_JUDGES == MAX_JUDGES
 
 
 def command_options() -> dict[str, dict[str, str]]:

@@ -502,7 +502,9 @@ def test_serve_binds_loopback_by_default_and_refuses_bad_options(project_dir, tm
     assert all(is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "127.3.2.1"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.0.2.7", "example.org"))
     result = CliRunner().invoke(cli_app, ["serve", str(project_dir), "--port", "70000"])
-    assert result.exit_code != 0 and "port must be between 1 and 65535" in str(result.exception)
+    assert result.exit_code != 0 and "--port': must be a whole number in [1, 65535]" in (
+        result.output
+    )
     bad = make_web_project(tmp_path / "bad", queries=1)
     config = bad / "crowdprefs.toml"
     config.write_text(config.read_text().replace("[web]", "[web]\ntimeout_minutes = 0"))

@@ -81,6 +81,18 @@ CAUSES = {
 """The cause of a SQLite failure, by its primary error name."""
 
 
+COLUMNS_QUERY = {
+    "sqlite": "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p "
+    "WHERE m.type = 'table'",
+    "postgresql": "SELECT c.relname, a.attname FROM pg_attribute AS a "
+    "JOIN pg_class AS c ON a.attrelid = c.oid "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') "
+    "AND a.attnum > 0 AND NOT a.attisdropped",
+}
+"""(table, column) of every table of the state, in one statement per engine (the schema check
+of every opening: SQLAlchemy's reflection takes a statement per table)."""
+
+
 def now() -> str:
     """The current UTC time as ISO 8601 text (how every timestamp is stored)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -271,12 +283,35 @@ class StoreBase:
                     f"{location} has schema version {version}, newer than this crowdprefs "
                     f"({SCHEMA_VERSION}): upgrade crowdprefs"
                 )
+            if not create:
+                self._check_schema()
         except exc.DBAPIError as error:
             self.close()
             _raise(location, error)
         except BaseException:
             self.close()
             raise
+
+    def _check_schema(self) -> None:
+        """Refuse a state missing a table or a column of :mod:`.tables` (dropped or altered by
+        hand, or a partial restore), on every engine alike, before a command reads or writes
+        it: otherwise the first statement to reach the gap fails, after others have run."""
+        found: dict[str, set[str]] = {}
+        with self.read() as conn:
+            for table, column in conn.exec_driver_sql(COLUMNS_QUERY[self.dialect]):
+                found.setdefault(table, set()).add(column)
+        gaps = [
+            table.name if table.name not in found else f"{table.name}.{column.name}"
+            for table in tables.metadata.sorted_tables
+            for column in table.columns
+            if table.name not in found or column.name not in found[table.name]
+        ]
+        if gaps:
+            missing = ", ".join(dict.fromkeys(gaps))
+            raise StateError(
+                f"{self.location}: the state is damaged (missing {missing}); restore it from "
+                "a backup"
+            )
 
     def _has_tables(self) -> bool:
         with self.read() as conn:
