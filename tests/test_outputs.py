@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from console_script import crowdprefs
 from demo_inputs import demo_inputs
 
 from crowdprefs.cli import app
@@ -246,6 +247,17 @@ def _folder(ws: Workspace, writer: Writer, tmp: Path) -> Path:
     return tmp / f"folder{writer.suffix}"
 
 
+def _settings_file(ws: Workspace, writer: Writer, tmp: Path) -> Path:
+    """A file another project's settings name as its machine prior (issue 42, class 3)."""
+    other = tmp / "other"
+    other.mkdir()
+    (other / "crowdprefs.toml").write_text(
+        f'[prior]\nscores = "machine{writer.suffix}"\n[simulated]\ntruth = "../truth.qrel"\n'
+    )
+    (other / f"machine{writer.suffix}").write_text("query,document,score\n")
+    return other / f"machine{writer.suffix}"
+
+
 #: target → (how to make it, what the one line must say)
 TARGETS: dict[str, tuple[Callable[[Workspace, Writer, Path], Path], str]] = {
     "crowdprefs.toml": (lambda ws, w, t: ws.project / "crowdprefs.toml", "file of the project"),
@@ -253,6 +265,7 @@ TARGETS: dict[str, tuple[Callable[[Workspace, Writer, Path], Path], str]] = {
     "its input": (lambda ws, w, t: w.reads(ws), ""),
     "a hard link to its input": (_hard_link, ""),
     "a symbolic link to its input": (_symbolic_link, ""),
+    "the prior's scores a project's settings name": (_settings_file, "[prior] scores"),
     "a FIFO": (_fifo, "special file"),
     "a folder": (_folder, "is a folder"),
     "a missing folder": (lambda ws, w, t: t / "missing" / f"out{w.suffix}", "does not exist"),
@@ -359,6 +372,32 @@ def test_a_failed_write_names_the_path_given_and_leaves_no_temporary(tmp_path):
     assert str(refused_write.value) == f"cannot write {link}: No space left on device"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "out.csv"]
     assert target.read_text() == "old\n" and link.is_symlink()
+
+
+PROJECT_WRITERS = [w for w in WRITERS if w.command in ("export", "invite")]
+
+
+@pytest.mark.parametrize("writer", PROJECT_WRITERS, ids=[w.command for w in PROJECT_WRITERS])
+def test_an_output_over_a_file_the_project_s_settings_name_outside_it_is_refused(
+    writer, ws, tmp_path
+):
+    """Issue 42, class 3: the simulated truth of the demo project lies beside it
+    (``[simulated] truth = "../truth.qrel"``); a command reading the project never replaces it,
+    through the console script."""
+    before = snapshot(ws.root)
+    done = crowdprefs(*writer.args(ws, ws.truth))
+    line = refused(done.returncode, done.stdout, done.stderr)
+    assert f"{ws.truth}: it is the file [simulated] truth of the project" in line, line
+    assert snapshot(ws.root) == before
+
+
+def test_the_writer_knows_every_setting_that_names_a_file():
+    """A new setting naming a file (``Key(names_file=True)``) is protected by the writer."""
+    from crowdprefs.campaign.settings import SCHEMA
+    from crowdprefs.files import SETTINGS_FILES
+
+    named = {(s, k) for s, keys in SCHEMA.items() for k, key in keys.items() if key.names_file}
+    assert named == set(SETTINGS_FILES)
 
 
 def test_the_writer_knows_the_project_s_own_names():
