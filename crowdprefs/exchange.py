@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.io import check_names, csv_frame
+from crowdprefs.io import check_names, csv_frame, csv_text
 
 PREFERENCE_COLUMNS = ["worker", "query", "left", "right", "label"]
 LABELS = ("left", "equal", "right")
@@ -395,13 +395,13 @@ def long_csv(answers: pd.DataFrame) -> str:
     the frame has work times), the format :func:`read_preferences` reads."""
     frame = preference_frame(answers)
     columns = PREFERENCE_COLUMNS + (["seconds"] if "seconds" in frame.columns else [])
-    return frame[columns].to_csv(index=False, lineterminator="\n", float_format="%.6g")
+    return csv_text(frame[columns], float_format="%.6g")
 
 
 def crowdkit_csv(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:
     """One query's answers as crowd-kit's CSV ``worker, left, right, label`` (:func:`to_crowdkit`;
     ``ties`` as in the module docstring)."""
-    return to_crowdkit(answers, query=query, ties=ties).to_csv(index=False, lineterminator="\n")
+    return csv_text(to_crowdkit(answers, query=query, ties=ties))
 
 
 def choix_json(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:
