@@ -66,36 +66,47 @@ a spreadsheet reads it as the number it is."""
 _ESCAPED = r"^'+[=+\-@\t\r]"
 
 
-def _text(values: pd.Series) -> tuple[pd.Series, pd.Series] | None:
-    """``(values as objects, their text cells as strings, "" elsewhere)`` of a column that may
-    hold text (object, string or categorical), else ``None`` (numbers, times, booleans)."""
+_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+"""The first characters of a cell :func:`neutralised` or :func:`restored` may change."""
+
+
+def _starting(values: pd.Series, prefixes: tuple[str, ...]) -> tuple[pd.Series, np.ndarray]:
+    """``(values as objects, whether each is a text cell starting with one of prefixes)``; no
+    cell for a column that cannot hold text (numbers, times, booleans)."""
     if isinstance(values.dtype, pd.CategoricalDtype):
         values = values.astype(object)
-    elif values.dtype != object and not pd.api.types.is_string_dtype(values):
-        return None
-    return values, values.where(values.map(type).eq(str), "").astype(str)
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind not in ("string", "mixed"):
+        return values, np.zeros(len(values), dtype=bool)
+    starts = values.str.startswith(prefixes)
+    return values, starts.where(starts.notna(), False).to_numpy(dtype=bool)
 
 
 def neutralised(values: pd.Series) -> pd.Series:
     """The text cells of ``values`` that match :data:`FORMULA` and are not a :data:`NUMBER`,
     prefixed with an apostrophe (OWASP's rule: a spreadsheet shows them as text, never runs
     them); every other value (numbers, missing values) as it is. :func:`restored` undoes it."""
-    found = _text(values)
-    if found is None:
+    values, maybe = _starting(values, _STARTS)
+    if not maybe.any():
         return values
-    values, text = found
-    risky = text.str.contains(FORMULA, regex=True) & ~text.str.fullmatch(NUMBER)
-    return values.mask(risky, "'" + text)
+    text = values[maybe].astype(str)
+    risky = (text.str.contains(FORMULA, regex=True) & ~text.str.fullmatch(NUMBER)).to_numpy()
+    out = values.copy()
+    out.iloc[np.flatnonzero(maybe)[risky]] = ("'" + text[risky]).to_numpy()
+    return out
 
 
 def restored(values: pd.Series) -> pd.Series:
     """The values :func:`neutralised` wrote, as they were: one leading apostrophe dropped from
     a text cell that is apostrophes then a formula's first character."""
-    found = _text(values)
-    if found is None:
+    values, maybe = _starting(values, ("'",))
+    if not maybe.any():
         return values
-    values, text = found
-    return values.mask(text.str.contains(_ESCAPED, regex=True), text.str[1:])
+    text = values[maybe].astype(str)
+    escaped = text.str.contains(_ESCAPED, regex=True).to_numpy()
+    out = values.copy()
+    out.iloc[np.flatnonzero(maybe)[escaped]] = text[escaped].str[1:].to_numpy()
+    return out
 
 
 def csv_text(frame: pd.DataFrame, **options) -> str:
@@ -118,8 +129,11 @@ def csv_text(frame: pd.DataFrame, **options) -> str:
 
 
 def _holds_cr(values: pd.Series) -> bool:
-    found = _text(values)
-    return found is not None and bool(found[1].str.contains("\r", regex=False).any())
+    """Whether a text cell of ``values`` holds a carriage return."""
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "mixed", "categorical"):
+        return False
+    found = values.astype(object).str.contains("\r", regex=False)
+    return bool(found.where(found.notna(), False).any())
 
 
 def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> pd.DataFrame:
@@ -141,6 +155,8 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
             lines = data.splitlines() if isinstance(data, str) else None
             line = _filled_line(lines, 1) if lines is not None else _line_number(Path(data), 1)
             raise InputError(f"{source}:{line}: more fields than the header names") from None
+    if isinstance(data, str) and "'" not in data:
+        return frame  # nothing was neutralised
     frame = frame.apply(restored) if len(frame.columns) else frame
     frame.columns = restored(pd.Series([str(c) for c in frame.columns], dtype=object))
     return frame
