@@ -542,7 +542,9 @@ class SimulatedResponder:
 
     def __init__(self, location: Location, crowd: SimulatedCrowd) -> None:
         self.location = location
-        self.crowd = crowd
+        self.check = crowd.check_truth
+        """Raise :class:`InputError` when the truth lacks a document of the pairs (checked
+        before a batch is built: :meth:`crowdprefs.crowds.mturk.crowd.MTurkCrowd.check`)."""
         self.similarity, self.pool = crowd.similarity, crowd.pool
         self.model, self.seed = crowd.model, crowd.seed
 
