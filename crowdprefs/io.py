@@ -76,7 +76,7 @@ def _starting(values: pd.Series, prefixes: tuple[str, ...]) -> tuple[pd.Series, 
     if isinstance(values.dtype, pd.CategoricalDtype):
         values = values.astype(object)
     kind = pd.api.types.infer_dtype(values, skipna=True)
-    if kind not in ("string", "mixed"):
+    if kind not in ("string", "mixed", "mixed-integer"):
         return values, np.zeros(len(values), dtype=bool)
     starts = values.str.startswith(prefixes)
     return values, starts.where(starts.notna(), False).to_numpy(dtype=bool)
@@ -130,7 +130,7 @@ def csv_text(frame: pd.DataFrame, **options) -> str:
 
 def _holds_cr(values: pd.Series) -> bool:
     """Whether a text cell of ``values`` holds a carriage return."""
-    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "mixed", "categorical"):
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "mixed", "mixed-integer"):
         return False
     found = values.astype(object).str.contains("\r", regex=False)
     return bool(found.where(found.notna(), False).any())
