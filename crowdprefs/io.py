@@ -158,7 +158,8 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
     if isinstance(data, str) and "'" not in data:
         return frame  # nothing was neutralised
     frame = frame.apply(restored) if len(frame.columns) else frame
-    frame.columns = restored(pd.Series([str(c) for c in frame.columns], dtype=object))
+    names = restored(pd.Series(frame.columns, dtype=object)).tolist()
+    frame.columns = pd.Index(names, dtype=frame.columns.dtype)
     return frame
 
 
