@@ -33,7 +33,7 @@ from crowdprefs.campaign.project import (
     read_candidates,
 )
 from crowdprefs.errors import InputError, StateError
-from crowdprefs.io import write_lists
+from crowdprefs.io import csv_text, write_lists
 from crowdprefs.quality.crowd_model import CrowdModel
 from examples.melodies import QUERY_SIZES, make_example
 
@@ -90,7 +90,7 @@ def create_demo_project(
         truth = make_example(root, seed)[["query", "document", "group"]]
     else:
         candidates, truth = make_collection(seed)
-        candidates.to_csv(root / "candidates.csv", index=False)
+        (root / "candidates.csv").write_text(csv_text(candidates), encoding="utf-8")
     write_lists(truth, root / "truth.qrel", tag="truth")
     simulated = {"truth": "../truth.qrel", **(crowd_model.to_dict() if crowd_model else {})}
     settings = Settings(answers_per_pair=answers_per_pair, sections={"simulated": simulated})
@@ -332,7 +332,7 @@ def run_demo(
     write_runs(runs, files["runs"])
     by_crowd = evaluate(runs, lists, list(DEMO_MEASURES), test=None)
     by_truth = evaluate(runs, truth, list(DEMO_MEASURES), test=None)
-    by_crowd.scores.to_csv(files["evaluation"], index=False)
+    files["evaluation"].write_text(csv_text(by_crowd.scores), encoding="utf-8")
     evaluation = by_crowd.summary[["system", "measure", "mean"]].merge(
         by_truth.summary[["system", "measure", "mean"]],
         on=["system", "measure"],

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.io import check_names, csv_frame, per_distinct
+from crowdprefs.io import check_names, csv_frame, csv_text, per_distinct
 
 PREFERENCE_COLUMNS = ["worker", "query", "left", "right", "label"]
 LABELS = ("left", "equal", "right")
@@ -278,17 +278,34 @@ def from_choix(
 # --------------------------------------------------------------------------- files
 
 
+class MissingQuery(InputError):
+    """An answers file without a query column, read without a query to give its answers."""
+
+
 def read_preferences(
-    path: str | os.PathLike, fmt: str = "long", *, query: str | None = None
+    path: str | os.PathLike,
+    fmt: str = "long",
+    *,
+    query: str | None = None,
+    fallback: str | None = None,
 ) -> pd.DataFrame:
     """A CSV of answers, one per row, as a preference frame (:func:`preference_frame`).
 
     ``fmt="long"``: columns ``worker, query, left, right, label`` (``label`` = ``left``,
-    ``right``, ``equal`` or the preferred item) and an optional ``seconds``; without a ``query``
-    column every row belongs to ``query`` (default ``"query"``). ``fmt="crowdkit"``: crowd-kit's
-    ``worker, left, right, label`` (``label`` = the preferred item, no ties), every row of
-    ``query``. Other columns are ignored. Rows are numbered from 1 (the first answer) in errors,
-    which name the file. The file is decoded as :func:`crowdprefs.files.read_text` does.
+    ``right``, ``equal`` or the preferred item) and an optional ``seconds``; a file without a
+    ``query`` column holds the answers of ``query``. ``fmt="crowdkit"``: crowd-kit's
+    ``worker, left, right, label`` (``label`` = the preferred item), every row of ``query``; a
+    worker's two comparisons of one pair won by each side are one "equal" answer (the way
+    :func:`crowdkit_csv` writes a tie with ``ties="split"``). A file without a query column is
+    refused unless ``query`` (or else ``fallback``, e.g. a project's only query) names its
+    query: it is never guessed; ``query`` is refused for a long file that has the column.
+
+    One answer is identified by (worker, query, left, right) in every reader: a worker answers a
+    pair once (in either order), so a file holding a worker's two answers to one pair is
+    refused naming both rows, as :func:`crowdprefs.results_file.read_results` refuses a worker
+    answering one HIT twice. Other columns are ignored. Rows are numbered from 1 (the first
+    answer) in errors, which name the file. The file is decoded as
+    :func:`crowdprefs.files.read_text` does.
     """
     from crowdprefs.files import read_text
 
@@ -304,12 +321,63 @@ def read_preferences(
     data.index = pd.RangeIndex(1, len(data) + 1)
     if fmt == "crowdkit" and "query" in data.columns:
         data = data.drop(columns="query")
+    if "query" in data.columns and query is not None:
+        raise InputError(
+            f"{path}: the file has a query column: a query is named only for a file without one"
+        )
+    query = query if query is not None or "query" in data.columns else fallback
+    if query is None and "query" not in data.columns and set(CROWDKIT_COLUMNS) <= set(data):
+        raise MissingQuery(
+            f"{path}: the file has no query column: name the query its answers belong to"
+        )
     try:
         if fmt == "crowdkit":
-            return from_crowdkit(data, query="query" if query is None else str(query))
-        return preference_frame(data, query="query" if query is None else str(query))
+            frame = _joined_ties(from_crowdkit(data, query=str(query)))
+        else:
+            frame = preference_frame(data, query=str(query))
     except InputError as error:
         raise InputError(f"{path}: {error}") from None
+    _one_answer_per_pair(frame, path)
+    return frame
+
+
+def _pair_key(frame: pd.DataFrame) -> pd.Series:
+    """(worker, query, pair in either order) of each answer, as one text."""
+    first = frame["left"] <= frame["right"]
+    low = frame["left"].where(first, frame["right"])
+    high = frame["right"].where(first, frame["left"])
+    return frame["worker"] + "\x1f" + frame["query"] + "\x1f" + low + "\x1f" + high
+
+
+def _joined_ties(frame: pd.DataFrame) -> pd.DataFrame:
+    """A crowd-kit frame whose worker compared one pair twice, once won by each side, with the
+    two rows as the one "equal" answer they split (the first row kept)."""
+    key = _pair_key(frame)
+    winner = pd.Series(np.where(frame["label"] == "left", frame["left"], frame["right"]))
+    winner.index = frame.index
+    sizes = key.map(key.value_counts())
+    winners = winner.groupby(key).transform("nunique")
+    tie = ((sizes == 2) & (winners == 2)).to_numpy()
+    second = tie & key.duplicated().to_numpy()
+    joined = frame[~second].copy()
+    joined.loc[tie[~second], "label"] = "equal"
+    return joined
+
+
+def _one_answer_per_pair(frame: pd.DataFrame, path: Path) -> None:
+    """Refuse a worker's second answer to a pair (either order), naming both rows."""
+    key = _pair_key(frame)
+    twice = key.duplicated().to_numpy()
+    if twice.any():
+        i = int(np.flatnonzero(twice)[0])
+        j = int(np.flatnonzero((key == key.iloc[i]).to_numpy())[0])
+        row = frame.iloc[i]
+        raise InputError(
+            f"{path}: rows {frame.index[j]} and {frame.index[i]}: worker {row['worker']!r} "
+            f"answered the pair {row['left']!r}/{row['right']!r} of query {row['query']!r} "
+            "twice; a worker answers a pair once (an answer is identified by worker, query, "
+            "left and right, in either order)"
+        )
 
 
 def answer_ids(answers: pd.DataFrame) -> pd.Series:
@@ -334,13 +402,13 @@ def long_csv(answers: pd.DataFrame) -> str:
     the frame has work times), the format :func:`read_preferences` reads."""
     frame = preference_frame(answers)
     columns = PREFERENCE_COLUMNS + (["seconds"] if "seconds" in frame.columns else [])
-    return frame[columns].to_csv(index=False, lineterminator="\n", float_format="%.6g")
+    return csv_text(frame[columns], float_format="%.6g")
 
 
 def crowdkit_csv(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:
     """One query's answers as crowd-kit's CSV ``worker, left, right, label`` (:func:`to_crowdkit`;
     ``ties`` as in the module docstring)."""
-    return to_crowdkit(answers, query=query, ties=ties).to_csv(index=False, lineterminator="\n")
+    return csv_text(to_crowdkit(answers, query=query, ties=ties))
 
 
 def choix_json(answers: pd.DataFrame, *, query: str | None = None, ties: Ties = "drop") -> str:

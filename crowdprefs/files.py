@@ -5,15 +5,18 @@ only once it is complete, so a crash never leaves half a file and no reader ever
 
 A file a user names as a command's output is an :class:`Output`, checked before the command does
 any work: it refuses, in one line, a project's own files, the command's inputs (the same path,
-a symbolic link or a hard link to one), special files and folders, and a missing folder. A
+a symbolic link or a hard link to one), the files the project's settings name (the prior's
+scores, the simulated truth), special files and folders, and a missing folder. A
 symbolic link is followed (its target is rewritten, the link kept).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import tempfile
+import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +32,11 @@ PROJECT_FILES = ("crowdprefs.toml", "state.", "mturk-fake.sqlite", "prolific-fak
 """What crowdprefs owns beside a project's marker: files named so or starting so (the state,
 its SQLite companions ``-wal``, ``-shm``, ``-journal``, its lock and a moved state; the local
 fakes' stores)."""
+SETTINGS_FILES = (("prior", "scores"), ("simulated", "truth"))
+"""The settings of a project's ``crowdprefs.toml`` that name a file the project reads (a path
+relative to the project folder): the machine prior's scores, the simulated crowd's truth. An
+output never replaces one, wherever it lies (``tests/test_outputs.py`` checks this list against
+the settings schema)."""
 PROJECT_FOLDERS = ("clips",)
 """Folders of a project whose every file crowdprefs owns (the prepared clips)."""
 PLOT_SUFFIXES = (".png", ".pdf", ".svg")
@@ -51,6 +59,21 @@ def project_file(target: Path) -> Path | None:
     return None
 
 
+def settings_files(root: Path) -> Iterator[tuple[Path, str]]:
+    """The files the settings of the project folder ``root`` name (:data:`SETTINGS_FILES`),
+    each with how a message names it. Settings that cannot be read name none: opening the
+    project refuses them."""
+    try:
+        data = tomllib.loads((root / PROJECT_MARKER).read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return
+    for section, key in SETTINGS_FILES:
+        table = data.get(section)
+        value = table.get(key) if isinstance(table, dict) else None
+        if isinstance(value, str) and value.strip():
+            yield root / value, f"the file [{section}] {key} of the project {root} names"
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     """``(device, inode)`` of an existing file (symbolic links followed), else ``None``."""
     try:
@@ -69,6 +92,7 @@ def _protected(name: str, path: Path) -> Iterator[tuple[Path, str]]:
         for child in path.iterdir():
             if child.name.startswith(PROJECT_FILES):
                 yield child, f"a file of the project {path} ({child.name})"
+        yield from settings_files(path)
     else:
         for child in path.iterdir():
             if child.is_file():
@@ -135,12 +159,13 @@ class Output:
         if root is not None:
             raise self._refuse(f"it is a file of the project {root}; choose another path")
         identity = None if info is None else (info.st_dev, info.st_ino)
-        for name, given in self.inputs.items():
-            for path, label in _protected(name, given):
-                if Path(os.path.realpath(path)) == target or (
-                    identity is not None and _identity(path) == identity
-                ):
-                    raise self._refuse(f"it is {label}; choose another path")
+        around = [settings_files(r) for r in target.parents if (r / PROJECT_MARKER).is_file()]
+        inputs = [_protected(name, given) for name, given in self.inputs.items()]
+        for path, label in itertools.chain(*around, *inputs):
+            if Path(os.path.realpath(path)) == target or (
+                identity is not None and _identity(path) == identity
+            ):
+                raise self._refuse(f"it is {label}; choose another path")
         if self.suffixes and self.path.suffix.lower() not in self.suffixes:
             allowed = ", ".join(s.lstrip(".").upper() for s in self.suffixes)
             raise self._refuse(

@@ -24,6 +24,7 @@ gain, :func:`levels_to_lists` groups the documents of equal gain.
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -53,9 +54,92 @@ characters (two names that look the same) and bidirectional overrides and isolat
 list that looks reordered; Boucher & Anderson, *Trojan Source*, 2021)."""
 
 
+# --------------------------------------------------------------------------- CSV files
+
+FORMULA = r"^'*[=+\-@\t\r]"
+"""A text cell a spreadsheet would run as a formula (OWASP, "CSV Injection"): a leading ``=``,
+``+``, ``-``, ``@``, tab or carriage return, after any number of apostrophes (so that the
+apostrophe the writer adds stays reversible)."""
+NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+"""A plain decimal number, written as it is even in a text cell (``-3``, ``+0.5``, ``-1e-3``):
+a spreadsheet reads it as the number it is."""
+_ESCAPED = r"^'+[=+\-@\t\r]"
+
+
+_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+"""The first characters of a cell :func:`neutralised` or :func:`restored` may change."""
+
+
+def _starting(values: pd.Series, prefixes: tuple[str, ...]) -> tuple[pd.Series, np.ndarray]:
+    """``(values as objects, whether each is a text cell starting with one of prefixes)``; no
+    cell for a column that cannot hold text (numbers, times, booleans)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind not in ("string", "mixed", "mixed-integer"):
+        return values, np.zeros(len(values), dtype=bool)
+    starts = values.str.startswith(prefixes)
+    return values, starts.where(starts.notna(), False).to_numpy(dtype=bool)
+
+
+def neutralised(values: pd.Series) -> pd.Series:
+    """The text cells of ``values`` that match :data:`FORMULA` and are not a :data:`NUMBER`,
+    prefixed with an apostrophe (OWASP's rule: a spreadsheet shows them as text, never runs
+    them); every other value (numbers, missing values) as it is. :func:`restored` undoes it."""
+    values, maybe = _starting(values, _STARTS)
+    if not maybe.any():
+        return values
+    text = values[maybe].astype(str)
+    risky = (text.str.contains(FORMULA, regex=True) & ~text.str.fullmatch(NUMBER)).to_numpy()
+    out = values.copy()
+    out.iloc[np.flatnonzero(maybe)[risky]] = ("'" + text[risky]).to_numpy()
+    return out
+
+
+def restored(values: pd.Series) -> pd.Series:
+    """The values :func:`neutralised` wrote, as they were: one leading apostrophe dropped from
+    a text cell that is apostrophes then a formula's first character."""
+    values, maybe = _starting(values, ("'",))
+    if not maybe.any():
+        return values
+    text = values[maybe].astype(str)
+    escaped = text.str.contains(_ESCAPED, regex=True).to_numpy()
+    out = values.copy()
+    out.iloc[np.flatnonzero(maybe)[escaped]] = text[escaped].str[1:].to_numpy()
+    return out
+
+
+def csv_text(frame: pd.DataFrame, **options) -> str:
+    """The text of ``frame`` as CSV: the one writer of every CSV file crowdprefs writes (audit
+    tables, the report's tables, exports, invitations, plans, scores, studies).
+
+    Worker ids, comments and names from input files are untrusted: a text cell (and a column
+    name) that a spreadsheet would run as a formula is :func:`neutralised`; numeric columns and
+    text cells that are plain numbers are written as they are, so negative scores stay
+    numbers. :func:`csv_frame`, the one reader, restores the values. ``options`` go to
+    :meth:`pandas.DataFrame.to_csv` (default: no index, ``\\n`` line ends; every field quoted
+    when a text cell holds a carriage return, which the default quoting leaves bare and every
+    reader takes for a line end)."""
+    safe = frame.apply(neutralised) if len(frame.columns) else frame
+    safe.columns = neutralised(pd.Series([str(c) for c in frame.columns], dtype=object))
+    options = {"index": False, "lineterminator": "\n", **options}
+    if "quoting" not in options and any(_holds_cr(safe.iloc[:, c]) for c in range(safe.shape[1])):
+        options["quoting"] = csv.QUOTE_ALL
+    return safe.to_csv(**options)
+
+
+def _holds_cr(values: pd.Series) -> bool:
+    """Whether a text cell of ``values`` holds a carriage return."""
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("string", "mixed", "mixed-integer"):
+        return False
+    found = values.astype(object).str.contains("\r", regex=False)
+    return bool(found.where(found.notna(), False).any())
+
+
 def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> pd.DataFrame:
     """``pandas.read_csv`` of a CSV with a header line (``data``: its text, or a path), as text
-    columns unless ``options`` say otherwise.
+    columns unless ``options`` say otherwise: the one reader of CSV files, which
+    :func:`restored` the cells (and column names) :func:`csv_text` neutralised.
 
     pandas takes a first data row with more fields than the header for a row index and shifts
     every column by one (a later such row it refuses); here that row is refused too, in one
@@ -66,11 +150,17 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)
         try:
-            return pd.read_csv(buffer, index_col=False, **options)
+            frame = pd.read_csv(buffer, index_col=False, **options)
         except pd.errors.ParserWarning:
             lines = data.splitlines() if isinstance(data, str) else None
             line = _filled_line(lines, 1) if lines is not None else _line_number(Path(data), 1)
             raise InputError(f"{source}:{line}: more fields than the header names") from None
+    if isinstance(data, str) and "'" not in data:
+        return frame  # nothing was neutralised
+    frame = frame.apply(restored) if len(frame.columns) else frame
+    names = restored(pd.Series(frame.columns, dtype=object)).tolist()
+    frame.columns = pd.Index(names, dtype=frame.columns.dtype)
+    return frame
 
 
 def per_distinct(values: pd.Series, test: Callable[[pd.Series], pd.Series]) -> np.ndarray:

@@ -49,7 +49,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError
 from crowdprefs.files import read_text, write_atomic
-from crowdprefs.io import check_names, csv_frame
+from crowdprefs.io import check_names, csv_frame, csv_text
 
 FRAME_COLUMNS = (
     "iteration",
@@ -561,4 +561,4 @@ def results_text(answers: pd.DataFrame, columns: Columns = Columns()) -> str:
             columns.comment: answers["comment"].fillna(""),
         }
     )
-    return out.to_csv(index=False, quoting=csv.QUOTE_ALL)
+    return csv_text(out, quoting=csv.QUOTE_ALL)

@@ -163,7 +163,7 @@ def test_answer_files_name_the_file_and_row_of_a_bad_answer(tmp_path):
         exchange.read_preferences(path)
     path.write_text("worker,left,right,label\nw,a,b,equal\n")
     with pytest.raises(InputError, match=r"lab.csv: answers row 1: crowd-kit label 'equal'"):
-        exchange.read_preferences(path, "crowdkit")
+        exchange.read_preferences(path, "crowdkit", query="q")
     with pytest.raises(InputError, match="unknown answers format 'xml': use long or crowdkit"):
         exchange.read_preferences(path, "xml")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from console_script import crowdprefs
 from demo_inputs import demo_inputs
 
 from crowdprefs.cli import app
@@ -246,6 +247,17 @@ def _folder(ws: Workspace, writer: Writer, tmp: Path) -> Path:
     return tmp / f"folder{writer.suffix}"
 
 
+def _settings_file(ws: Workspace, writer: Writer, tmp: Path) -> Path:
+    """A file another project's settings name as its machine prior (issue 42, class 3)."""
+    other = tmp / "other"
+    other.mkdir()
+    (other / "crowdprefs.toml").write_text(
+        f'[prior]\nscores = "machine{writer.suffix}"\n[simulated]\ntruth = "../truth.qrel"\n'
+    )
+    (other / f"machine{writer.suffix}").write_text("query,document,score\n")
+    return other / f"machine{writer.suffix}"
+
+
 #: target → (how to make it, what the one line must say)
 TARGETS: dict[str, tuple[Callable[[Workspace, Writer, Path], Path], str]] = {
     "crowdprefs.toml": (lambda ws, w, t: ws.project / "crowdprefs.toml", "file of the project"),
@@ -253,6 +265,7 @@ TARGETS: dict[str, tuple[Callable[[Workspace, Writer, Path], Path], str]] = {
     "its input": (lambda ws, w, t: w.reads(ws), ""),
     "a hard link to its input": (_hard_link, ""),
     "a symbolic link to its input": (_symbolic_link, ""),
+    "the prior's scores a project's settings name": (_settings_file, "[prior] scores"),
     "a FIFO": (_fifo, "special file"),
     "a folder": (_folder, "is a folder"),
     "a missing folder": (lambda ws, w, t: t / "missing" / f"out{w.suffix}", "does not exist"),
@@ -361,6 +374,32 @@ def test_a_failed_write_names_the_path_given_and_leaves_no_temporary(tmp_path):
     assert target.read_text() == "old\n" and link.is_symlink()
 
 
+PROJECT_WRITERS = [w for w in WRITERS if w.command in ("export", "invite")]
+
+
+@pytest.mark.parametrize("writer", PROJECT_WRITERS, ids=[w.command for w in PROJECT_WRITERS])
+def test_an_output_over_a_file_the_project_s_settings_name_outside_it_is_refused(
+    writer, ws, tmp_path
+):
+    """Issue 42, class 3: the simulated truth of the demo project lies beside it
+    (``[simulated] truth = "../truth.qrel"``); a command reading the project never replaces it,
+    through the console script."""
+    before = snapshot(ws.root)
+    done = crowdprefs(*writer.args(ws, ws.truth))
+    line = refused(done.returncode, done.stdout, done.stderr)
+    assert f"{ws.truth}: it is the file [simulated] truth of the project" in line, line
+    assert snapshot(ws.root) == before
+
+
+def test_the_writer_knows_every_setting_that_names_a_file():
+    """A new setting naming a file (``Key(names_file=True)``) is protected by the writer."""
+    from crowdprefs.campaign.settings import SCHEMA
+    from crowdprefs.files import SETTINGS_FILES
+
+    named = {(s, k) for s, keys in SCHEMA.items() for k, key in keys.items() if key.names_file}
+    assert named == set(SETTINGS_FILES)
+
+
 def test_the_writer_knows_the_project_s_own_names():
     from crowdprefs.campaign.project import STATE_NAME
     from crowdprefs.campaign.settings import CONFIG_NAME
@@ -370,22 +409,19 @@ def test_the_writer_knows_the_project_s_own_names():
     assert STATE_NAME.startswith(PROJECT_FILES) and CONFIG_NAME.startswith(PROJECT_FILES)
 
 
-# --- issue 28, class 4: a refused command changes nothing --------------------------------------
+# --- issue 28, class 4 and issue 42, class 8: a refused command changes nothing ------------------
 
 
-def project_snapshot(project: Path) -> tuple[dict, dict[str, int]]:
-    """Every file of the project folder (bytes), and the row count of each table of its state
+def project_snapshot(root: Path) -> tuple[dict, str]:
+    """Every file under ``root`` (bytes), and a digest of the SQL dump of its project's state
     (read without changing it)."""
     import sqlite3
     from contextlib import closing
 
-    uri = f"{(project / 'state.sqlite').as_uri()}?mode=ro"
+    uri = f"{(root / 'project' / 'state.sqlite').as_uri()}?mode=ro"
     with closing(sqlite3.connect(uri, uri=True)) as db:
-        names = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        counts = {
-            name: db.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0] for name in names
-        }
-    return snapshot(project), counts
+        dump = hashlib.sha256("\n".join(db.iterdump()).encode()).hexdigest()
+    return snapshot(root), dump
 
 
 def with_settings(project: Path, **sections: dict) -> None:
@@ -400,20 +436,30 @@ def with_settings(project: Path, **sections: dict) -> None:
     config.write_text(tomli_w.dumps(data))
 
 
+OTHER_TRUTH = {"simulated": {"truth": "../other.qrel"}}
 #: name → (settings to set, the command line given the project folder, what the line says)
 REFUSED = {
     "run, budget zero": ({"crowd": {"budget": 0.0}}, lambda p: ["run", p], "budget"),
     "run, one simulated worker": (
         {"simulated": {"workers": 1}}, lambda p: ["run", p], "distinct answers"),
-    "run, a truth for other queries": (
-        {"simulated": {"truth": "../other.qrel"}}, lambda p: ["run", p], "no group for query"),
+    "run, a truth for other queries": (OTHER_TRUTH, lambda p: ["run", p], "no group for query"),
     "run, a bogus MTurk locale": (
         {"mturk": {"locales": ["usa"]}}, lambda p: ["run", p, "--crowd", "mturk-fake"], "locales"),
+    "run on the MTurk fake, budget zero": (
+        {"crowd": {"budget": 0.0}}, lambda p: ["run", p, "--crowd", "mturk-fake"], "budget"),
     "mturk publish, a bogus MTurk locale": (
         {"mturk": {"locales": ["usa"]}}, lambda p: ["mturk", "publish", p, "--fake"], "locales"),
+    "mturk publish, budget zero": (
+        {"crowd": {"budget": 0.0}}, lambda p: ["mturk", "publish", p, "--fake"], "budget"),
+    "mturk publish, a truth for other queries": (
+        OTHER_TRUTH, lambda p: ["mturk", "publish", p, "--fake"], "no group for query"),
+    "prolific publish, no questions per judge": (
+        {}, lambda p: ["prolific", "publish", p, "--fake"], ""),
     "next, an adaptive rule with bradley-terry": (
         {"adaptive": {"method": "curtail"}, "aggregation": {"rule": "bradley-terry"}},
         lambda p: ["next", p], "bradley-terry"),
+    "invite -o into a missing folder": (
+        {}, lambda p: ["invite", p, "-o", p.parent / "missing" / "links.csv"], "does not exist"),
 }  # fmt: skip
 
 
@@ -426,16 +472,36 @@ def fresh(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def started(fresh, tmp_path_factory) -> Path:
+    """The demo project once its first batch is aggregated (copied by each test)."""
+    import shutil
+
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.crowds import get_crowd
+
+    root = tmp_path_factory.mktemp("started") / "copy"
+    shutil.copytree(fresh, root)
+    with Project(root / "project") as project:
+        driver.run_iteration(project, get_crowd("simulated", project))
+    return root
+
+
+@pytest.mark.parametrize("stage", ["fresh", "started"])
 @pytest.mark.parametrize("name", REFUSED)
-def test_a_refused_run_or_next_changes_nothing(name, fresh, tmp_path, cli):
+def test_a_refused_command_changes_nothing(name, stage, request, tmp_path):
+    """Through the console script: the project's files, its state's SQL dump and the folder
+    around it are as they were (no batch built first, no judge made, no fake's store left)."""
     import shutil
 
     root = tmp_path / "copy"
-    shutil.copytree(fresh, root)
+    shutil.copytree(request.getfixturevalue(stage), root)
     project = root / "project"
     settings, command, says = REFUSED[name]
     with_settings(project, **settings)
-    before = project_snapshot(project)
-    line = refused(*cli(*command(project)))
+    before = project_snapshot(root)
+    done = crowdprefs(*command(project))
+    line = refused(done.returncode, done.stdout, done.stderr)
     assert says in line, line
-    assert project_snapshot(project) == before
+    assert project_snapshot(root) == before

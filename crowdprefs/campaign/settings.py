@@ -48,6 +48,9 @@ class Key:
     prefixes: tuple[str, ...] = ()
     open_low: bool = False
     open_high: bool = False
+    names_file: bool = False
+    """A path, relative to the project folder, of a file the project reads
+    (:data:`crowdprefs.files.SETTINGS_FILES`: no output replaces it)."""
 
     def expected(self) -> str:
         """What the key accepts, in words (e.g. ``a number in (0, 1)``)."""
@@ -148,7 +151,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "maximum": Key("int", 1, 2000),
     },
     "prior": {
-        "scores": Key("str"),
+        "scores": Key("str", names_file=True),
         "skip": Key("bool"),
         "confidence": Key("float", 0.5, 1, open_high=True),
         "audit_share": Key("float", 0, 1, open_low=True),
@@ -159,7 +162,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
     "simulated": {
-        "truth": Key("str"),
+        "truth": Key("str", names_file=True),
         "seed": Key("int", 0, 2**63 - 1),
         "workers": Key("int", 1, 100_000),
         "careless_share": SHARE,

@@ -116,11 +116,19 @@ def _recorded(path: Path, columns: Columns, batch_gap: float) -> pd.DataFrame:
 
 
 def read_answers(
-    path: Path, fmt: str, query: str | None, columns: Columns, batch_gap: float | None = None
+    path: Path,
+    fmt: str,
+    query: str | None,
+    columns: Columns,
+    batch_gap: float | None = None,
+    *,
+    fallback: str | None = None,
 ) -> pd.DataFrame:
     """An answers file in format ``fmt`` (``results``, ``long`` or ``crowdkit``) as the audit's
-    answers frame; a results file is placed in batches when ``batch_gap`` is given."""
-    from crowdprefs.exchange import read_preferences
+    answers frame; a results file is placed in batches when ``batch_gap`` is given; a long or
+    crowdkit file without a query column holds ``query``'s answers, else ``fallback``'s, else
+    is refused (:func:`crowdprefs.exchange.read_preferences`)."""
+    from crowdprefs.exchange import MissingQuery, read_preferences
     from crowdprefs.quality.answer_files import preference_answers
 
     if fmt == "results":
@@ -128,7 +136,11 @@ def read_answers(
         if batch_gap is not None:
             answers = _timed(answers, batch_gap, one_batch=True)
     else:
-        answers = preference_answers(read_preferences(path, fmt, query=query), str(path))
+        try:
+            read = read_preferences(path, fmt, query=query, fallback=fallback)
+        except MissingQuery as error:
+            raise InputError(f"{error} with --query") from None
+        answers = preference_answers(read, str(path))
     report_reading(answers)
     return answers
 
@@ -655,26 +667,24 @@ def import_answers_command(
     Each answer is matched to the pair of the project it answers (by HIT id, else by query and
     the two candidates); the whole file is refused, naming the row, when one matches no pair or
     would exceed the answers a pair wants. Answers of the long and crowdkit formats are
-    identified by their worker, query and candidates. 'crowdprefs export PROJECT --format
-    pairs' writes the open batch's questions for another tool. Into a project without batches
-    (e.g. one init-ed from a campaign's published lists), a results file is a recorded
-    campaign: its batches (HIT creation times, --batch-gap) become the project's, with the
-    recorded pivots, aggregated with the project's rule.
+    identified by their worker, query and candidates (a worker's second answer to a pair is
+    refused); a file without a query column holds the answers of --query (default: the
+    project's only query). 'crowdprefs export PROJECT --format pairs' writes the open batch's
+    questions for another tool. Into a project without batches (e.g. one init-ed from a
+    campaign's published lists), a results file is a recorded campaign: its batches (HIT
+    creation times, --batch-gap) become the project's, with the recorded pivots, aggregated
+    with the project's rule.
     """
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.results import import_answers
 
     with Project(directory) as project:
-        if fmt == "crowdkit" and query is None:
-            queries = project.store.query_names()
-            if len(queries) != 1:
-                raise InputError(
-                    f"a crowdkit file holds one query's answers and {directory} has "
-                    f"{len(queries)} queries: name the file's with --query"
-                )
-            query = queries[0]
+        queries = project.store.query_names()
+        only = queries[0] if fmt != "results" and len(queries) == 1 else None
         fresh = fmt == "results" and project.store.last_batch() is None
-        frame = read_answers(results, fmt, query, columns, batch_gap if fresh else None)
+        frame = read_answers(
+            results, fmt, query, columns, batch_gap if fresh else None, fallback=only
+        )
         summary = import_answers(project, frame, crowd or ("mturk" if fmt == "results" else "lab"))
     if "closed" in summary:
         batches = len(summary["iterations"])

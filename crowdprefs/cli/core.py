@@ -699,7 +699,9 @@ def _export_text(
         with hinting_next_step(project, directory):
             pairs = open_pairs(project)
         batch = project.store.last_batch()["iteration"]
-        text = pairs.to_csv(index=False, lineterminator="\n")
+        from crowdprefs.io import csv_text
+
+        text = csv_text(pairs)
         return text, f"the {len(pairs)} pairs of batch {batch}"
     if fmt == "results":
         from crowdprefs.quality.frames import project_answers

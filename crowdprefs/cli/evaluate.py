@@ -363,7 +363,9 @@ def evaluate(
             f"note: ignored {result.ignored_rows} run line(s) of queries not in the ground truth"
         )
     if output_format is Format.csv:
-        _write(result.scores.to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        _write(csv_text(result.scores))
     elif output_format is Format.json:
         payload = {
             "scores": _records(result.scores),
@@ -458,7 +460,9 @@ def compare_lists(
         ranked = None if runs is None else ranking_agreement(read_runs(runs), *lists, names)
         progress.update(step, advance=1)
     if output_format is Format.csv:
-        _write(table.to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        _write(csv_text(table))
     elif output_format is Format.json:
         records = _records(table)
         payload = records if ranked is None else {"lists": records, "rankings": _records(ranked)}

@@ -484,7 +484,9 @@ def transfer(
                 on_done=lambda done: progress.update(task, completed=done),
             )  # fmt: skip
     if out is not None:
-        out.write(frame.drop(columns=list(TIMING)).to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        out.write(csv_text(frame.drop(columns=list(TIMING))))
     summary = mtc.transfer_summary(frame)
     col = inputs.col
     systems, queries = col.n_systems - col.n_systems // 2, col.n_queries - col.n_queries // 2

@@ -370,8 +370,9 @@ FileQuery = Annotated[
     str | None,
     typer.Option(
         "--query",
-        help="The query of every answer of a crowdkit file (or of a long file without a query "
-        "column).",
+        help="The query of every answer of a crowdkit file or of a long file without a query "
+        "column (such a file is refused without it; import-answers defaults to the project's "
+        "only query).",
         show_default=False,
     ),
 ]

@@ -314,7 +314,9 @@ def plan(
             runner=runner,
         )
     if out is not None:
-        out.write(results.to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        out.write(csv_text(results))
     shown = [m for m in _LABELS if m != "machine_pairs" or prior_correlation]
     table = _design_table(compare_designs(results, next(iter(designs))), list(designs), shown)
     table.title = (

@@ -57,7 +57,9 @@ def chroma(
             progress.update(task, completed=done, total=total)
 
         scores = chroma_scores(frame, seconds=seconds, on_clip=on_clip)
-    write_atomic(target, scores.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+    from crowdprefs.io import csv_text
+
+    write_atomic(target, csv_text(scores, float_format="%.6f"))
     console.print(
         f"{len(scores)} candidates of {scores['query'].nunique()} queries scored in "
         f"{time.perf_counter() - started:.1f} s: {escape(str(output))}",

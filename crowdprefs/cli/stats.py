@@ -130,7 +130,9 @@ def _render(frame: pd.DataFrame, title: str, output_format: Format, digits: int 
     import pandas as pd
 
     if output_format is Format.csv:
-        sys.stdout.write(frame.to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        sys.stdout.write(csv_text(frame))
         return
     table = Table(title=title)
     for column in frame.columns:
@@ -213,7 +215,9 @@ def _study(
     chosen = procedure or ("FT", "W1")
     table = study(matrices, strata_series, sizes, samples, chosen, seed, runner=runner)
     if table_file is not None:
-        table_file.write(table.to_csv(index=False, lineterminator="\n"))
+        from crowdprefs.io import csv_text
+
+        table_file.write(csv_text(table))
         console.print(f"wrote {escape(str(table_file))}")
     if figure is not None:
         value = "power" if kind == "power" else "conflicts"

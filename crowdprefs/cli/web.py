@@ -169,7 +169,9 @@ def invite(
     if made.study_link is not None:
         console.print(f"study link: {escape(made.study_link)}", highlight=False, soft_wrap=True)
     if out is not None:
-        write_secret(out, made.links.to_csv(index=False))
+        from crowdprefs.io import csv_text
+
+        write_secret(out, csv_text(made.links))
         console.print(f"wrote {escape(str(output))}", highlight=False)
     err_console.print(escape(address_source(directory, base_url, web)), highlight=False)
     if silent is not None:

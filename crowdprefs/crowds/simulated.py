@@ -86,6 +86,12 @@ class SimulatedCrowd:
                 f"the simulated crowd has {available} worker(s) not blocked; a pair cannot get "
                 f"{wanted} distinct answers ([simulated] workers, or answers_per_pair)"
             )
+        self.check_truth(pairs)
+
+    def check_truth(self, pairs: pd.DataFrame) -> None:
+        """Raise :class:`InputError` when the truth has no group for a document of ``pairs`` (a
+        truth of other queries): checked before a batch is built, for this crowd and for the
+        MTurk fake it answers."""
         sort = pairs[pairs["x"] != pairs["query"]]  # a check's x is its query itself
         queries = sort["query"].tolist() + pairs["query"].tolist()
         documents = sort["x"].tolist() + pairs["y"].tolist()

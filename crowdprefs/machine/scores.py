@@ -104,4 +104,6 @@ def fingerprint(prior: pd.DataFrame) -> str:
 
 def write_prior(prior: pd.DataFrame, path) -> None:
     """Write ``query,document,score`` atomically (``path``: a path or a checked output)."""
-    write_atomic(path, prior[COLUMNS].to_csv(index=False, float_format="%.17g"))
+    from crowdprefs.io import csv_text  # pandas: the driver imports this module
+
+    write_atomic(path, csv_text(prior[COLUMNS], float_format="%.17g"))

@@ -32,7 +32,7 @@ import pandas as pd
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
-from crowdprefs.io import csv_frame
+from crowdprefs.io import csv_frame, csv_text
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality import fragility, stability
 from crowdprefs.quality.agreement import agreement_summary, reference_agreement
@@ -199,7 +199,7 @@ class Audit:
         tables = self.tables()
         outputs = folder.files(f"{table_name(name)}.csv" for name in tables)
         for out, table in zip(outputs, tables.values(), strict=True):
-            out.write(table.to_csv(index=False))
+            out.write(csv_text(table))
         return [out.path for out in outputs]
 
     def to_json(self) -> dict:

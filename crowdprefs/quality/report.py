@@ -29,6 +29,7 @@ from jinja2 import Environment  # noqa: E402
 
 from crowdprefs.campaign.aggregate import usable  # noqa: E402
 from crowdprefs.files import Output  # noqa: E402
+from crowdprefs.io import csv_text  # noqa: E402
 from crowdprefs.quality.agreement import agreement_summary  # noqa: E402
 from crowdprefs.quality.audit import Audit  # noqa: E402
 from crowdprefs.quality.frames import CHOICES  # noqa: E402
@@ -282,7 +283,7 @@ def write_report(result: Audit, title: str, report: Output, files: Mapping[str, 
     CSV, the page linking them by their names (relative links)."""
     tables = linked_tables(result)
     for name, out in files.items():
-        out.write(tables[name].to_csv(index=False))
+        out.write(csv_text(tables[name]))
     report.write(render(result, title, links={name: out.path.name for name, out in files.items()}))
 
 

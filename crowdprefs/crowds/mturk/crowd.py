@@ -307,6 +307,13 @@ class MTurkCrowd:
                 "[mturk] lifetime_hours or lengthen [hosting] url_expires_days"
             )
 
+    def check(self, project: Project, pairs: pd.DataFrame) -> None:
+        """Raise :class:`InputError` before a batch is built when the local fake's simulated
+        workers cannot answer ``pairs`` (a truth without their documents)."""
+        check = getattr(None if self.fake is None else self.fake.responder, "check", None)
+        if check is not None:  # a responder may say which pairs it cannot answer
+            check(pairs)
+
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         """Create one HIT per pair (resumable; the budget was checked by the driver)."""
         if pairs.empty:

@@ -19,6 +19,7 @@ blocked workers and workers who already answered a HIT never take one of its ass
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -127,17 +128,28 @@ class FakeMTurk:
     ) -> None:
         self.model = botocore.session.get_session().get_service_model("mturk")
         self.validator = ParamValidator()
-        self.conn = sqlite3.connect(str(state), check_same_thread=False, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA busy_timeout=60000")
-        self.conn.executescript(_SCHEMA)
+        self.state = str(state)
         self.responder = responder
         self.balance = balance
         self.fault_rate = fault_rate
         self.random = random.Random(seed)
         self.lock = threading.RLock()
         self.server: ThreadingHTTPServer | None = None
+
+    @functools.cached_property
+    def conn(self) -> sqlite3.Connection:
+        """The fake's store, opened (and its file made) when first used: a command refused
+        before it reaches MTurk leaves no ``mturk-fake.sqlite`` behind."""
+        with self.lock:
+            if "conn" in self.__dict__:  # another thread opened it meanwhile
+                return self.__dict__["conn"]
+            conn = sqlite3.connect(self.state, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.executescript(_SCHEMA)
+            self.__dict__["conn"] = conn
+            return conn
 
     # --- serving ----------------------------------------------------------------------------
 
@@ -530,6 +542,9 @@ class SimulatedResponder:
 
     def __init__(self, location: Location, crowd: SimulatedCrowd) -> None:
         self.location = location
+        self.check = crowd.check_truth
+        """Raise :class:`InputError` when the truth lacks a document of the pairs (checked
+        before a batch is built: :meth:`crowdprefs.crowds.mturk.crowd.MTurkCrowd.check`)."""
         self.similarity, self.pool = crowd.similarity, crowd.pool
         self.model, self.seed = crowd.model, crowd.seed
 

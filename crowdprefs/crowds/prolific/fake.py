@@ -41,6 +41,7 @@ lost).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -188,17 +189,31 @@ class FakeProlific:
         self.fee_rate = fee_rate
         self.fault_rate = fault_rate
         self.random = random.Random(seed)
-        self.conn = sqlite3.connect(str(state), check_same_thread=False, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA busy_timeout=60000")
-        self.conn.executescript(_SCHEMA)
-        self.conn.execute("INSERT OR IGNORE INTO account VALUES ('balance', ?)", (balance,))
-        for key, value in (("id", _new_id()), ("secret", secrets.token_urlsafe(32))):
-            self.conn.execute("INSERT OR IGNORE INTO workspace VALUES (?, ?)", (key, value))
+        self.state = str(state)
+        self.initial_balance = balance
         self.test_studies = test_studies
         self.lock = threading.RLock()
         self.server: ThreadingHTTPServer | None = None
         self.url = ""
+
+    @functools.cached_property
+    def conn(self) -> sqlite3.Connection:
+        """The fake's store, opened (and its file made) when first used: a command refused
+        before it reaches Prolific leaves no ``prolific-fake.sqlite`` behind."""
+        with self.lock:
+            if "conn" in self.__dict__:  # another thread opened it meanwhile
+                return self.__dict__["conn"]
+            conn = sqlite3.connect(self.state, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO account VALUES ('balance', ?)", (self.initial_balance,)
+            )
+            for key, value in (("id", _new_id()), ("secret", secrets.token_urlsafe(32))):
+                conn.execute("INSERT OR IGNORE INTO workspace VALUES (?, ?)", (key, value))
+            self.__dict__["conn"] = conn
+            return conn
 
     # --- serving ----------------------------------------------------------------------------
 
@@ -250,7 +265,8 @@ class FakeProlific:
 
     def close(self) -> None:
         self.stop()
-        self.conn.close()
+        if "conn" in self.__dict__:
+            self.conn.close()
 
     _ROUTES = (
         ("POST", re.compile(r"^/api/v1/studies/?$"), "create_study"),
