@@ -40,10 +40,12 @@ each answer more the open batch wants, raises the study's places by itself (toke
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
 participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
 its Content-Length, or while it streams in when it has none. Failed token attempts are limited
-per client address (429). Requests reach the state on the event loop's thread, each change in one
-short transaction, so concurrent posts are serialised by the database. A judge's request reads
-what it needs (the client's throttle, the judge, their question and its clips) in one statement
-(:func:`_session`); clip downloads are admitted apart from pages and answers (:class:`Admission`).
+per client address (429), and only they: a valid token always passes, so the judges behind a
+shared address (a proxy, a lab's NAT) are never locked out by a guesser among them. Requests
+reach the state on the event loop's thread, each change in one short transaction, so concurrent
+posts are serialised by the database. A judge's request reads what it needs (the client's
+throttle, the judge, their question and its clips) in one statement (:func:`_session`); clip
+downloads are admitted apart from pages and answers (:class:`Admission`).
 Moving the campaign on after a batch's last answer (aggregating, building and publishing the
 next batch, reaching Prolific) runs on a worker thread with a connection of its own: the judge
 whose answer completed the batch waits for it, the others are served meanwhile.
@@ -194,11 +196,6 @@ def _address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _throttled(request: Request) -> None:
-    """Refuse (429) an address with too many failed token attempts, before checking another."""
-    _refuse_waiting(request.app.state.throttle.wait(_project(request).store, _address(request)))
-
-
 def _refuse_waiting(wait: float) -> None:
     """Refuse (429) a client that must ``wait`` seconds before trying a token again."""
     if wait > 0:
@@ -208,23 +205,33 @@ def _refuse_waiting(wait: float) -> None:
         )
 
 
-def _failed(request: Request, token: str) -> None:
-    """Count a wrong ``token`` against the client (the same stale token again counts once)."""
-    request.app.state.throttle.fail(_project(request).store, _address(request), token)
-    log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
+def _failed(request: Request, token: str, wait: float | None = None) -> None:
+    """A wrong ``token``: refused (429) while the client must ``wait`` (read now when not
+    given), else counted against it (the same stale token again counts once) in one log line.
+    Only failed attempts are slowed down: every caller checks the token first, so a valid
+    session, invitation, study link or researcher token always passes, whatever others behind
+    the same address (a proxy, a lab's NAT) tried."""
+    throttle, store, address = (
+        request.app.state.throttle,
+        _project(request).store,
+        _address(request),
+    )
+    _refuse_waiting(throttle.wait(store, address) if wait is None else wait)
+    throttle.fail(store, address, token)
+    log.warning("failed token attempt from %s on %s", address, request.url.path)
 
 
 def _session(request: Request, token: str | None, assignment_id: str | None = None) -> WebSession:
     """The judge holding ``token`` (and their question ``assignment_id``, when given), read in
-    one statement with the client's throttle: :class:`TooManyAttempts` while the client must
-    wait, else :class:`Forbidden` for no token or a wrong one (counted as a failed attempt)."""
+    one statement with the client's throttle; for no token or a wrong one :class:`Forbidden`
+    (a failed attempt, :func:`_failed`), or :class:`TooManyAttempts` while the client must
+    wait."""
     if not token:
         raise Forbidden("open your personal invitation link first")
     throttle = request.app.state.throttle
     session = throttle.session(_project(request).store, _address(request), token, assignment_id)
-    _refuse_waiting(session.wait)
     if session.judge is None:
-        _failed(request, token)
+        _failed(request, token, session.wait)
         raise Forbidden("open your personal invitation link first")
     return session
 
@@ -255,7 +262,6 @@ def _is_researcher(request: Request, token: str | None) -> bool:
     """Whether ``token`` is the researcher's (a wrong one counts as a failed attempt)."""
     if not token:
         return False
-    _throttled(request)
     if same(token_hash(token), request.app.state.researcher_sha):
         return True
     _failed(request, token)
@@ -361,7 +367,6 @@ async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
 async def study(request: Request) -> RedirectResponse | HTMLResponse:
     settings = _settings(request)
     participant = request.query_params.get(settings.participant_param, "")
-    _throttled(request)
     key = request.path_params["key"]
     try:
         _, token = assign.join_study(_project(request), key, participant)

@@ -96,6 +96,7 @@ def test_the_client_address_comes_from_a_trusted_proxy_only(tmp_path):
         guesser = {"X-Forwarded-For": "203.0.113.9"}
         for i in range(25):
             proxy.get(f"/invite/wrong-token-{i}", headers=guesser)
-        assert proxy.get(f"/invite/{token}", headers=guesser).status_code == 429
+        assert proxy.get("/invite/wrong-token-again", headers=guesser).status_code == 429
         judge = {"X-Forwarded-For": "198.51.100.7"}
+        assert proxy.get("/invite/wrong-token-of-a-judge", headers=judge).status_code == 403
         assert proxy.get(f"/invite/{token}", headers=judge).status_code in (200, 303)
