@@ -110,7 +110,7 @@ from crowdprefs.web.assign import (
     WebSettings,
     study_terms,
 )
-from crowdprefs.web.prolific_events import prolific_event
+from crowdprefs.web.prolific_events import Refusals, prolific_event
 from crowdprefs.web.security import (
     RESEARCHER_TOKEN_ENV,
     Throttle,
@@ -794,6 +794,7 @@ def create_app(
         app.state.settings = WebSettings.from_project(project)
         app.state.researcher_sha = researcher_sha
         app.state.throttle = Throttle()
+        app.state.refusals = Refusals()
         app.state.prolific = prolific
         watch = None
         if app.state.settings.advance:
@@ -804,6 +805,7 @@ def create_app(
         finally:
             if watch is not None:
                 watch.cancel()
+            app.state.refusals.flush(force=True)
             project.close()
 
     routes = [
