@@ -462,7 +462,7 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
         project, judge, assignment_id, csrf, fields, _settings(request), question=question
     )
     if posted.batch_complete and _settings(request).advance:
-        await run_in_threadpool(_advance_apart, request.app)
+        await run_in_threadpool(_advance_apart, request.app, MOVE_ON_WAIT)
     if posted.next is not None:
         return _redirect(f"/hit/{posted.next.assignment_id}")
     return _hand_out(request, judge)
@@ -478,24 +478,38 @@ def _crowd(app: Starlette, project: Project) -> Crowd:
     return ProlificCrowd(project, connect(), study_terms(project))
 
 
-def _advance(app: Starlette, project: Project) -> None:
+def _advance(app: Starlette, project: Project, wait: float = 0.0) -> None:
     """Move the campaign on, at most one process at a time across every server process and
     host, and never beside a command of the researcher's: it runs only while it holds the
     project lock (:mod:`crowdprefs.campaign.store.lock`: a file lock on SQLite, an advisory
     lock on PostgreSQL), else it is left to its holder, who moves the campaign as far as the
     answers allow (:func:`~crowdprefs.campaign.driver.advance` reads where the campaign stands,
-    so running it again after another process is harmless). A refusal (budget, Prolific,
-    settings) stops the campaign with its line on the researcher page and in the log; answers
-    are still taken. The line is kept in the state, so every server process shows the same."""
-    if not _ADVANCING.acquire(blocking=False):
+    so running it again after another process is harmless). With ``wait`` seconds, a holder
+    (another thread or process) is waited for that long, and the campaign moved on after it:
+    the judge whose answer completed the batch is then handed the next batch's question even
+    when a server's watch (:func:`_watch`) or another server process moved it on. A refusal
+    (budget, Prolific, settings) stops the campaign with its line on the researcher page and
+    in the log; answers are still taken. The line is kept in the state, so every server
+    process shows the same."""
+    if not (_ADVANCING.acquire(timeout=wait) if wait > 0 else _ADVANCING.acquire(False)):
         return  # another thread of this process is moving it on
     try:
-        if not project.store.lock.try_acquire():
-            log.info("campaign: moved on by another process (it holds the project lock)")
-            return
+        deadline = time.monotonic() + wait
+        while not project.store.lock.try_acquire():
+            if time.monotonic() >= deadline:
+                log.info("campaign: moved on by another process (it holds the project lock)")
+                return
+            time.sleep(LOCK_POLL)
         _advance_holding_the_lock(app, project)
     finally:
         _ADVANCING.release()
+
+
+MOVE_ON_WAIT = 20.0
+"""Seconds the judge whose answer completed a batch waits at most for another thread or
+process moving the campaign on (then, or when nothing is free, the done page)."""
+LOCK_POLL = 0.25
+"""Seconds between two tries of the project lock while waiting for its holder."""
 
 
 _ADVANCING = threading.Lock()
@@ -545,11 +559,11 @@ async def _watch(app: Starlette) -> None:
             await run_in_threadpool(_advance_apart, app)
 
 
-def _advance_apart(app: Starlette) -> None:
+def _advance_apart(app: Starlette, wait: float = 0.0) -> None:
     """:func:`_advance` on this (worker) thread, through a project opened for it (its changes
     take the project lock, released when it is done)."""
     with Project(app.state.root) as project:
-        _advance(app, project)
+        _advance(app, project, wait)
 
 
 async def clip(request: Request) -> FileResponse | HTMLResponse:
@@ -567,27 +581,47 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     )
 
 
+def _screen_failed(project: Project, judge: WebJudge, settings: WebSettings) -> bool:
+    """Whether the judge failed the headphone check they must pass (final: no question)."""
+    if not assign.needs_screen(judge, settings):
+        return False
+    screen = project.store.web_screen(judge.judge_id)
+    return screen is not None and screen.finished_at is not None and not screen.passed
+
+
+LOOK_AGAIN_SECONDS = 10
+"""Seconds after which the done page of a judge waiting for a question reloads itself."""
 RETURN_SECONDS = 5
 """Seconds the done page shows a study participant their completion code before it takes them
 back to the study platform (its completion address) by itself."""
 
 
-async def done(request: Request) -> HTMLResponse:
+async def done(request: Request) -> HTMLResponse | RedirectResponse:
     """Thanks, and the completion code; a study participant who answered nothing gets no code
     (they are asked to return the study instead). A participant who has finished is taken back
-    to the study platform after :data:`RETURN_SECONDS`."""
+    to the study platform after :data:`RETURN_SECONDS`. While the campaign goes on, the page
+    looks again by itself (:data:`LOOK_AGAIN_SECONDS`) and reads what a hand-out would find
+    (changing nothing): the question the judge holds (they are sent to it), or a question free
+    for them (the page says so, with its button), so a judge who waited while the next round
+    was published gets to it by reloading."""
     judge = _judge(request)
     project = _project(request)
     settings = _settings(request)
+    held, room = project.store.web_lookout(judge.judge_id, assign.hand_out(judge, settings))
+    if held is not None:
+        return _redirect(f"/hit/{held.assignment_id}")
     code = settings.completion_code or judge.completion_code
     url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
     answered = project.store.web_answered(judge.judge_id)
     quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
     platform = judge.source == "platform"
+    waiting = not quota and project.store.web_campaign() != "done"
     return _page(
         "web_done.html",
         answered=answered,
-        waiting=not quota and project.store.web_campaign() != "done",
+        waiting=waiting,
+        ready=waiting and room and not _screen_failed(project, judge, settings),
+        look_again=LOOK_AGAIN_SECONDS,
         code=code,
         show_code=answered > 0 if platform else bool(settings.questions_per_judge),
         return_study=platform and answered == 0,
@@ -703,6 +737,30 @@ def _batch_plot(app: Starlette, project: Project, progress: dict[str, Any]) -> M
     return cached[1]
 
 
+def campaign_status(line: str | None, progress: dict[str, Any], advance: bool) -> str:
+    """What the researcher page says of the campaign: the server's last line of it
+    (:func:`~crowdprefs.campaign.driver.advance`'s outcome, or why it stopped) told with the
+    last batch's ``progress`` (:meth:`~crowdprefs.campaign.store.Store.web_batch_progress`),
+    so a published batch reads as the answers it collects, not as "waiting"."""
+    if line is not None and line.startswith("stopped"):
+        return line
+    if line == "done":
+        return "done: every list is closed"
+    batch, status = progress.get("iteration"), progress.get("status")
+    who = "the server" if advance else "your commands ([web] advance = false)"
+    if batch is None:
+        return f"no batch yet; moved on by {who}"
+    if status == "published" and progress.get("crowd") in (None, "web"):
+        answers, wanted = progress.get("answers", 0), progress.get("answers_wanted", 0)
+        return (
+            f"batch {batch} published, collecting answers ({answers} of {wanted}); "
+            f"moved on by {who}"
+        )
+    if line == "other crowd" or progress.get("crowd") not in (None, "web"):
+        return f"batch {batch} is {status} on the {progress.get('crowd')} crowd, not this site"
+    return f"batch {batch} {status}; moved on by {who}"
+
+
 async def researcher(request: Request) -> HTMLResponse:
     if not _is_researcher(request, request.cookies.get(RESEARCHER_COOKIE)):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
@@ -719,7 +777,9 @@ async def researcher(request: Request) -> HTMLResponse:
         audit=audit,
         plots={**audit["plots"], "batch": batch},
         comments=project.store.web_comments(20).to_dict("records"),
-        campaign=project.store.web_campaign() or "manual",
+        campaign=campaign_status(
+            project.store.web_campaign(), progress, _settings(request).advance
+        ),
         returns=event_returns(project.store.prolific_events()),
     )
 

@@ -764,6 +764,13 @@ class WebStore(StoreBase):
         with self.transaction() as conn:
             return _issue(conn, judge_id, hand_out)
 
+    def web_lookout(self, judge_id: str, hand_out: HandOut) -> tuple[WebAssignment | None, bool]:
+        """Read only, what :meth:`issue_web_assignment` would find for the judge: the
+        assignment they hold (else ``None``), and whether a pair has room for them."""
+        with self.read() as conn:
+            settled, held = _settled(conn, judge_id, hand_out)
+        return held, not settled
+
     def answer_web_question(
         self,
         assignment_id: str,
