@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import logging
 import os
 import threading
@@ -912,6 +913,15 @@ def site_url(settings: WebSettings, host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def _specific(host: str) -> bool:
+    """Whether binding to ``host`` names one address (not ``0.0.0.0`` or ``::``: every
+    address of the machine, none of which the judges' links could name for sure)."""
+    try:
+        return not ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return True  # a host name
+
+
 SERVE_ROOT_ENV = "CROWDPREFS_SERVE_ROOT"
 """Where ``serve --workers N`` tells its worker processes the project is (:func:`worker_app`)."""
 
@@ -961,13 +971,14 @@ def serve(
 ) -> None:
     """Serve the project at ``root`` to its judges with uvicorn until interrupted.
 
-    Settings, port and token are checked first; ``announce`` then receives the researcher
-    page's link (it holds the token: show it only to the researcher). ``prolific``: as for
-    :func:`create_app` (by default Prolific itself, once the project has a study). ``workers``
-    server processes share the campaign through its database: more than one needs PostgreSQL
-    (one SQLite file has one writer at a time), and on SQLite a second server of the same
-    project is refused. Logs go to standard output; a stop lets requests in flight finish
-    (:data:`GRACE_SECONDS`).
+    Settings, port and token are checked first; the site's address is then remembered for
+    ``crowdprefs invite`` (unless ``host`` binds every address), and ``announce`` receives the
+    researcher page's link (it holds the token: show it only to the researcher).
+    ``prolific``: as for :func:`create_app` (by default Prolific itself, once the project has a
+    study). ``workers`` server processes share the campaign through its database: more than one
+    needs PostgreSQL (one SQLite file has one writer at a time), and on SQLite a second server
+    of the same project is refused. Logs go to standard output; a stop lets requests in flight
+    finish (:data:`GRACE_SECONDS`).
     """
     if not 0 < port < 65536:
         raise InputError(f"the port must be between 1 and 65535, got {port}")
@@ -1001,8 +1012,12 @@ def serve(
         "timeout_graceful_shutdown": GRACE_SECONDS,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
     }
-    announce(f"{site_url(settings, host, port)}/researcher/{researcher_token}")
+    site = site_url(settings, host, port)
     try:
+        if _specific(host):
+            with Project(root, lock=False) as project:
+                project.store.set_web_site("served", site)  # for 'crowdprefs invite' beside it
+        announce(f"{site}/researcher/{researcher_token}")
         if workers == 1:
             uvicorn.run(create_app(root, researcher_token, prolific=prolific), **options)
             return
