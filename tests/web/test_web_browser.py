@@ -136,6 +136,7 @@ def test_the_judge_who_closes_a_batch_goes_on_and_a_waiting_judge_finds_the_next
             page.click("#start")
             page.wait_for_url("**/hit/*")
         first, second = pages
+        assert first.locator(".reward").count() == 0  # volunteers: no "Reward: $0.00"
         assert "/hit/" in answer_in_page(first) and "/hit/" in answer_in_page(second)
         assert answer_in_page(first).endswith("/done")  # the other judge holds the last pair
         assert first.get_attribute("#done", "data-state") == "waiting"
