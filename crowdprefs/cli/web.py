@@ -174,7 +174,7 @@ def address_source(directory: Path, source: str, site: str) -> str:
         "public address) or give --base-url"
     )
     return {
-        "given": f"the links point to {site} (--base-url; later invitations use it too)",
+        "given": f"the links point to {site} (--base-url), remembered for later invitations",
         "settings": f"the links point to {site} (base_url of the [web] section of {config})",
         "remembered": f"the links point to {site} (the --base-url of an earlier invitation)",
         "served": f"the links point to {site}, where 'crowdprefs serve' serves the site; {change}",

@@ -117,7 +117,7 @@ def test_invitations_point_to_the_served_site_or_the_address_given_before(tmp_pa
             opened = judge.get(link[len(server.url) :], follow_redirects=True)
             assert opened.status_code == 200 and opened.url.path == "/welcome"
         given = crowdprefs("invite", root, "--base-url", "https://judges.example.org/")
-        assert "(--base-url; later invitations use it too)" in given.stderr
+        assert "(--base-url), remembered for later invitations" in given.stderr
         later = crowdprefs("invite", root, "--study")
         assert later.returncode == 0, later.stderr
         assert "https://judges.example.org/invite/" in later.stdout
