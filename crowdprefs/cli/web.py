@@ -18,7 +18,6 @@ from crowdprefs.progress import note
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.prolific.client import ProlificClient
-    from crowdprefs.web.assign import WebSettings
 
 ProjectDir = Annotated[
     Path, typer.Argument(help="The project folder (holds crowdprefs.toml and state.sqlite).")
@@ -127,8 +126,9 @@ def invite(
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="The site's public address (default: base_url of the \\[web] section of "
-            "crowdprefs.toml)."
+            help="The site's public address, remembered for later invitations (default: "
+            "base_url of the \\[web] section of crowdprefs.toml, else the last --base-url, else "
+            "where 'crowdprefs serve' serves the site)."
         ),
     ] = None,
     study: Annotated[
@@ -152,14 +152,13 @@ def invite(
 
     from crowdprefs.campaign.project import Project
     from crowdprefs.files import output as output_file
-    from crowdprefs.web.assign import WebSettings, invitation_links
+    from crowdprefs.web.assign import invitation_links
     from crowdprefs.web.security import write_secret
 
     out = output_file(output, {"PROJECT": directory})
     with Project(directory) as project:
         silent = silent_clips(project)
         made = invitation_links(project, judges, base_url, study)
-        web = WebSettings.from_project(project)
     table = Table(title=f"{len(made.links)} invitation link(s)")
     table.add_column("judge")
     table.add_column("link", overflow="fold")
@@ -173,26 +172,27 @@ def invite(
 
         write_secret(out, csv_text(made.links))
         console.print(f"wrote {escape(str(output))}", highlight=False)
-    err_console.print(escape(address_source(directory, base_url, web)), highlight=False)
+    err_console.print(escape(address_source(directory, made.source, made.site)), highlight=False)
     if silent is not None:
         note(f"warning: {silent}; 'crowdprefs serve' refuses it")
 
 
-def address_source(directory: Path, base_url: str | None, web: WebSettings) -> str:
-    """Where the links' address came from: --base-url, the project's [web] base_url, or the
-    default (this machine only)."""
-    from crowdprefs.web.assign import WebSettings
-
-    if base_url is not None:
-        return f"the links point to {base_url} (--base-url)"
+def address_source(directory: Path, source: str, site: str) -> str:
+    """Where the links' address ``site`` came from (``source``, one of
+    :data:`~crowdprefs.web.assign.SITE_SOURCES`), and how to change it."""
     config = directory / "crowdprefs.toml"
-    if web.base_url != WebSettings.base_url:
-        return f"the links point to {web.base_url} (base_url of the [web] section of {config})"
-    return (
-        f"the links point to {web.base_url}, the default: 'crowdprefs serve' on this machine "
-        f"only; for judges elsewhere set base_url in the [web] section of {config} (the "
-        "site's public address) or give --base-url"
+    change = (
+        f"for judges elsewhere set base_url in the [web] section of {config} (the site's "
+        "public address) or give --base-url"
     )
+    return {
+        "given": f"the links point to {site} (--base-url), remembered for later invitations",
+        "settings": f"the links point to {site} (base_url of the [web] section of {config})",
+        "remembered": f"the links point to {site} (the --base-url of an earlier invitation)",
+        "served": f"the links point to {site}, where 'crowdprefs serve' serves the site; {change}",
+        "default": f"the links point to {site}, the default: 'crowdprefs serve' on this machine "
+        f"only; {change}",
+    }[source]
 
 
 def silent_clips(project: Project) -> str | None:

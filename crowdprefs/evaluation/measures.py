@@ -559,6 +559,11 @@ def parse_measure(text: str, k: int | None = None) -> Measure:
     """
     text = _canonical(text)
     match = _SYNTAX.match(text.strip())
+    if match and match["name"].upper() == "MTC":
+        raise InputError(
+            f"{text!r} is not a measure: Minimal Test Collections rank systems with few level "
+            "judgments in 'crowdprefs mtc' (mtc next, mtc estimate, mtc simulate)"
+        )
     if not match or match["name"] not in MEASURES:
         names = ", ".join(MEASURES)
         raise InputError(

@@ -117,7 +117,10 @@ class HitSettings:
         return cls(**project.section("hit"))  # checked against the schema at open
 
     def as_context(self, reward: float) -> dict[str, Any]:
+        """The template's values; without a reward (volunteers: ``reward = 0``) no reward
+        line is shown, whatever ``show_reward`` says."""
         context = asdict(self)
+        context["show_reward"] = self.show_reward and reward > 0
         try:
             context["reward_text"] = self.reward_text.format(reward=reward)
         except (KeyError, ValueError, IndexError) as error:

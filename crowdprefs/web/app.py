@@ -40,10 +40,12 @@ each answer more the open batch wants, raises the study's places by itself (toke
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
 participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
 its Content-Length, or while it streams in when it has none. Failed token attempts are limited
-per client address (429). Requests reach the state on the event loop's thread, each change in one
-short transaction, so concurrent posts are serialised by the database. A judge's request reads
-what it needs (the client's throttle, the judge, their question and its clips) in one statement
-(:func:`_session`); clip downloads are admitted apart from pages and answers (:class:`Admission`).
+per client address (429), and only they: a valid token always passes, so the judges behind a
+shared address (a proxy, a lab's NAT) are never locked out by a guesser among them. Requests
+reach the state on the event loop's thread, each change in one short transaction, so concurrent
+posts are serialised by the database. A judge's request reads what it needs (the client's
+throttle, the judge, their question and its clips) in one statement (:func:`_session`); clip
+downloads are admitted apart from pages and answers (:class:`Admission`).
 Moving the campaign on after a batch's last answer (aggregating, building and publishing the
 next batch, reaching Prolific) runs on a worker thread with a connection of its own: the judge
 whose answer completed the batch waits for it, the others are served meanwhile.
@@ -54,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import ipaddress
 import logging
 import os
 import threading
@@ -108,7 +111,7 @@ from crowdprefs.web.assign import (
     WebSettings,
     study_terms,
 )
-from crowdprefs.web.prolific_events import prolific_event
+from crowdprefs.web.prolific_events import Refusals, prolific_event
 from crowdprefs.web.security import (
     RESEARCHER_TOKEN_ENV,
     Throttle,
@@ -194,11 +197,6 @@ def _address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _throttled(request: Request) -> None:
-    """Refuse (429) an address with too many failed token attempts, before checking another."""
-    _refuse_waiting(request.app.state.throttle.wait(_project(request).store, _address(request)))
-
-
 def _refuse_waiting(wait: float) -> None:
     """Refuse (429) a client that must ``wait`` seconds before trying a token again."""
     if wait > 0:
@@ -208,23 +206,33 @@ def _refuse_waiting(wait: float) -> None:
         )
 
 
-def _failed(request: Request, token: str) -> None:
-    """Count a wrong ``token`` against the client (the same stale token again counts once)."""
-    request.app.state.throttle.fail(_project(request).store, _address(request), token)
-    log.warning("failed token attempt from %s on %s", _address(request), request.url.path)
+def _failed(request: Request, token: str, wait: float | None = None) -> None:
+    """A wrong ``token``: refused (429) while the client must ``wait`` (read now when not
+    given), else counted against it (the same stale token again counts once) in one log line.
+    Only failed attempts are slowed down: every caller checks the token first, so a valid
+    session, invitation, study link or researcher token always passes, whatever others behind
+    the same address (a proxy, a lab's NAT) tried."""
+    throttle, store, address = (
+        request.app.state.throttle,
+        _project(request).store,
+        _address(request),
+    )
+    _refuse_waiting(throttle.wait(store, address) if wait is None else wait)
+    throttle.fail(store, address, token)
+    log.warning("failed token attempt from %s on %s", address, request.url.path)
 
 
 def _session(request: Request, token: str | None, assignment_id: str | None = None) -> WebSession:
     """The judge holding ``token`` (and their question ``assignment_id``, when given), read in
-    one statement with the client's throttle: :class:`TooManyAttempts` while the client must
-    wait, else :class:`Forbidden` for no token or a wrong one (counted as a failed attempt)."""
+    one statement with the client's throttle; for no token or a wrong one :class:`Forbidden`
+    (a failed attempt, :func:`_failed`), or :class:`TooManyAttempts` while the client must
+    wait."""
     if not token:
         raise Forbidden("open your personal invitation link first")
     throttle = request.app.state.throttle
     session = throttle.session(_project(request).store, _address(request), token, assignment_id)
-    _refuse_waiting(session.wait)
     if session.judge is None:
-        _failed(request, token)
+        _failed(request, token, session.wait)
         raise Forbidden("open your personal invitation link first")
     return session
 
@@ -255,7 +263,6 @@ def _is_researcher(request: Request, token: str | None) -> bool:
     """Whether ``token`` is the researcher's (a wrong one counts as a failed attempt)."""
     if not token:
         return False
-    _throttled(request)
     if same(token_hash(token), request.app.state.researcher_sha):
         return True
     _failed(request, token)
@@ -361,7 +368,6 @@ async def invitation(request: Request) -> RedirectResponse | HTMLResponse:
 async def study(request: Request) -> RedirectResponse | HTMLResponse:
     settings = _settings(request)
     participant = request.query_params.get(settings.participant_param, "")
-    _throttled(request)
     key = request.path_params["key"]
     try:
         _, token = assign.join_study(_project(request), key, participant)
@@ -457,7 +463,7 @@ async def answer(request: Request) -> RedirectResponse | HTMLResponse:
         project, judge, assignment_id, csrf, fields, _settings(request), question=question
     )
     if posted.batch_complete and _settings(request).advance:
-        await run_in_threadpool(_advance_apart, request.app)
+        await run_in_threadpool(_advance_apart, request.app, MOVE_ON_WAIT)
     if posted.next is not None:
         return _redirect(f"/hit/{posted.next.assignment_id}")
     return _hand_out(request, judge)
@@ -473,24 +479,38 @@ def _crowd(app: Starlette, project: Project) -> Crowd:
     return ProlificCrowd(project, connect(), study_terms(project))
 
 
-def _advance(app: Starlette, project: Project) -> None:
+def _advance(app: Starlette, project: Project, wait: float = 0.0) -> None:
     """Move the campaign on, at most one process at a time across every server process and
     host, and never beside a command of the researcher's: it runs only while it holds the
     project lock (:mod:`crowdprefs.campaign.store.lock`: a file lock on SQLite, an advisory
     lock on PostgreSQL), else it is left to its holder, who moves the campaign as far as the
     answers allow (:func:`~crowdprefs.campaign.driver.advance` reads where the campaign stands,
-    so running it again after another process is harmless). A refusal (budget, Prolific,
-    settings) stops the campaign with its line on the researcher page and in the log; answers
-    are still taken. The line is kept in the state, so every server process shows the same."""
-    if not _ADVANCING.acquire(blocking=False):
+    so running it again after another process is harmless). With ``wait`` seconds, a holder
+    (another thread or process) is waited for that long, and the campaign moved on after it:
+    the judge whose answer completed the batch is then handed the next batch's question even
+    when a server's watch (:func:`_watch`) or another server process moved it on. A refusal
+    (budget, Prolific, settings) stops the campaign with its line on the researcher page and
+    in the log; answers are still taken. The line is kept in the state, so every server
+    process shows the same."""
+    if not (_ADVANCING.acquire(timeout=wait) if wait > 0 else _ADVANCING.acquire(False)):
         return  # another thread of this process is moving it on
     try:
-        if not project.store.lock.try_acquire():
-            log.info("campaign: moved on by another process (it holds the project lock)")
-            return
+        deadline = time.monotonic() + wait
+        while not project.store.lock.try_acquire():
+            if time.monotonic() >= deadline:
+                log.info("campaign: moved on by another process (it holds the project lock)")
+                return
+            time.sleep(LOCK_POLL)
         _advance_holding_the_lock(app, project)
     finally:
         _ADVANCING.release()
+
+
+MOVE_ON_WAIT = 20.0
+"""Seconds the judge whose answer completed a batch waits at most for another thread or
+process moving the campaign on (then, or when nothing is free, the done page)."""
+LOCK_POLL = 0.25
+"""Seconds between two tries of the project lock while waiting for its holder."""
 
 
 _ADVANCING = threading.Lock()
@@ -540,11 +560,11 @@ async def _watch(app: Starlette) -> None:
             await run_in_threadpool(_advance_apart, app)
 
 
-def _advance_apart(app: Starlette) -> None:
+def _advance_apart(app: Starlette, wait: float = 0.0) -> None:
     """:func:`_advance` on this (worker) thread, through a project opened for it (its changes
     take the project lock, released when it is done)."""
     with Project(app.state.root) as project:
-        _advance(app, project)
+        _advance(app, project, wait)
 
 
 async def clip(request: Request) -> FileResponse | HTMLResponse:
@@ -562,27 +582,47 @@ async def clip(request: Request) -> FileResponse | HTMLResponse:
     )
 
 
+def _screen_failed(project: Project, judge: WebJudge, settings: WebSettings) -> bool:
+    """Whether the judge failed the headphone check they must pass (final: no question)."""
+    if not assign.needs_screen(judge, settings):
+        return False
+    screen = project.store.web_screen(judge.judge_id)
+    return screen is not None and screen.finished_at is not None and not screen.passed
+
+
+LOOK_AGAIN_SECONDS = 10
+"""Seconds after which the done page of a judge waiting for a question reloads itself."""
 RETURN_SECONDS = 5
 """Seconds the done page shows a study participant their completion code before it takes them
 back to the study platform (its completion address) by itself."""
 
 
-async def done(request: Request) -> HTMLResponse:
+async def done(request: Request) -> HTMLResponse | RedirectResponse:
     """Thanks, and the completion code; a study participant who answered nothing gets no code
     (they are asked to return the study instead). A participant who has finished is taken back
-    to the study platform after :data:`RETURN_SECONDS`."""
+    to the study platform after :data:`RETURN_SECONDS`. While the campaign goes on, the page
+    looks again by itself (:data:`LOOK_AGAIN_SECONDS`) and reads what a hand-out would find
+    (changing nothing): the question the judge holds (they are sent to it), or a question free
+    for them (the page says so, with its button), so a judge who waited while the next round
+    was published gets to it by reloading."""
     judge = _judge(request)
     project = _project(request)
     settings = _settings(request)
+    held, room = project.store.web_lookout(judge.judge_id, assign.hand_out(judge, settings))
+    if held is not None:
+        return _redirect(f"/hit/{held.assignment_id}")
     code = settings.completion_code or judge.completion_code
     url = settings.completion_url.replace("{code}", code) if judge.source == "platform" else ""
     answered = project.store.web_answered(judge.judge_id)
     quota = bool(settings.questions_per_judge) and answered >= settings.questions_per_judge
     platform = judge.source == "platform"
+    waiting = not quota and project.store.web_campaign() != "done"
     return _page(
         "web_done.html",
         answered=answered,
-        waiting=not quota and project.store.web_campaign() != "done",
+        waiting=waiting,
+        ready=waiting and room and not _screen_failed(project, judge, settings),
+        look_again=LOOK_AGAIN_SECONDS,
         code=code,
         show_code=answered > 0 if platform else bool(settings.questions_per_judge),
         return_study=platform and answered == 0,
@@ -698,6 +738,30 @@ def _batch_plot(app: Starlette, project: Project, progress: dict[str, Any]) -> M
     return cached[1]
 
 
+def campaign_status(line: str | None, progress: dict[str, Any], advance: bool) -> str:
+    """What the researcher page says of the campaign: the server's last line of it
+    (:func:`~crowdprefs.campaign.driver.advance`'s outcome, or why it stopped) told with the
+    last batch's ``progress`` (:meth:`~crowdprefs.campaign.store.Store.web_batch_progress`),
+    so a published batch reads as the answers it collects, not as "waiting"."""
+    if line is not None and line.startswith("stopped"):
+        return line
+    if line == "done":
+        return "done: every list is closed"
+    batch, status = progress.get("iteration"), progress.get("status")
+    who = "the server" if advance else "your commands ([web] advance = false)"
+    if batch is None:
+        return f"no batch yet; moved on by {who}"
+    if status == "published" and progress.get("crowd") in (None, "web"):
+        answers, wanted = progress.get("answers", 0), progress.get("answers_wanted", 0)
+        return (
+            f"batch {batch} published, collecting answers ({answers} of {wanted}); "
+            f"moved on by {who}"
+        )
+    if line == "other crowd" or progress.get("crowd") not in (None, "web"):
+        return f"batch {batch} is {status} on the {progress.get('crowd')} crowd, not this site"
+    return f"batch {batch} {status}; moved on by {who}"
+
+
 async def researcher(request: Request) -> HTMLResponse:
     if not _is_researcher(request, request.cookies.get(RESEARCHER_COOKIE)):
         return _error("Open the researcher link printed by 'crowdprefs serve'.", 403)
@@ -714,7 +778,9 @@ async def researcher(request: Request) -> HTMLResponse:
         audit=audit,
         plots={**audit["plots"], "batch": batch},
         comments=project.store.web_comments(20).to_dict("records"),
-        campaign=project.store.web_campaign() or "manual",
+        campaign=campaign_status(
+            project.store.web_campaign(), progress, _settings(request).advance
+        ),
         returns=event_returns(project.store.prolific_events()),
     )
 
@@ -789,6 +855,7 @@ def create_app(
         app.state.settings = WebSettings.from_project(project)
         app.state.researcher_sha = researcher_sha
         app.state.throttle = Throttle()
+        app.state.refusals = Refusals()
         app.state.prolific = prolific
         watch = None
         if app.state.settings.advance:
@@ -799,6 +866,7 @@ def create_app(
         finally:
             if watch is not None:
                 watch.cancel()
+            app.state.refusals.flush(force=True)
             project.close()
 
     routes = [
@@ -843,6 +911,15 @@ def site_url(settings: WebSettings, host: str, port: int) -> str:
         return settings.base_url.rstrip("/")
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+def _specific(host: str) -> bool:
+    """Whether binding to ``host`` names one address (not ``0.0.0.0`` or ``::``: every
+    address of the machine, none of which the judges' links could name for sure)."""
+    try:
+        return not ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return True  # a host name
 
 
 SERVE_ROOT_ENV = "CROWDPREFS_SERVE_ROOT"
@@ -894,13 +971,14 @@ def serve(
 ) -> None:
     """Serve the project at ``root`` to its judges with uvicorn until interrupted.
 
-    Settings, port and token are checked first; ``announce`` then receives the researcher
-    page's link (it holds the token: show it only to the researcher). ``prolific``: as for
-    :func:`create_app` (by default Prolific itself, once the project has a study). ``workers``
-    server processes share the campaign through its database: more than one needs PostgreSQL
-    (one SQLite file has one writer at a time), and on SQLite a second server of the same
-    project is refused. Logs go to standard output; a stop lets requests in flight finish
-    (:data:`GRACE_SECONDS`).
+    Settings, port and token are checked first; the site's address is then remembered for
+    ``crowdprefs invite`` (unless ``host`` binds every address), and ``announce`` receives the
+    researcher page's link (it holds the token: show it only to the researcher).
+    ``prolific``: as for :func:`create_app` (by default Prolific itself, once the project has a
+    study). ``workers`` server processes share the campaign through its database: more than one
+    needs PostgreSQL (one SQLite file has one writer at a time), and on SQLite a second server
+    of the same project is refused. Logs go to standard output; a stop lets requests in flight
+    finish (:data:`GRACE_SECONDS`).
     """
     if not 0 < port < 65536:
         raise InputError(f"the port must be between 1 and 65535, got {port}")
@@ -934,8 +1012,12 @@ def serve(
         "timeout_graceful_shutdown": GRACE_SECONDS,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
     }
-    announce(f"{site_url(settings, host, port)}/researcher/{researcher_token}")
+    site = site_url(settings, host, port)
     try:
+        if _specific(host):
+            with Project(root, lock=False) as project:
+                project.store.set_web_site("served", site)  # for 'crowdprefs invite' beside it
+        announce(f"{site}/researcher/{researcher_token}")
         if workers == 1:
             uvicorn.run(create_app(root, researcher_token, prolific=prolific), **options)
             return

@@ -248,37 +248,70 @@ def new_study_key(project: Project) -> str:
 
 @dataclass(frozen=True)
 class Invitations:
-    """New links: ``links`` (``judge_id, url``, one personal link each) and ``study_link`` (the
-    study-platform link with its participant placeholder, or ``None``)."""
+    """New links: ``links`` (``judge_id, url``, one personal link each), ``study_link`` (the
+    study-platform link with its participant placeholder, or ``None``), ``site``, the address
+    they point to, and ``source``, where it came from (:func:`site_address`)."""
 
     links: pd.DataFrame
     study_link: str | None
+    site: str
+    source: str
+
+
+SITE_SOURCES = ("given", "settings", "remembered", "served", "default")
+"""Where the links' address comes from, first found first: ``--base-url`` now, ``[web]
+base_url``, the ``--base-url`` of an earlier invitation, the address ``serve`` serves the site
+at, the default (this machine, port 8000)."""
+
+
+def site_address(project: Project, base_url: str | None = None) -> tuple[str, str]:
+    """The site's public address for links, and where it came from (:data:`SITE_SOURCES`):
+    ``base_url`` (checked), else ``[web] base_url`` when the project sets it, else the address
+    remembered from an earlier ``invite --base-url``, else where ``crowdprefs serve`` serves
+    the site, else the default."""
+    settings = WebSettings.from_project(project)
+    if base_url is not None:
+        base, source = base_url, "given"
+    elif settings.base_url != WebSettings.base_url:
+        base, source = settings.base_url, "settings"
+    elif (remembered := project.store.web_site("given")) is not None:
+        base, source = remembered, "remembered"
+    elif (served := project.store.web_site("served")) is not None:
+        base, source = served, "served"
+    else:
+        base, source = settings.base_url, "default"
+    base = base.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise InputError(f"the site's address must start with http:// or https://: {base}")
+    return base, source
 
 
 def invitation_links(
     project: Project, judges: int, base_url: str | None = None, study: bool = False
 ) -> Invitations:
     """Invite ``judges`` judges (0: none) and, with ``study``, make a new study-platform link
-    (the previous one stops working), on the site at ``base_url`` (default ``[web] base_url``).
-    The links hold the tokens, which the state keeps only as hashes: they are shown only now."""
+    (the previous one stops working), on the site at ``base_url`` (remembered for the next
+    invitations; default :func:`site_address`). The links hold the tokens, which the state
+    keeps only as hashes: they are shown only now."""
     settings = WebSettings.from_project(project)
-    base = (base_url or settings.base_url).rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise InputError(f"the site's address must start with http:// or https://: {base}")
+    base, source = site_address(project, base_url)
     if not 0 <= judges <= MAX_JUDGES or (judges == 0 and not study):
         raise InputError(
             f"the number of judges to invite must be at least 1 (or 0 with a study link) and at "
             f"most {MAX_JUDGES}, got {judges}"
         )
+    if source == "given":
+        project.store.set_web_site("given", base)
     created = invite(project, judges) if judges else []
     links = pd.DataFrame(
         [(judge, f"{base}/invite/{token}") for judge, token in created],
         columns=["judge_id", "url"],
     )
     if not study:
-        return Invitations(links, None)
+        return Invitations(links, None, base, source)
     param = settings.participant_param
-    return Invitations(links, f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}")
+    link = f"{base}/study/{new_study_key(project)}?{param}={{{{%{param}%}}}}"
+    return Invitations(links, link, base, source)
 
 
 def study_terms(project: Project) -> StudyTerms:

@@ -165,6 +165,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.log.seek(0)
+        self.output = self.log.read().decode(errors="replace")
         self.log.close()
 
 

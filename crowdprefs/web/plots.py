@@ -22,8 +22,21 @@ WIDTH = 640
 """Width of every picture (its ``viewBox``; the page's CSS scales it down on narrow screens)."""
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 36, 48
 """Margins around the plotting area, in pixels."""
-MAX_BUCKETS = 336
-"""Most time buckets of the answers over time (two weeks of hours; beyond, several hours each)."""
+MAX_BUCKETS = 120
+"""Most points of the answers over time (:func:`time_step`)."""
+TIME_STEPS = (
+    (1, "second"),
+    (10, "10 seconds"),
+    (60, "minute"),
+    (300, "5 minutes"),
+    (900, "15 minutes"),
+    (3600, "hour"),
+    (3 * 3600, "3 hours"),
+    (6 * 3600, "6 hours"),
+    (86400, "day"),
+    (7 * 86400, "week"),
+)
+"""The steps of the answers over time, in seconds, shortest first."""
 AGREEMENT_BINS = 10
 """Bins of the workers' agreement with the verdicts (0 … 1)."""
 MAX_WORKERS = 30
@@ -137,36 +150,48 @@ def _bars(
 # --- the four pictures ----------------------------------------------------------------------
 
 
+def time_step(span: float) -> tuple[float, str]:
+    """The step of the answers over time for ``span`` seconds of answers: the shortest of
+    :data:`TIME_STEPS` that draws at most :data:`MAX_BUCKETS` points (whole weeks beyond), in
+    seconds, with its name."""
+    for seconds, name in TIME_STEPS:
+        if span / seconds < MAX_BUCKETS:
+            return float(seconds), name
+    weeks = math.floor(span / MAX_BUCKETS / TIME_STEPS[-1][0]) + 1
+    return float(weeks * TIME_STEPS[-1][0]), f"{weeks} weeks"
+
+
 def answers_over_time(submitted: pd.Series) -> str:
-    """Cumulative answers over time, one point per hour (per several hours beyond
-    :data:`MAX_BUCKETS` of them), from their submission times (UTC)."""
+    """Cumulative answers from the first answer to the last (never beyond: the line ends at
+    the last answer's time), one point per step of :func:`time_step` (seconds for a quick
+    round, days for a long campaign), from their submission times (UTC)."""
     times = pd.to_datetime(submitted, utc=True, format="ISO8601").dropna()
     if times.empty:
         return empty("time", "No answers yet: nothing to draw over time.")
-    hours = times.dt.floor("h")
-    start = hours.min()
-    offset = ((hours - start).dt.total_seconds() // 3600).to_numpy(dtype=np.int64)
-    step = max(1, math.ceil((int(offset.max()) + 1) / MAX_BUCKETS))
-    counts = np.bincount(offset // step)
+    start, last = times.min(), times.max()
+    elapsed = (times - start).dt.total_seconds().to_numpy()
+    span = float(elapsed.max())
+    step, unit = time_step(span)
+    counts = np.bincount((elapsed // step).astype(np.int64))
     total = np.concatenate([[0], np.cumsum(counts)])
+    at = np.minimum(np.arange(len(total)) * step, span)  # each bucket's end, the last at `last`
     height = 240
-    grid, span = _y_axis(height, float(total[-1]), "answers (cumulative)")
+    grid, span_y = _y_axis(height, float(total[-1]), "answers (cumulative)")
     bottom, right = height - BOTTOM, WIDTH - RIGHT
-    xs = LEFT + (right - LEFT) * np.arange(len(total)) / len(counts)
-    ys = bottom - (bottom - TOP) * total / span
+    xs = LEFT + (right - LEFT) * at / (span or 1.0)
+    ys = bottom - (bottom - TOP) * total / span_y
     points = " ".join(f"{_n(x)},{_n(y)}" for x, y in zip(xs, ys, strict=True))
-    end = start + pd.Timedelta(hours=step * len(counts))
-    unit = "hour" if step == 1 else f"{step} hours"
-    stamp = "%Y-%m-%d %H:00"
+    stamp = "%Y-%m-%d %H:%M:%S" if step < 60 else "%Y-%m-%d %H:%M"
+    one = unit if unit[0].isdigit() else f"one {unit}"
     desc = (
-        f"{total[-1]} answers from {start:{stamp}} to {end:{stamp}} UTC, "
-        f"at most {counts.max()} in one {unit}."
+        f"{total[-1]} answers from {start:{stamp}} to {last:{stamp}} UTC, "
+        f"at most {counts.max()} in {one}."
     )
     parts = [
         *grid,
         f'<polyline class="line" points="{points}" fill="none" stroke="{BAR}" stroke-width="2"/>',
         f'<text x="{LEFT}" y="{bottom + 16}">{start:{stamp}}</text>',
-        f'<text x="{right}" y="{bottom + 16}" text-anchor="end">{end:{stamp}}</text>',
+        f'<text x="{right}" y="{bottom + 16}" text-anchor="end">{last:{stamp}}</text>',
         _x_label(height, f"time (UTC), one point per {unit}"),
     ]
     return _svg("time", "Answers over time", desc, height, parts)

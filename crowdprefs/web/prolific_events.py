@@ -24,6 +24,12 @@ Handling event order with X-Timestamp, Receiving):
 
 An unsigned, wrongly signed or stale request is refused (401, or 400 when stale) in one log
 line; without the secret set, every event is refused (503: Prolific delivers it again later).
+Refusals are not free for whoever posts them (:class:`Refusals`): beyond
+:attr:`Refusals.per_address` refusals from one address, or :attr:`Refusals.total` from all,
+within :attr:`Refusals.window` seconds, a refused request gets 429 (the address over its share
+before its body is read) and no line of its own; one line per window then sums them up, so
+anyone posting unsigned events writes a bounded log. A correctly signed event from an address
+within its share is always verified and applied.
 An accepted event is stored and applied in one transaction
 (:meth:`~crowdprefs.campaign.store.prolific.ProlificStore.record_prolific_event`): a
 participant who returned the study or timed out gives their questions back at once. Then, when
@@ -35,6 +41,7 @@ poll of the study also does).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -43,6 +50,9 @@ import logging
 import os
 import re
 import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.background import BackgroundTask
@@ -70,6 +80,103 @@ class Refused(Exception):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+@dataclass
+class Refusals:
+    """The refused events of one server process, counted per client address and in all over
+    fixed windows of ``window`` seconds (the first starts at the first refusal). The first
+    ``per_address`` refusals of an address, up to ``total`` of all, are logged one by one; the
+    others are *quiet*: answered 429 until the window ends, counted, and summed up in one line
+    when it does (:meth:`flush`), per address past its share, else as "other addresses".
+    Addresses are remembered up to ``total`` per window (further ones are within their share),
+    so a flood from many addresses holds little memory."""
+
+    per_address: int = 10
+    total: int = 100
+    window: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    started: float | None = None
+    logged: int = 0
+    """Refusals logged one by one in the window."""
+    counts: Counter[str] = field(default_factory=Counter)
+    """Refusals per address in the window."""
+    quiet: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Quiet refusals in the window per (address, reason)."""
+    scheduled: bool = False
+
+    OTHERS = ""
+    """The address quiet refusals of addresses not remembered are counted under."""
+
+    def left(self) -> float:
+        """Seconds until the window ends (0 without a window)."""
+        return 0.0 if self.started is None else max(self.started + self.window - self.clock(), 0)
+
+    def wait(self, address: str) -> float:
+        """Seconds ``address`` must wait before its events are read again (0: now): it was
+        refused ``per_address`` times in this window."""
+        self.flush()
+        return self.left() if self.counts[address] >= self.per_address else 0.0
+
+    def refuse(self, address: str, reason: str) -> bool:
+        """Count a refusal of ``address`` for ``reason``; whether it is logged one by one
+        (else it is quiet: 429, summed up when the window ends)."""
+        self.flush()
+        if self.started is None:
+            self.started = self.clock()
+        if address in self.counts or len(self.counts) < self.total:
+            self.counts[address] += 1
+        within = self.counts[address] <= self.per_address
+        if within and self.logged < self.total:
+            self.logged += 1
+            return True
+        self.quiet[self.OTHERS if within else address, reason.split(":", 1)[0]] += 1
+        return False
+
+    def summary(self) -> str | None:
+        """The line summing up the window's quiet refusals (``None``: there were none): the
+        three addresses with most, with their reasons, and the rest together."""
+        if not self.quiet:
+            return None
+        by_address: dict[str, Counter[str]] = {}
+        for (address, reason), count in self.quiet.items():
+            by_address.setdefault(address, Counter())[reason] += count
+        named = sorted(
+            (a for a in by_address if a != self.OTHERS), key=lambda a: -by_address[a].total()
+        )
+        rest = Counter[str]()
+        for address in [*named[3:], self.OTHERS]:
+            rest.update(by_address.get(address, Counter()))
+        others = len(named[3:]) + (self.OTHERS in by_address)
+
+        def reasons(counter: Counter[str]) -> str:
+            return ", ".join(f"{n} {reason}" for reason, n in counter.most_common())
+
+        parts = [f"{by_address[a].total()} from {a} ({reasons(by_address[a])})" for a in named[:3]]
+        if rest:
+            more = "other addresses" if self.OTHERS in by_address else f"{others} other addresses"
+            parts.append(f"{rest.total()} from {more} ({reasons(rest)})")
+        return (
+            f"Prolific events refused in {self.window:.0f} s and not logged one by one: "
+            + "; ".join(parts)
+        )
+
+    def flush(self, force: bool = False) -> None:
+        """When the window has ended (or with ``force``): log its summary, start afresh."""
+        if self.started is None or (not force and self.left() > 0):
+            return
+        line = self.summary()
+        if line is not None:
+            log.warning("%s", line)
+        self.started, self.logged, self.scheduled = None, 0, False
+        self.counts.clear()
+        self.quiet.clear()
+
+    def schedule(self) -> None:
+        """Have this window's summary logged when it ends, though no refusal comes after."""
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_later(self.left() + 0.01, self.flush)
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> bytes:
@@ -175,16 +282,27 @@ async def prolific_event(request: Request) -> JSONResponse:
     """Take one event from Prolific (see the module): 200 with what became of it, else a 4xx
     (or 503 without the secret) and one log line."""
     address = request.client.host if request.client else "unknown"
+    refusals: Refusals = request.app.state.refusals
     secret = os.environ.get(HOOK_SECRET_ENV, "")
-    body = await request.body()
     try:
+        if refusals.wait(address) > 0:
+            raise Refused(429, "too many refused events")
+        body = await request.body()
         if not secret:
             raise Refused(503, f"{HOOK_SECRET_ENV} is not set")
         sent = verify(request.headers, body, secret, time.time())
         event = parse(request.headers, body, sent)
     except Refused as refused:
-        log.warning("Prolific event refused from %s: %s", address, refused)
-        return JSONResponse({"error": str(refused)}, status_code=refused.status)
+        if refusals.refuse(address, str(refused)):
+            log.warning("Prolific event refused from %s: %s", address, refused)
+            return JSONResponse({"error": str(refused)}, status_code=refused.status)
+        refusals.schedule()
+        wait = f"{max(refusals.left(), 1):.0f}"
+        return JSONResponse(
+            {"error": f"too many refused events: try again in {wait} s"},
+            status_code=429,
+            headers={"Retry-After": wait},
+        )
     result = request.app.state.project.store.record_prolific_event(event, now())
     log.info(
         "Prolific event %s %s %s: %s%s",

@@ -161,7 +161,8 @@ class Throttle:
     """Failed token attempts per client: once a client tried ``limit`` different wrong tokens
     within ``window`` seconds, it must wait until the oldest of them is ``window`` seconds old.
     Against guessing invitation, study and researcher tokens (192 random bits each: this only
-    keeps logs and the server quiet), it costs a legitimate user at most one wait. The same
+    keeps logs and the server quiet); only wrong tokens wait: the server checks the token
+    first, so a valid one always passes, whatever else its address tried. The same
     wrong token again counts once, so a stale link reloaded, or shared by judges behind one
     address, never locks anyone out; the client is the forwarded address behind a trusted
     proxy (``[web] trusted_proxies``), else the peer's. The failures live in the project's

@@ -8,8 +8,10 @@ import json
 import logging
 import re
 import warnings
+from collections import Counter
 from urllib.parse import urlsplit
 
+import httpx
 import pandas as pd
 import pytest
 from console_script import crowdprefs
@@ -38,6 +40,8 @@ from crowdprefs.crowds.prolific.crowd import HOOK_EVENTS, HOOK_PATH
 from crowdprefs.crowds.prolific.fake import FakeProlific
 from crowdprefs.errors import CrowdError
 from crowdprefs.web.app import create_app
+from crowdprefs.web.judges import ServerProcess
+from crowdprefs.web.prolific_events import Refusals
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -404,3 +408,75 @@ def test_events_are_stored_once_ordered_and_give_questions_back_on_each_engine(t
         assert len(store.prolific_events()) == 5
     finally:
         store.close()
+
+
+def test_refusals_are_counted_per_address_and_in_all_and_summed_up_per_window(caplog):
+    """The class "refused events are free": past its share an address's refusals are quiet
+    (429, no line of their own), past the total share everyone's are, and each window's quiet
+    ones end in one line; addresses past the total are not remembered one by one."""
+    now = [100.0]
+    refusals = Refusals(per_address=3, total=5, window=60.0, clock=lambda: now[0])
+    caplog.set_level(logging.INFO, logger="crowdprefs")
+    assert [refusals.refuse("203.0.113.9", "unsigned") for _ in range(4)] == [True] * 3 + [False]
+    assert refusals.wait("203.0.113.9") == 60.0 and refusals.wait("198.51.100.7") == 0
+    assert refusals.refuse("203.0.113.9", "too many refused events") is False
+    assert [refusals.refuse("198.51.100.7", "stale: signed 400 s ago") for _ in range(3)] == [
+        True,
+        True,
+        False,  # the sixth refusal in all: past the total of 5
+    ]
+    for i in range(50):  # a flood from many addresses: remembered up to the total
+        assert refusals.refuse(f"2001:db8::{i}", "bad signature") is False
+    assert len(refusals.counts) == 5
+    now[0] += 30
+    assert refusals.wait("203.0.113.9") == 30.0
+    assert not [r for r in caplog.records if "not logged one by one" in r.getMessage()]
+    now[0] += 30
+    assert refusals.wait("203.0.113.9") == 0 and refusals.counts == {}
+    (line,) = [r.getMessage() for r in caplog.records if "not logged one by one" in r.getMessage()]
+    assert line == (
+        "Prolific events refused in 60 s and not logged one by one: "
+        "2 from 203.0.113.9 (1 unsigned, 1 too many refused events); "
+        "51 from other addresses (50 bad signature, 1 stale)"
+    )
+    assert refusals.refuse("203.0.113.9", "unsigned") is True  # a new window
+    refusals.flush(force=True)  # nothing quiet: no line
+    assert len([r for r in caplog.records if "one by one" in r.getMessage()]) == 1
+
+
+def test_a_flood_of_unsigned_events_writes_a_bounded_log_and_a_signed_event_still_passes(
+    tmp_path, fake
+):
+    """1,000 unsigned posts from one address and one each from 300 others, to the server of
+    'crowdprefs serve' behind a trusted proxy: the first refusals of each address, up to the
+    total, are logged one by one, the rest answered 429 and summed up in one line when the
+    server stops; Prolific's signed event from its own address is applied meanwhile."""
+    root = make_project(tmp_path, web={"advance": False, "trusted_proxies": ["127.0.0.1"]})
+    study = subscribed(root, fake)
+    payload = {"event_type": "study.status.change", "resource_id": study.study_id}
+    headers, body = fake.signed({**payload, "status": "PAUSED"})
+    unsigned = {k: v for k, v in headers.items() if "Signature" not in k}
+    limits = Refusals()
+    server = ServerProcess(root, RESEARCHER)
+    server.env[HOOK_SECRET_ENV] = fake.secret
+    with server, httpx.Client(base_url=server.url) as proxy:
+
+        def post(address: str, sent: dict[str, str] = unsigned) -> int:
+            forwarded = {**sent, "X-Forwarded-For": address}
+            return proxy.post(HOOK_PATH, content=body, headers=forwarded).status_code
+
+        flood = Counter(post("203.0.113.9") for _ in range(1000))
+        spread = Counter(post(f"2001:db8::{i:x}") for i in range(300))
+        assert post("198.51.100.7", headers) == 200
+        assert httpx.get(f"{server.url}/healthz").status_code == 200
+    assert flood == {401: limits.per_address, 429: 1000 - limits.per_address}
+    assert spread == {401: limits.total - limits.per_address, 429: 300 - 90}
+    log = server.output
+    lines = [line for line in log.splitlines() if "Prolific event" in line]
+    assert len([line for line in lines if "refused from" in line]) == limits.total
+    (summary,) = [line for line in lines if "not logged one by one" in line]
+    assert "990 from 203.0.113.9 (990 too many refused events)" in summary
+    assert "210 from other addresses (210 unsigned)" in summary
+    assert len(log.encode()) < 25_000, len(log.encode())
+    with Project(root) as project:
+        assert project.store.prolific_events()["status"].tolist() == ["PAUSED"]

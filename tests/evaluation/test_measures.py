@@ -323,3 +323,15 @@ def test_ideal_ranking_scores_one_and_any_ranking_stays_in_0_1(gains, k, seed):
     shuffled = np.random.default_rng(seed).permutation(list(ideal) + ["u1", "u2"])
     got = scores(one_run(shuffled), truth, [*names, f"P@{k}", f"R@{k}", f"F@{k}"])
     assert all(0 <= v <= 1 + 1e-12 for v in got.values())
+
+
+@pytest.mark.parametrize("measure", ["MTC", "mtc@5", "AG@5,MTC"])
+def test_evaluate_with_mtc_points_to_the_mtc_commands(tmp_path, measure):
+    """Minimal Test Collections are a procedure, not a measure of evaluate: asking for one
+    says where it lives, in one line, before any file is read."""
+    from console_script import crowdprefs
+
+    run = crowdprefs("evaluate", "--truth", tmp_path / "t", "--runs", tmp_path / "r", "-m", measure)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert "is not a measure" in line and "'crowdprefs mtc'" in line

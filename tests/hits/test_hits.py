@@ -210,3 +210,28 @@ def test_preview_writes_every_hit_with_local_clips(project, tmp_path):
     assert len(srcs) == 3 and all(s.startswith("clips/") for s in srcs)
     assert all((tmp_path / "out" / s).exists() for s in srcs)
     assert 'action="submitted"' in page
+
+
+@pytest.mark.parametrize(("reward", "line"), [("0", None), ("0.05", "Reward: $0.05 per answer.")])
+def test_volunteers_read_no_reward_line(tmp_path, reward, line):
+    """A project of volunteers (init --reward 0) shows no "Reward: $0.00 per answer." on its
+    questions (preview, MTurk, the web site: one renderer); a paid one shows its reward."""
+    from console_script import crowdprefs
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    rows = ["query,document,audio,query_audio"]
+    for name in ("q", "a", "b"):
+        scipy.io.wavfile.write(clips / f"{name}.wav", 8000, np.zeros(800, np.int16))
+    rows += [f"Q1,{d},{clips / d}.wav,{clips / 'q.wav'}" for d in ("a", "b")]
+    (tmp_path / "candidates.csv").write_text("\n".join(rows) + "\n")
+    root = tmp_path / "p"
+    made = crowdprefs("init", root, "--candidates", tmp_path / "candidates.csv", "--reward", reward)
+    assert made.returncode == 0, made.stderr
+    shown = crowdprefs("preview", root, "-o", tmp_path / "preview")
+    assert shown.returncode == 0, shown.stderr
+    (page,) = [
+        p.read_text() for p in (tmp_path / "preview").glob("*.html") if "<audio" in p.read_text()
+    ]
+    assert ("Reward:" in page) == (line is not None)
+    assert line is None or line in page

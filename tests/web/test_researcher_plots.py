@@ -104,11 +104,14 @@ def test_the_page_draws_the_campaign_in_four_pictures(tmp_path, engine):
     with Project(root) as project:
         wanted = int(project.store.web_batch_fill()["answers_wanted"].max())
     assert re.findall(r'<svg [^>]*id="plot-(\w+)"', text) == list(PLOTS)
-    # cumulative answers per hour: the start, then hours 10, 11, 12 and 13
+    # cumulative answers from 10:15 to 13:05, one point per 5 minutes (at most 120 points)
     (points,) = re.findall(r'<polyline [^>]*points="([^"]+)"', svg(text, "time"))
-    ys = [float(point.split(",")[1]) for point in points.split()]  # y grows downwards
-    assert len(ys) == 5 and ys[0] > ys[1] > ys[2] == ys[3] > ys[4]  # 0, 2, 4, 4, 5 answers
-    assert "5 answers from 2026-01-05 10:00 to 2026-01-05 14:00 UTC" in svg(text, "time")
+    xs, ys = zip(*(map(float, point.split(",")) for point in points.split()), strict=True)
+    assert len(ys) == 36 and sorted(set(ys), reverse=True) == list(dict.fromkeys(ys))
+    assert len(set(ys)) == 4  # 0, 2, 4, 5 answers (y grows downwards)
+    assert xs[0] == plots.LEFT and xs[-1] == plots.WIDTH - plots.RIGHT  # the last answer's time
+    assert "5 answers from 2026-01-05 10:15 to 2026-01-05 13:05 UTC" in svg(text, "time")
+    assert "one point per 5 minutes" in svg(text, "time")
     # the batch: one bar per number of answers a pair can have (0 … wanted)
     assert svg(text, "batch").count('class="bar"') == wanted + 1
     assert "5 of" in svg(text, "batch")
@@ -200,6 +203,34 @@ def test_the_pictures_render_in_chromium_within_the_policy(tmp_path, browser):
         assert max(page.evaluate(f"{bars}.map(r => r.getBoundingClientRect().height)")) > 10
         assert page.evaluate("document.querySelectorAll('svg.plot').length") == 4
         assert not [m for m in messages if "Security Policy" in m], messages
+
+
+@pytest.mark.parametrize(
+    ("every", "answers", "step", "stamp"),
+    [
+        ("9s", 20, "10 seconds", "2026-01-05 10:02:51"),  # 20 answers in 3 minutes
+        ("1s", 100, "second", "2026-01-05 10:01:39"),
+        ("7min", 200, "15 minutes", "2026-01-06 09:13"),
+        ("5h", 300, "day", "2026-03-08 17:00"),
+        ("1D", 1000, "2 weeks", "2028-09-30 10:00"),
+    ],
+)
+def test_answers_over_time_take_a_step_that_fits_the_campaign_and_end_at_the_last(
+    every, answers, step, stamp
+):
+    """The class "a time axis that does not fit its data": 20 answers in 3 minutes were one
+    point per hour, drawn to a time still in the future. Each span gets the shortest step with
+    at most MAX_BUCKETS points, and the line and its axis end at the last answer."""
+    times = pd.Series(pd.date_range("2026-01-05 10:00", periods=answers, freq=every, tz="UTC"))
+    picture = plots.answers_over_time(times.sample(frac=1, random_state=1))  # any order
+    (points,) = re.findall(r'points="([^"]+)"', picture)
+    xs, ys = zip(*(map(float, point.split(",")) for point in points.split()), strict=True)
+    assert 2 <= len(xs) <= plots.MAX_BUCKETS + 1
+    assert xs[0] == plots.LEFT and xs[-1] == plots.WIDTH - plots.RIGHT
+    assert list(xs) == sorted(xs) and list(ys) == sorted(ys, reverse=True)
+    assert f"one point per {step}" in picture
+    assert re.findall(r'<text x="(?:64|624)"[^>]*>([^<]+)</text>', picture)[-1] == stamp
+    assert f"{answers} answers from 2026-01-05 10:00" in picture and f"to {stamp} UTC" in picture
 
 
 def test_the_batch_picture_follows_each_answer(tmp_path):

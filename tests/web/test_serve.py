@@ -4,6 +4,7 @@ trusted proxy, and with a health check that reports the database."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -96,6 +97,36 @@ def test_the_client_address_comes_from_a_trusted_proxy_only(tmp_path):
         guesser = {"X-Forwarded-For": "203.0.113.9"}
         for i in range(25):
             proxy.get(f"/invite/wrong-token-{i}", headers=guesser)
-        assert proxy.get(f"/invite/{token}", headers=guesser).status_code == 429
+        assert proxy.get("/invite/wrong-token-again", headers=guesser).status_code == 429
         judge = {"X-Forwarded-For": "198.51.100.7"}
+        assert proxy.get("/invite/wrong-token-of-a-judge", headers=judge).status_code == 403
         assert proxy.get(f"/invite/{token}", headers=judge).status_code in (200, 303)
+
+
+def test_invitations_point_to_the_served_site_or_the_address_given_before(tmp_path, engine):
+    """The class "links to a site nobody serves": 'invite' beside a running 'serve' writes
+    links to the address it serves (not the default port 8000), an earlier --base-url is
+    remembered, and [web] base_url comes first; each time the second line says which."""
+    root = web_project(tmp_path, engine)
+    with ServerProcess(root, RESEARCHER) as server:
+        beside = crowdprefs("invite", root, "--judges", "1")
+        assert beside.returncode == 0, beside.stderr
+        (link,) = re.findall(rf"{re.escape(server.url)}/invite/[\w-]+", beside.stdout)
+        assert f"{server.url}, where 'crowdprefs serve' serves the site" in beside.stderr
+        with httpx.Client(base_url=server.url) as judge:
+            opened = judge.get(link[len(server.url) :], follow_redirects=True)
+            assert opened.status_code == 200 and opened.url.path == "/welcome"
+        given = crowdprefs("invite", root, "--base-url", "https://judges.example.org/")
+        assert "(--base-url), remembered for later invitations" in given.stderr
+        later = crowdprefs("invite", root, "--study")
+        assert later.returncode == 0, later.stderr
+        assert "https://judges.example.org/invite/" in later.stdout
+        assert "study link: https://judges.example.org/study/" in later.stdout
+        assert "(the --base-url of an earlier invitation)" in later.stderr
+    config = root / "crowdprefs.toml"
+    text = config.read_text()
+    assert text.count("[web]\n") == 1
+    config.write_text(text.replace("[web]\n", '[web]\nbase_url = "https://lab.example.org"\n'))
+    configured = crowdprefs("invite", root)
+    assert "https://lab.example.org/invite/" in configured.stdout, configured.stderr
+    assert "base_url of the [web] section" in configured.stderr

@@ -575,3 +575,53 @@ def test_random_judging_keeps_the_assignment_rules(tmp_path_factory, actions):
             assert all(have + open_ <= wanted for wanted, have, open_ in rows)
             assert twice == 0
             assert most_held in (None, 1)
+
+
+def test_the_done_page_sends_a_judge_to_the_question_they_hold_or_says_one_is_free(tmp_path):
+    """The done page reads what a hand-out would find (changing nothing): a judge holding a
+    question is sent to it, one for whom a question is free reads so (no self-reload), one for
+    whom none is waits on a page that looks again by itself."""
+    root = make_web_project(tmp_path, queries=1, size=3, answers=1)
+    first, second = invite(root, 2)
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        one, two = judge_client(server.app, first), judge_client(server.app, second)
+        ready = one.get("/done")
+        assert 'data-state="ready"' in ready.text and 'http-equiv="refresh"' not in ready.text
+        assignment, _, _ = open_question(one)
+        held = one.get("/done")
+        assert held.url.path == f"/hit/{assignment}" and held.history[0].status_code == 303
+        open_question(two)  # the batch's other pair
+        with Project(root) as project:
+            before = project.store.web_batch_progress()
+        three = judge_client(server.app, invite(root, 1)[0])
+        page = three.get("/done")
+        assert 'data-state="waiting"' in page.text and 'content="10"' in page.text
+        with Project(root) as project:
+            assert project.store.web_batch_progress() == before  # nothing handed out
+
+
+@pytest.mark.parametrize(
+    ("line", "progress", "advance", "said"),
+    [
+        ("waiting", {"iteration": 2, "status": "published", "crowd": "web", "answers": 3,
+                     "answers_wanted": 8}, True,
+         "batch 2 published, collecting answers (3 of 8); moved on by the server"),
+        (None, {"iteration": 1, "status": "published", "crowd": None, "answers": 0,
+                "answers_wanted": 4}, False,
+         "batch 1 published, collecting answers (0 of 4); moved on by your commands "
+         "([web] advance = false)"),
+        ("done", {"iteration": 5, "status": "aggregated", "crowd": "web"}, True,
+         "done: every list is closed"),
+        ("stopped: the budget is spent", {"iteration": 3, "status": "aggregated"}, True,
+         "stopped: the budget is spent"),
+        ("other crowd", {"iteration": 4, "status": "published", "crowd": "mturk"}, True,
+         "batch 4 is published on the mturk crowd, not this site"),
+        (None, {"iteration": None}, True, "no batch yet; moved on by the server"),
+    ],
+)  # fmt: skip
+def test_the_researcher_page_tells_the_campaign_with_its_batch(line, progress, advance, said):
+    """The class "the campaign said 'waiting' while a batch was published": the server's last
+    line is told with the batch's progress."""
+    from crowdprefs.web.app import campaign_status
+
+    assert campaign_status(line, progress, advance) == said

@@ -222,22 +222,68 @@ def test_get_next_changes_nothing_and_post_next_hands_out_a_question(project_dir
 
 
 def test_failed_token_attempts_are_rate_limited_per_address(project_dir):
-    (token,) = invite(project_dir, 1)
     with TestClient(create_app(project_dir, RESEARCHER)) as server:
         guesser = TestClient(server.app)
         limit = server.app.state.throttle.limit
         for _ in range(limit):
             assert guesser.get(f"/invite/{new_token()}").status_code == 403
-        refused = guesser.get(f"/invite/{token}")
+        refused = guesser.get(f"/invite/{new_token()}")
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
-        assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
-        guesser.cookies.set("crowdprefs_judge", token)
+        assert guesser.get(f"/researcher/{new_token()}").status_code == 429
+        guesser.cookies.set("crowdprefs_judge", new_token())
         assert guesser.get("/welcome").status_code == 429
         with server.app.state.project.store.transaction() as conn:
             conn.execute(text("DELETE FROM web_throttle"))
         for _ in range(limit):
             assert guesser.get(f"/researcher/{new_token()}").status_code == 403
-        assert guesser.get(f"/researcher/{RESEARCHER}").status_code == 429
+        assert guesser.get(f"/invite/{new_token()}").status_code == 429
+
+
+def locked_out(server, address_of_everyone: TestClient) -> None:
+    """Lock the one address every client of ``server`` shares out (wrong invitations)."""
+    for _ in range(server.app.state.throttle.limit):
+        assert address_of_everyone.get(f"/invite/{new_token()}").status_code == 403
+    assert address_of_everyone.get(f"/invite/{new_token()}").status_code == 429
+
+
+@pytest.mark.parametrize("kind", ["invitation", "session", "question", "study", "researcher"])
+def test_a_valid_token_always_passes_behind_a_locked_out_address(tmp_path, engine, kind):
+    """Fixes the class "a guesser locks out every judge behind its address" (a university
+    proxy, a lab's NAT: every TestClient here has the same address): the token is checked
+    first and only failed attempts wait, so a valid invitation, judge session (welcome page,
+    question, clip, answer), study link or researcher token passes while wrong ones get 429."""
+    root = make_web_project(tmp_path, database=engine)
+    (token,) = invite(root, 1)
+    with Project(root) as project:
+        study = assign.invitation_links(project, 0, study=True).study_link
+    study_path = study.split("://", 1)[1].split("/", 1)[1].split("?", 1)[0]
+    with TestClient(create_app(root, RESEARCHER)) as server:
+        judge = judge_client(server.app, token) if kind in ("session", "question") else None
+        held = open_question(judge) if kind == "question" else None
+        locked_out(server, TestClient(server.app))
+        if kind == "invitation":
+            opened = TestClient(server.app).get(f"/invite/{token}")
+            assert opened.status_code == 200 and str(opened.url).endswith("/welcome")
+        elif kind == "session":
+            assert judge.get("/welcome").status_code == 200
+            assert judge.post("/next").status_code == 200
+        elif kind == "question":
+            assignment, csrf, html = held
+            clip = re.search(r'src="(/clip/[^"]+)"', html)[1]
+            assert judge.get(f"/hit/{assignment}").status_code == 200
+            assert judge.get(clip).status_code == 200
+            posted = judge.post(f"/hit/{assignment}", data={**ANSWER_A, "csrf": csrf})
+            assert posted.status_code == 200 and answers_frame(root).shape[0] == 1
+        elif kind == "study":
+            joined = TestClient(server.app).get(f"/{study_path}?PROLIFIC_PID={'a1' * 12}")
+            assert joined.status_code == 200 and str(joined.url).endswith("/welcome")
+            wrong = TestClient(server.app).get(f"/study/{new_token()}?PROLIFIC_PID={'b2' * 12}")
+            assert wrong.status_code == 429
+        else:
+            assert TestClient(server.app).get(f"/researcher/{RESEARCHER}").status_code == 200
+        wrong = TestClient(server.app)
+        wrong.cookies.set("crowdprefs_judge", new_token())
+        assert wrong.get("/welcome").status_code == 429
 
 
 def test_a_stale_link_reloaded_never_locks_out_the_judges_behind_one_address(project_dir):
@@ -263,8 +309,9 @@ def test_failed_attempts_are_counted_by_every_server_process_alike(project_dir):
         for i in range(limit):
             server = one if i % 2 else two
             assert TestClient(server.app).get(f"/invite/{new_token()}").status_code == 403
-        assert TestClient(one.app).get(f"/invite/{token}").status_code == 429
-        assert TestClient(two.app).get(f"/invite/{token}").status_code == 429
+        assert TestClient(one.app).get(f"/invite/{new_token()}").status_code == 429
+        assert TestClient(two.app).get(f"/invite/{new_token()}").status_code == 429
+        assert TestClient(two.app).get(f"/invite/{token}").status_code == 200
 
 
 def test_the_throttle_forgets_failures_older_than_its_window(project_dir):

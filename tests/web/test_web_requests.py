@@ -83,7 +83,9 @@ def test_a_clip_download_is_one_statement_that_changes_nothing(tmp_path, engine)
         guesser = TestClient(server.app)
         for _ in range(server.app.state.throttle.limit):
             assert guesser.get(f"/invite/{new_token()}").status_code == 403
-        refused = client.get(clips[0])
+        assert client.get(clips[0]).status_code == 200  # a valid session always passes
+        guesser.cookies.set("crowdprefs_judge", new_token())
+        refused = guesser.get(clips[0])
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
 
 

@@ -47,6 +47,9 @@ pd = lazy_loader.load("pandas")  # imported on first use
 
 STUDY_KEY = "web_study_key_sha256"
 """The ``meta`` key holding the SHA-256 of the study-platform link's secret."""
+SITE_KEYS = {"given": "web_site_given", "served": "web_site_served"}
+"""The ``meta`` keys of the site's remembered addresses: the last ``invite --base-url``
+(``given``) and where ``serve`` last served the site (``served``)."""
 CAMPAIGN_KEY = "web_campaign"
 """The ``meta`` key holding the line the server last said of the campaign (``waiting``,
 ``stopped: …``): every server process shows the same one."""
@@ -675,6 +678,13 @@ class WebStore(StoreBase):
     def set_web_campaign(self, line: str) -> None:
         self.set_meta(CAMPAIGN_KEY, line)
 
+    def web_site(self, kind: str) -> str | None:
+        """The site's address remembered as ``kind`` (:data:`SITE_KEYS`), if any."""
+        return self.meta(SITE_KEYS[kind])
+
+    def set_web_site(self, kind: str, url: str) -> None:
+        self.set_meta(SITE_KEYS[kind], url)
+
     def throttle_wait(self, party: str, now: float, limit: int, window: float) -> float:
         """Seconds ``party`` must wait before trying a token again (0: now): once it tried
         ``limit`` different wrong tokens within ``window`` seconds, until the oldest of them is
@@ -763,6 +773,13 @@ class WebStore(StoreBase):
             return held
         with self.transaction() as conn:
             return _issue(conn, judge_id, hand_out)
+
+    def web_lookout(self, judge_id: str, hand_out: HandOut) -> tuple[WebAssignment | None, bool]:
+        """Read only, what :meth:`issue_web_assignment` would find for the judge: the
+        assignment they hold (else ``None``), and whether a pair has room for them."""
+        with self.read() as conn:
+            settled, held = _settled(conn, judge_id, hand_out)
+        return held, not settled
 
     def answer_web_question(
         self,
