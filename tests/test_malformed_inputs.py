@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tomli_w
+from console_script import script
 from demo_inputs import RESULTS_HEADER, TIME, demo_inputs
 
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA
@@ -1279,7 +1280,7 @@ def test_issue_28_inputs_are_refused_in_one_line(case, workspace, tmp_path, cli)
 def test_issue_28_cases_through_the_installed_program(name, workspace, tmp_path):
     (case,) = [c for c in ISSUE_28 if f"{c.kind}: {c.name}" == name]
     ws, args, before = prepared(case, workspace, tmp_path)
-    done = subprocess.run(["crowdprefs", *args], capture_output=True, text=True, check=False)
+    done = subprocess.run([script(), *args], capture_output=True, text=True, check=False)
     check_refusal(done.returncode, done.stdout, done.stderr, case.says)
 
 
