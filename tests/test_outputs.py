@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from console_script import crowdprefs
 from demo_inputs import demo_inputs
 
 from crowdprefs.cli import app
@@ -343,6 +344,26 @@ def test_a_file_written_into_a_folder_never_replaces_an_input(writer, ws, tmp_pa
     assert code not in (0, None) and "Traceback" not in err, err
     line = err.strip().splitlines()[-1]
     assert f"{tmp_path / writer.over}: it is the command's input" in line, line
+    assert snapshot(tmp_path) == around
+
+
+@pytest.mark.parametrize("target", ["a file in it", "a hard link", "a symbolic link"])
+def test_an_output_over_a_file_of_a_plain_input_folder_is_refused(target, ws, tmp_path):
+    """An input folder that is not a project (``--runs`` as a folder of run files) protects
+    every file it holds, whatever its name, through the console script."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "system.png").write_bytes(ws.runs.read_bytes())  # a run file, whatever its name
+    path = {"a file in it": runs / "system.png", "a hard link": tmp_path / "hard.png",
+            "a symbolic link": tmp_path / "soft.png"}[target]  # fmt: skip
+    if target == "a hard link":
+        os.link(runs / "system.png", path)
+    elif target == "a symbolic link":
+        path.symlink_to(runs / "system.png")
+    around = snapshot(tmp_path)
+    done = crowdprefs("evaluate", "--truth", ws.truth, "--runs", runs, "--plot", path)
+    line = refused(done.returncode, done.stdout, done.stderr)
+    assert f"cannot write {path}: it is system.png, read from the command's input --runs" in line
     assert snapshot(tmp_path) == around
 
 
