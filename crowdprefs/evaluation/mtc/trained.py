@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from crowdprefs.errors import InputError
+from crowdprefs.errors import InputError, shown
 from crowdprefs.evaluation.mtc.collection import MAX_GAIN, Collection, PairMetadata, Scale
 from crowdprefs.evaluation.mtc.effects import (
     PRIOR_TAU,
@@ -150,7 +150,8 @@ class GainModel:
                 raise ValueError(f"format is not {GAIN_MODEL_FORMAT}")
             if data.get("version") != GAIN_MODEL_VERSION:
                 raise ValueError(
-                    f"version {data.get('version')} is not {GAIN_MODEL_VERSION}; train it again"
+                    f"version {shown(data.get('version'))} is not {GAIN_MODEL_VERSION} (a whole "
+                    "number); train it again"
                 )
             if data["features"] != list(TRAINED_FEATURES):
                 raise ValueError(f"features {data['features']} are not {list(TRAINED_FEATURES)}")
