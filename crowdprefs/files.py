@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -308,38 +309,45 @@ BINARY = (
 """What a binary file is, by its first bytes, as a message names it."""
 
 
-def _utf16_without_mark(data: bytes) -> str | None:
-    """``utf-16-le`` or ``utf-16-be`` when ``data`` looks like mostly-ASCII UTF-16 text without a
-    byte-order mark (a zero byte in every other place, only there), else ``None``."""
-    odd, even = data[1::2].count(0), data[0::2].count(0)
-    if len(data) % 2 == 0 and len(data) >= 4:
-        if even == 0 and odd >= len(data) // 4:
-            return "utf-16-le"
-        if odd == 0 and even >= len(data) // 4:
-            return "utf-16-be"
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
+
+
+def _plausible(data: bytes, encoding: str) -> str | None:
+    """``data`` decoded as ``encoding`` when that gives text a table could hold: no control
+    character but tabs and line breaks, and some ASCII (every format read here has ASCII
+    separators); else ``None``."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    if _CONTROL.search(text) or not any(" " <= c <= "~" for c in text):
+        return None
+    return text
+
+
+def _unicode(data: bytes) -> tuple[str, str] | None:
+    """``(text, encoding)`` of UTF-32 or UTF-16 text: with its byte-order mark, or UTF-16
+    without one (a zero byte in every other place, as mostly-ASCII UTF-16 text has)."""
+    tried = [encoding for mark, encoding in BOMS if data.startswith(mark)]
+    if not tried and b"\x00" in data and len(data) % 2 == 0:
+        odd, even = data[1::2].count(0), data[0::2].count(0)
+        tried = ["utf-16-le"] if even == 0 and odd else ["utf-16-be"] if odd == 0 and even else []
+    for encoding in tried:
+        text = _plausible(data, encoding)
+        if text is not None:
+            return text, encoding.upper()
     return None
 
 
 def decode(data: bytes, source: str = "the file") -> tuple[str, str]:
-    """``(text, encoding)``: UTF-32 or UTF-16 when a byte-order mark says so (or UTF-16 text
-    without one), else the first of UTF-8, Windows-1252 and Latin-1 that decodes. Binary data
-    raises :class:`InputError` saying what the file seems to be (``source`` names it)."""
-    for mark, encoding in BOMS:
-        if data.startswith(mark):
-            try:
-                return data.decode(encoding), encoding.upper()
-            except UnicodeDecodeError:
-                raise InputError(
-                    f"{source} starts with a {encoding.upper()} byte-order mark but is not "
-                    f"valid {encoding.upper()} text; save it as UTF-8"
-                ) from None
+    """``(text, encoding)``: UTF-32 or UTF-16 when a byte-order mark (or UTF-16's zero bytes)
+    says so and the text is plausible, else the first of UTF-8, Windows-1252 and Latin-1 that
+    decodes. Binary data raises :class:`InputError` saying what the file seems to be (``source``
+    names it)."""
+    found = _unicode(data)
+    if found is not None:
+        return found
     if b"\x00" in data:
-        unmarked = _utf16_without_mark(data)
-        if unmarked is not None:
-            try:
-                return data.decode(unmarked), unmarked.upper()
-            except UnicodeDecodeError:
-                pass
         kind = next((what for magic, what in BINARY if data.startswith(magic)), None)
         raise InputError(
             f"{source} is not a text file (it holds binary data"

@@ -374,10 +374,11 @@ MTC_MODEL = [
 
 # --- settings ----------------------------------------------------------------------------------
 
-WRONG_TYPE = {"int": "x", "float": True, "bool": "yes", "str": 5, "list[str]": "a"}
+WRONG_TYPE = {"int": "x", "float": True, "bool": "yes", "str": 5, "path": 5, "list[str]": "a"}
 """A value of the wrong type for each kind of key."""
-SILENT = {"int": 2.5, "float": math.nan}
-"""Values Python would have coerced quietly (2.5 → 2; NaN compares false with every bound)."""
+SILENT = {"int": 2.5, "float": math.nan, "path": ""}
+"""Values Python would have taken quietly (2.5 → 2; NaN compares false with every bound; an
+empty file name is the settings' own folder)."""
 TEXTS = ("title", "question", "reward_text")
 """The [hit] texts tried (the other texts of the page are keys of the same kind)."""
 
@@ -1053,7 +1054,7 @@ MESSAGES = [
 #: Python's own words, which a message must never show.
 INTERNALS = (
     "not supported between", "could not convert", "object has no attribute", "unhashable",
-    "invalid literal", "Errno", "/.",
+    "invalid literal", "Errno", "/.", "np.float", "np.int", "np.str_",
 )  # fmt: skip
 
 
