@@ -160,15 +160,23 @@ def test_every_reader_says_what_a_binary_file_is(reader, ws, tmp_path):
 # ------------------------------------------------------------------ settings files
 
 
-def _project(ws: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "project"
+@pytest.fixture(scope="module")
+def made(ws, tmp_path_factory) -> Path:
+    """A project made by ``init`` once for the module (each test copies it)."""
+    root = tmp_path_factory.mktemp("made") / "project"
     assert crowdprefs("init", root, "--candidates", ws / "candidates.csv").returncode == 0
     return root
 
 
+def _project(made: Path, tmp_path: Path) -> Path:
+    return Path(
+        shutil.copytree(made, tmp_path / "project", ignore=shutil.ignore_patterns("*.lock"))
+    )
+
+
 @pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
-def test_a_settings_file_saved_with_a_byte_order_mark_is_read(encoding, ws, tmp_path):
-    root = _project(ws, tmp_path)
+def test_a_settings_file_saved_with_a_byte_order_mark_is_read(encoding, made, tmp_path):
+    root = _project(made, tmp_path)
     config = root / CONFIG_NAME
     config.write_bytes(config.read_text(encoding="utf-8").encode(encoding))
     done = crowdprefs("status", root)
@@ -179,8 +187,8 @@ def test_a_settings_file_saved_with_a_byte_order_mark_is_read(encoding, ws, tmp_
     "section, key, value",
     [("prior", "scores", ""), ("prior", "scores", "  "), ("simulated", "truth", "")],
 )
-def test_a_setting_naming_a_file_must_name_one(section, key, value, ws, tmp_path):
-    root = _project(ws, tmp_path)
+def test_a_setting_naming_a_file_must_name_one(section, key, value, made, tmp_path):
+    root = _project(made, tmp_path)
     config = root / CONFIG_NAME
     data = tomllib.loads(config.read_text())
     data[section] = {key: value}
