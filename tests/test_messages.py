@@ -224,7 +224,7 @@ def test_an_mtc_model_of_another_version_shows_the_version_as_written(ws, tmp_pa
     data = {**fields, "format": GAIN_MODEL_FORMAT, "version": str(GAIN_MODEL_VERSION)}
     model.write_text(json.dumps(data))
     done = crowdprefs("mtc", "estimate", "--runs", ws / "runs.txt", "--model", model)
-    says = f"version '{GAIN_MODEL_VERSION}' is not {GAIN_MODEL_VERSION} (a whole number)"
+    says = f"version '{GAIN_MODEL_VERSION}' is not the number {GAIN_MODEL_VERSION}; train it"
     one_line(done, says)
 
 

@@ -377,7 +377,9 @@ def test_a_failed_write_names_the_path_given_and_leaves_no_temporary(tmp_path):
     link.symlink_to(target)
     with pytest.raises(InputError) as refused_write, atomic_path(Output(link)) as temporary:
         raise OSError(28, "No space left on device", str(temporary))
-    assert str(refused_write.value) == f"cannot write {link}: No space left on device"
+    assert str(refused_write.value) == (
+        f"cannot write {link}: no space left on device; free some space and retry"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "out.csv"]
     assert target.read_text() == "old\n" and link.is_symlink()
 
