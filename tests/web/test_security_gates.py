@@ -1,7 +1,8 @@
-"""The two gates before a Prolific event touches the state (:func:`crowdprefs.web.prolific_events.
-verify`): the signature, over bodies in any JSON layout (Prolific's own example signs
-``json.dumps`` of the parsed body; a client may send another layout), and the request's age, in
-both directions (a replay from the past, a timestamp from the future)."""
+"""The security gates of the judges' server, each at its boundary: the two gates before a
+Prolific event touches the state (:func:`crowdprefs.web.prolific_events.verify`): the signature,
+over bodies in any JSON layout (Prolific's own example signs ``json.dumps`` of the parsed body; a
+client may send another layout), and the request's age, in both directions (a replay from the
+past, a timestamp from the future); and the researcher token's strength."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import json
 import pytest
 
 from crowdprefs.crowds.prolific.fake import sign
+from crowdprefs.errors import InputError
 from crowdprefs.web.prolific_events import MAX_AGE, Refused, verify
+from crowdprefs.web.security import MIN_RESEARCHER_TOKEN, MIN_TOKEN_KINDS, check_researcher_token
 
 SECRET = "workspace-secret"
 NOW = 2_000_000_000.0
@@ -71,3 +74,24 @@ def test_an_event_signed_too_long_before_or_after_now_is_refused(offset, passes)
     with pytest.raises(Refused) as refused:
         verify(given, body.encode(), SECRET, NOW)
     assert refused.value.status == 400 and "stale" in str(refused.value)
+
+
+KINDS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+
+
+@pytest.mark.parametrize(
+    "length, kinds, strong",
+    [(MIN_RESEARCHER_TOKEN - 1, MIN_RESEARCHER_TOKEN - 1, False),
+     (MIN_RESEARCHER_TOKEN, MIN_RESEARCHER_TOKEN, True),
+     (MIN_RESEARCHER_TOKEN, MIN_TOKEN_KINDS - 1, False),
+     (MIN_RESEARCHER_TOKEN, MIN_TOKEN_KINDS, True)],
+    ids=["one character short", "long enough", "one kind short", "enough kinds"],
+)  # fmt: skip
+def test_a_researcher_token_is_strong_from_its_minimum_length_and_kinds(length, kinds, strong):
+    token = (KINDS[:kinds] * length)[:length]
+    assert len(token) == length and len(set(token)) == kinds
+    if strong:
+        assert check_researcher_token(token) == token
+        return
+    with pytest.raises(InputError, match="too weak"):
+        check_researcher_token(token)
