@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -129,9 +128,9 @@ def main() -> None:
     parser.add_argument("--only", choices=["plan", "power", "mtc"], action="append")
     parser.add_argument("--json", action="store_true", help="End with the figures as JSON.")
     args = parser.parse_args()
-    script = shutil.which("crowdprefs")
-    if script is None:
-        sys.exit("the console script 'crowdprefs' is not installed (pip install -e .)")
+    script = str(Path(sys.executable).parent / "crowdprefs")  # this environment's program
+    if not Path(script).is_file():
+        sys.exit(f"the console script {script} is not installed (pip install -e .)")
     only = set(args.only or ["plan", "power", "mtc"])
     print(
         f"cores available: {cores()}; parallel runs use --jobs {args.jobs}; load average "

@@ -12,8 +12,10 @@ symbolic link is followed (its target is rewritten, the link kept).
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import os
+import re
 import stat
 import tempfile
 import tomllib
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from crowdprefs.errors import InputError
+from crowdprefs.errors import InputError, os_cause
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -150,7 +152,7 @@ class Output:
         except FileNotFoundError:
             info = None
         except OSError as error:
-            raise self._refuse(error.strerror or str(error)) from None
+            raise self._refuse(os_cause(error)) from None
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise self._refuse("it is a folder, not a file")
         if info is not None and not stat.S_ISREG(info.st_mode):
@@ -281,7 +283,7 @@ def atomic_path(path: str | os.PathLike | Output, *, shown: Path | None = None) 
             dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix
         )
     except OSError as error:
-        raise InputError(f"cannot write {shown}: {error.strerror or error}") from None
+        raise InputError(f"cannot write {shown}: {os_cause(error)}") from None
     os.close(handle)
     try:
         os.chmod(temporary, mode)
@@ -289,7 +291,7 @@ def atomic_path(path: str | os.PathLike | Output, *, shown: Path | None = None) 
         os.replace(temporary, path)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
-        raise InputError(f"cannot write {shown}: {error.strerror or error}") from None
+        raise InputError(f"cannot write {shown}: {os_cause(error)}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -311,11 +313,71 @@ def save_figure(figure, path: str | os.PathLike | Output, **options) -> None:
 
 
 ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
-"""The encodings :func:`read_text` tries, in order (Latin-1 decodes any byte)."""
+"""The encodings :func:`read_text` tries, in order (Latin-1 decodes any byte), for a file
+without another byte-order mark (:data:`BOMS`)."""
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+"""Byte-order marks of the UTF encodings a spreadsheet's "Unicode text" may be saved in (UTF-32
+first: its little-endian mark starts with UTF-16's)."""
+BINARY = (
+    (b"PK\x03\x04", "a ZIP archive (an Excel or OpenDocument workbook is one): save it as CSV"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) or Word document: save it as CSV"),
+    (b"%PDF", "a PDF document"),
+    (b"\x1f\x8b", "gzip-compressed: decompress it first"),
+    (b"SQLite format 3\x00", "a SQLite database"),
+    (b"\x89PNG", "a PNG image"),
+)
+"""What a binary file is, by its first bytes, as a message names it."""
 
 
-def decode(data: bytes) -> tuple[str, str]:
-    """``(text, encoding)``: the first of UTF-8, Windows-1252 and Latin-1 that decodes."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
+
+
+def _plausible(data: bytes, encoding: str) -> str | None:
+    """``data`` decoded as ``encoding`` when that gives text a table could hold: no control
+    character but tabs and line breaks, and some ASCII (every format read here has ASCII
+    separators); else ``None``."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    if _CONTROL.search(text) or not any(" " <= c <= "~" for c in text):
+        return None
+    return text
+
+
+def _unicode(data: bytes) -> tuple[str, str] | None:
+    """``(text, encoding)`` of UTF-32 or UTF-16 text: with its byte-order mark, or UTF-16
+    without one (a zero byte in every other place, as mostly-ASCII UTF-16 text has)."""
+    tried = [encoding for mark, encoding in BOMS if data.startswith(mark)]
+    if not tried and b"\x00" in data and len(data) % 2 == 0:
+        odd, even = data[1::2].count(0), data[0::2].count(0)
+        tried = ["utf-16-le"] if even == 0 and odd else ["utf-16-be"] if odd == 0 and even else []
+    for encoding in tried:
+        text = _plausible(data, encoding)
+        if text is not None:
+            return text, encoding.upper()
+    return None
+
+
+def decode(data: bytes, source: str = "the file") -> tuple[str, str]:
+    """``(text, encoding)``: UTF-32 or UTF-16 when a byte-order mark (or UTF-16's zero bytes)
+    says so and the text is plausible, else the first of UTF-8, Windows-1252 and Latin-1 that
+    decodes. Binary data raises :class:`InputError` saying what the file seems to be (``source``
+    names it)."""
+    found = _unicode(data)
+    if found is not None:
+        return found
+    if b"\x00" in data:
+        kind = next((what for magic, what in BINARY if data.startswith(magic)), None)
+        raise InputError(
+            f"{source} is not a text file (it holds binary data"
+            + (f": {kind})" if kind else "); save it as UTF-8 text")
+        )
     for encoding in ENCODINGS:
         try:
             return data.decode(encoding), encoding
@@ -326,24 +388,35 @@ def decode(data: bytes) -> tuple[str, str]:
 
 def read_text(path: str | os.PathLike, what: str = "file") -> tuple[str, str]:
     """``(text, encoding)`` of a text file that may not be UTF-8 (files from spreadsheets and
-    older platforms often are Windows-1252 or Latin-1): UTF-8 (a byte-order mark is dropped),
-    else Windows-1252, else Latin-1, with a note on stderr saying which. A missing or
-    unreadable file raises :class:`~crowdprefs.errors.InputError` naming it as ``what``."""
+    older platforms often are Windows-1252, Latin-1 or UTF-16): see :func:`decode`; a UTF-8
+    byte-order mark is dropped, and a note on stderr says which other encoding was read. A
+    missing, unreadable or special file (a named pipe, which would wait for a writer; a device)
+    raises :class:`~crowdprefs.errors.InputError` naming it as ``what``, before it is opened."""
     from crowdprefs.progress import note
 
     path = Path(path)
     try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{what} {path} is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{what} {path} is {_special(info.st_mode)}, not a regular file")
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} {path} is a folder, not a file") from None
     except OSError as error:
-        raise InputError(f"cannot read {what} {path}: {error.strerror}") from None
-    if b"\x00" in data:
-        raise InputError(f"{what} {path} is not a text file (it holds binary data)")
-    text, encoding = decode(data)
+        raise InputError(f"cannot read {what} {path}: {os_cause(error)}") from None
+    text, encoding = decode(data, f"{what} {path}")
     if encoding == "utf-8-sig":
         return text, "utf-8"
     note(f"read {path} as {encoding} (it is not UTF-8)")
     return text, encoding
+
+
+def _special(mode: int) -> str:
+    """What a file that is neither a regular file nor a folder is, in words."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"

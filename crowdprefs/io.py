@@ -235,7 +235,7 @@ def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
     All lines must have the same number of fields, which must be one of ``counts``.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such file")
     text, _ = read_text(path)
     try:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tomli_w
+from console_script import script
 from demo_inputs import RESULTS_HEADER, TIME, demo_inputs
 
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA
@@ -373,10 +374,11 @@ MTC_MODEL = [
 
 # --- settings ----------------------------------------------------------------------------------
 
-WRONG_TYPE = {"int": "x", "float": True, "bool": "yes", "str": 5, "list[str]": "a"}
+WRONG_TYPE = {"int": "x", "float": True, "bool": "yes", "str": 5, "path": 5, "list[str]": "a"}
 """A value of the wrong type for each kind of key."""
-SILENT = {"int": 2.5, "float": math.nan}
-"""Values Python would have coerced quietly (2.5 → 2; NaN compares false with every bound)."""
+SILENT = {"int": 2.5, "float": math.nan, "path": ""}
+"""Values Python would have taken quietly (2.5 → 2; NaN compares false with every bound; an
+empty file name is the settings' own folder)."""
 TEXTS = ("title", "question", "reward_text")
 """The [hit] texts tried (the other texts of the page are keys of the same kind)."""
 
@@ -1052,7 +1054,7 @@ MESSAGES = [
 #: Python's own words, which a message must never show.
 INTERNALS = (
     "not supported between", "could not convert", "object has no attribute", "unhashable",
-    "invalid literal", "Errno", "/.",
+    "invalid literal", "Errno", "/.", "np.float", "np.int", "np.str_",
 )  # fmt: skip
 
 
@@ -1278,7 +1280,7 @@ def test_issue_28_inputs_are_refused_in_one_line(case, workspace, tmp_path, cli)
 def test_issue_28_cases_through_the_installed_program(name, workspace, tmp_path):
     (case,) = [c for c in ISSUE_28 if f"{c.kind}: {c.name}" == name]
     ws, args, before = prepared(case, workspace, tmp_path)
-    done = subprocess.run(["crowdprefs", *args], capture_output=True, text=True, check=False)
+    done = subprocess.run([script(), *args], capture_output=True, text=True, check=False)
     check_refusal(done.returncode, done.stdout, done.stderr, case.says)
 
 

@@ -359,6 +359,26 @@ def test_a_file_written_into_a_folder_never_replaces_an_input(writer, ws, tmp_pa
     assert snapshot(tmp_path) == around
 
 
+@pytest.mark.parametrize("target", ["a file in it", "a hard link", "a symbolic link"])
+def test_an_output_over_a_file_of_a_plain_input_folder_is_refused(target, ws, tmp_path):
+    """An input folder that is not a project (``--runs`` as a folder of run files) protects
+    every file it holds, whatever its name, through the console script."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "system.png").write_bytes(ws.runs.read_bytes())  # a run file, whatever its name
+    path = {"a file in it": runs / "system.png", "a hard link": tmp_path / "hard.png",
+            "a symbolic link": tmp_path / "soft.png"}[target]  # fmt: skip
+    if target == "a hard link":
+        os.link(runs / "system.png", path)
+    elif target == "a symbolic link":
+        path.symlink_to(runs / "system.png")
+    around = snapshot(tmp_path)
+    done = crowdprefs("evaluate", "--truth", ws.truth, "--runs", runs, "--plot", path)
+    line = refused(done.returncode, done.stdout, done.stderr)
+    assert f"cannot write {path}: it is system.png, read from the command's input --runs" in line
+    assert snapshot(tmp_path) == around
+
+
 def test_a_failed_write_names_the_path_given_and_leaves_no_temporary(tmp_path):
     from crowdprefs.errors import InputError
     from crowdprefs.files import Output, atomic_path
@@ -369,7 +389,9 @@ def test_a_failed_write_names_the_path_given_and_leaves_no_temporary(tmp_path):
     link.symlink_to(target)
     with pytest.raises(InputError) as refused_write, atomic_path(Output(link)) as temporary:
         raise OSError(28, "No space left on device", str(temporary))
-    assert str(refused_write.value) == f"cannot write {link}: No space left on device"
+    assert str(refused_write.value) == (
+        f"cannot write {link}: no space left on device; free some space and retry"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "out.csv"]
     assert target.read_text() == "old\n" and link.is_symlink()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from console_script import crowdprefs
+from console_script import crowdprefs, script
 from demo_inputs import finished_demo
 
 from crowdprefs.demo import make_collection
@@ -166,7 +166,7 @@ def test_ctrl_c_stops_a_parallel_study_in_one_line_and_leaves_no_worker(collecti
 
     out = collection / "interrupted.csv"
     command = [
-        "crowdprefs", "plan", "--candidates", collection / "c.csv", "--truth",
+        script(), "plan", "--candidates", collection / "c.csv", "--truth",
         collection / "t.qrel", "--campaigns", 5000, "--jobs", 2, "-o", out,
     ]  # fmt: skip
     started = subprocess.Popen(

@@ -180,9 +180,10 @@ class Project:
             raise StateError(
                 f"{root} is not a crowdprefs project (no {CONFIG_NAME}): run 'crowdprefs init'"
             )
+        text, _ = read_text(config, "settings file")  # a byte-order mark is dropped
         try:
-            data = tomllib.loads(config.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
             raise InputError(f"{config}: invalid TOML: {error}") from None
         self.root = root
         self.settings = Settings.from_toml(data, config)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crowdprefs.errors import InputError
+from crowdprefs.errors import InputError, shown
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
@@ -37,7 +37,8 @@ CONFIG_NAME = "crowdprefs.toml"
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: its ``kind`` (``int``, ``float``, ``bool``, ``str``, ``list[str]``), an
+    """One setting: its ``kind`` (``int``, ``float``, ``bool``, ``str``, ``path``: a file name,
+    relative to the settings' folder, ``list[str]``), an
     optional range ``low``–``high`` (``open_low``: strictly above ``low``; ``open_high``:
     strictly below ``high``) or a set of ``choices`` for strings."""
 
@@ -59,6 +60,7 @@ class Key:
             "float": "a number",
             "bool": "true or false",
             "str": "a text",
+            "path": "a file name (a text that is not empty)",
             "list[str]": "a list of texts",
         }[self.kind]
         if self.prefixes:
@@ -84,6 +86,8 @@ class Key:
                 and (not self.choices or value in self.choices)
                 and (not self.prefixes or value.startswith(self.prefixes))
             )
+        if self.kind == "path":
+            return isinstance(value, str) and bool(value.strip()) and "\x00" not in value
         if self.kind == "list[str]":
             return isinstance(value, list) and all(isinstance(v, str) for v in value)
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -151,7 +155,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "maximum": Key("int", 1, 2000),
     },
     "prior": {
-        "scores": Key("str", names_file=True),
+        "scores": Key("path", names_file=True),
         "skip": Key("bool"),
         "confidence": Key("float", 0.5, 1, open_high=True),
         "audit_share": Key("float", 0, 1, open_low=True),
@@ -162,7 +166,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
     "simulated": {
-        "truth": Key("str", names_file=True),
+        "truth": Key("path", names_file=True),
         "seed": Key("int", 0, 2**63 - 1),
         "workers": Key("int", 1, 100_000),
         "careless_share": SHARE,
@@ -289,11 +293,6 @@ def _suggestion(name: str, known: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def check_section(name: str, data: Any, source: str | Path) -> None:
     """Check one section's table against its schema; one line naming the first problem.
 
@@ -301,7 +300,7 @@ def check_section(name: str, data: Any, source: str | Path) -> None:
     """
     keys = SCHEMA[name]
     if not isinstance(data, dict):
-        raise InputError(f"{source}: [{name}] must be a table of settings, got {_shown(data)}")
+        raise InputError(f"{source}: [{name}] must be a table of settings, got {shown(data)}")
     for key, value in data.items():
         if key not in keys:
             raise InputError(
@@ -309,7 +308,7 @@ def check_section(name: str, data: Any, source: str | Path) -> None:
             )
         if not keys[key].accepts(value):
             raise InputError(
-                f"{source}: [{name}] {key} must be {keys[key].expected()}, got {_shown(value)}"
+                f"{source}: [{name}] {key} must be {keys[key].expected()}, got {shown(value)}"
             )
 
 
@@ -350,7 +349,7 @@ def check_values(section: str, settings: Any) -> None:
             continue
         if key is not None and not key.accepts(_plain(value)):
             raise InputError(
-                f"[{section}] {field.name} must be {key.expected()}, got {_shown(value)}"
+                f"[{section}] {field.name} must be {key.expected()}, got {shown(value)}"
             )
 
 
@@ -372,8 +371,8 @@ def settings_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
 
     old, new = flat(before), flat(after)
     return [
-        f"[{section}] {key} {_shown(old.get((section, key), 'unset'))} → "
-        f"{_shown(new.get((section, key), 'unset'))}"
+        f"[{section}] {key} {shown(old.get((section, key), 'unset'))} → "
+        f"{shown(new.get((section, key), 'unset'))}"
         for section, key in sorted(old.keys() | new.keys())
         if old.get((section, key)) != new.get((section, key))
     ]

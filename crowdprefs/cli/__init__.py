@@ -11,7 +11,7 @@ import typer
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import err_console, escape, tidy_help
-from crowdprefs.errors import CrowdprefsError
+from crowdprefs.errors import CrowdprefsError, os_cause, readable
 
 # Command modules, imported in the order their commands appear in --help.
 # isort: off
@@ -35,7 +35,10 @@ INTERRUPTED = 130
 
 
 def _fail(message: str, code: int) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    """Print the one ``error:`` line (:func:`~crowdprefs.errors.readable`) and exit."""
+    err_console.print(
+        f"[bold red]error:[/] {escape(readable(message))}", highlight=False, soft_wrap=True
+    )
     sys.exit(code)
 
 
@@ -63,7 +66,8 @@ def main() -> None:
     except KeyboardInterrupt:
         _interrupted()
     except OSError as error:  # unreadable or unwritable files, full disks, ...
-        _fail(str(error), 2)
+        where = "" if error.filename is None else f"{error.filename}: "
+        _fail(where + os_cause(error), 2)
     if code == INTERRUPTED:  # typer returns it for Ctrl-C (its KeyboardInterrupt)
         _interrupted()
     sys.exit(code if isinstance(code, int) else 0)

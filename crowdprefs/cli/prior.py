@@ -31,7 +31,8 @@ def chroma(
         Path, typer.Option(*OUTPUT, help="Write the scores here (CSV query,document,score).")
     ],
     seconds: Annotated[
-        float, typer.Option(min=0.1, help="Score the first this many seconds of each clip.")
+        float,
+        typer.Option(min=0.1, max=600, help="Score the first this many seconds of each clip."),
     ] = 30.0,
 ) -> None:
     """Score each candidate by the chroma DTW alignment of its clip with its query's clip.

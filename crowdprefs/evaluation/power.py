@@ -18,6 +18,7 @@ memory, with the vectorised tests of :mod:`crowdprefs.evaluation.stats`.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ import pandas as pd
 
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.stats import friedman_tukey_decisions, pairwise_pvalues, validate_scores
-from crowdprefs.files import Output, save_figure
+from crowdprefs.files import Output, read_text, save_figure
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.progress import make_progress
 
@@ -84,10 +85,11 @@ def read_strata(path: str | Path, column: int | None = None) -> pd.Series:
     one. MIREX's ``metadata.txt`` (document, artist, genre) thus gives the genre.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such strata file")
+    text, _ = read_text(path, "strata file")
     try:
-        table = pd.read_csv(path, sep=None, engine="python", header=None, dtype=str)
+        table = pd.read_csv(io.StringIO(text), sep=None, engine="python", header=None, dtype=str)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a readable table ({error})") from None
     if table.shape[1] < 2:

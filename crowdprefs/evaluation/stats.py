@@ -29,6 +29,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from crowdprefs.errors import InputError
+from crowdprefs.files import read_text
 from crowdprefs.io import csv_frame
 
 PAIRWISE_TESTS = ("wilcoxon", "t", "sign", "mann-whitney")
@@ -433,11 +434,12 @@ def read_scores(path: str | Path) -> dict[str, pd.DataFrame]:
       file (its stem).
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such scores file")
+    text, _ = read_text(path, "scores file")
     if path.suffix.lower() == ".json":
         try:
-            records = json.loads(path.read_text())
+            records = json.loads(text)
         except json.JSONDecodeError as error:
             raise InputError(f"{path}: not valid JSON ({error})") from None
         if isinstance(records, dict):
@@ -446,7 +448,7 @@ def read_scores(path: str | Path) -> dict[str, pd.DataFrame]:
             raise InputError(f"{path}: expected a list of system/query/measure/score records")
         return scores_matrices(pd.DataFrame.from_records(records), str(path))
     try:
-        table = csv_frame(path, path)
+        table = csv_frame(text, path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a readable CSV ({error})") from None
     if {c.strip().lower() for c in table.columns} >= set(LONG_COLUMNS):

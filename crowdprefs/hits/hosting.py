@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import quote
 
-from crowdprefs.errors import CrowdError, InputError
+from crowdprefs.errors import CrowdError, InputError, os_cause
 from crowdprefs.progress import track
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def content_key(path: str | Path) -> str:
     try:
         stat = path.stat()
     except OSError as error:
-        raise InputError(f"clip not readable: {path}: {error.strerror}") from None
+        raise InputError(f"clip not readable: {path}: {os_cause(error)}") from None
     cache_key = (str(path), stat.st_mtime_ns, stat.st_size)
     digest = _DIGESTS.get(cache_key)
     if digest is None:

@@ -18,6 +18,7 @@ chromagrams and the alignments.
 
 from __future__ import annotations
 
+import math
 import subprocess
 import warnings
 from collections import Counter
@@ -40,6 +41,9 @@ HOP_LENGTH = 2048
 #: Threshold of the silence trimmed at both ends of a clip, relative to its peak (dB).
 SILENCE_DB = -50.0
 
+#: The longest start of a clip the judge scores (ten minutes): the dynamic time warping's cost
+#: matrix grows with the square of the clip's frames.
+MAX_SECONDS = 600
 #: Seconds a URL's server may stay silent before its clip counts as unreadable.
 URL_TIMEOUT = 30
 #: What the judge says when librosa is missing.
@@ -145,9 +149,12 @@ def chroma_scores(
     is loaded once (its first ``seconds``) and dropped once its last pair is scored;
     ``on_clip(done, total)`` follows the clips. One line (:class:`InputError`) when librosa is
     missing, a clip is not given, or a clip cannot be decoded."""
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        raise InputError(
+            f"the chroma judge needs a number of seconds in (0, {MAX_SECONDS}] (the alignment's "
+            f"cost grows with its square), got {seconds:g}"
+        )
     _librosa()
-    if seconds <= 0:
-        raise InputError(f"the chroma judge needs a positive number of seconds, got {seconds}")
     _missing_audio(candidates)
     pairs = list(zip(candidates["query_audio"], candidates["audio"], strict=True))
     uses = Counter(clip for pair in pairs for clip in pair)

@@ -257,7 +257,7 @@ def read_worker_attribute(path: Path) -> pd.Series:
 
     from crowdprefs.files import read_text
 
-    if not path.is_file():
+    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such file")
     text, _ = read_text(path, "worker attribute file")
     try:

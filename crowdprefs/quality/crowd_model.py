@@ -49,6 +49,7 @@ from scipy import special
 from crowdprefs.campaign.settings import check_section, check_values
 from crowdprefs.campaign.store import now
 from crowdprefs.errors import InputError
+from crowdprefs.files import read_text
 from crowdprefs.rng import counter_uniform
 
 
@@ -420,11 +421,10 @@ def simulate_answers(
 def model_file_section(path: str | os.PathLike) -> dict[str, Any]:
     """The parsed TOML of a crowd model file, one clear error when it is missing or invalid."""
     path = Path(path)
+    text, _ = read_text(path, "crowd model file")  # a byte-order mark is dropped
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"crowd model file not found: {path}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise InputError(f"{path}: invalid TOML: {error}") from None
 
 

@@ -215,6 +215,15 @@ def test_answers_wanted_follows_the_schedule():
     assert wanted.tolist() == [4, 8, 7, 7, 10]
 
 
+def test_a_step_that_overshoots_the_maximum_stops_at_it():
+    """Steps of 4 from 3 up to 9: looks at 3, 7 and 9, never 11."""
+    rule = StoppingRule(method="curtail", initial=3, step=4, maximum=9)
+    assert rule.looks == (3, 7, 9)
+    undecided = np.zeros(4, dtype=bool)
+    wanted = answers_wanted([0, 2, 4, 5], [0, 1, 3, 4], [0, 0, 0, 0], rule, undecided)
+    assert wanted.tolist() == [3, 7, 9, 9]  # none yet; 3 -> 7; 7 -> 9 (not 11); 9 stays
+
+
 def test_decision_table_is_decided_at_the_maximum():
     table = policy(SMALL).table
     m, e, q = np.indices(table.shape)

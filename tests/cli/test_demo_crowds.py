@@ -8,18 +8,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from console_script import script
 
 from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.demo import make_collection
 from crowdprefs.io import write_lists
-
-SCRIPT = Path(sys.executable).parent / "crowdprefs"
-"""The console script pip installed beside this Python."""
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +34,7 @@ def small_demo(folder: Path) -> Path:
 
 
 def demo_command(folder: Path, crowd: str) -> list[str]:
-    script = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "crowdprefs"]
-    return [*script, "demo", str(folder), "--crowd", crowd, "--no-audio"]
+    return [script(), "demo", str(folder), "--crowd", crowd, "--no-audio"]
 
 
 def run_demo(folder: Path, crowd: str) -> subprocess.CompletedProcess:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from console_script import script
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the pages that may hold walkthroughs: the README and every page of the documentation
@@ -198,8 +199,7 @@ def session(folder: Path, values: dict[str, str] | None = None):
 
 @pytest.fixture(scope="module")
 def walks() -> dict[str, Walkthrough]:
-    if not (SCRIPTS / "crowdprefs").exists():
-        pytest.skip("the crowdprefs console script is not installed (pip install -e .)")
+    script()  # fails, not skips, without this environment's console script
     return walkthroughs()
 
 

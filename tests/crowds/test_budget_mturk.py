@@ -3,11 +3,13 @@ spend more than the budget (the cost of every HIT's MaxAssignments, counted on t
 
 from __future__ import annotations
 
+import re
 import tomllib
 
 import numpy as np
 import pytest
 import tomli_w
+from console_script import crowdprefs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mturk_campaign import make_project, start_fake
@@ -16,6 +18,7 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.budget import FeeModel, batch_cost
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.crowds.mturk.crowd import MTurkCrowd
+from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import BudgetError
 from crowdprefs.quality.review import Reviewer
 
@@ -125,3 +128,32 @@ def test_unpaid_answers_cost_nothing_and_paid_ones_pay_the_minimum_fee():
     fees = FeeModel()
     assert batch_cost(0.0, [1, 1, 1], fees) == 0.0  # a volunteer web campaign
     assert batch_cost(0.02, [1, 1, 1], fees) == 0.09  # $0.02 + the $0.01 minimum, three times
+
+
+def test_hits_of_ten_or_more_assignments_pay_the_higher_commission():
+    """MTurk's 40% commission starts at 10 assignments (the 2010 design's size), 20% below."""
+    fees = FeeModel()
+    assert batch_cost(0.10, [9], fees) == 1.08
+    assert batch_cost(0.10, [10], fees) == 1.40
+    assert batch_cost(0.10, [11], fees) == 1.54
+    assert batch_cost(0.10, [9, 10, 11, 1], fees) == 1.08 + 1.40 + 1.54 + 0.12
+
+
+def test_a_batch_of_the_2010_design_costing_exactly_the_budget_is_published(tmp_path):
+    """10 answers per pair at $0.10 cost $1.40 a pair through the console script: a budget of
+    exactly the batch's cost publishes it, one cent less is refused."""
+    create_demo_project(tmp_path, answers_per_pair=10).close()
+    root = tmp_path / "project"
+    built = crowdprefs("next", root)
+    cost = round(int(re.search(r"batch 1: (\d+) pairs", built.stdout)[1]) * 1.40, 2)
+    config = tomllib.loads((root / CONFIG_NAME).read_text())
+    for budget in (round(cost - 0.01, 2), cost):
+        config["crowd"] |= {"reward": 0.10, "budget": budget}
+        (root / CONFIG_NAME).write_text(tomli_w.dumps(config))
+        published = crowdprefs("publish", root)
+        if budget < cost:
+            assert published.returncode == 1, published.stderr
+            assert f"this batch costs ${cost:.2f}" in published.stderr
+            assert f"the budget of ${budget:.2f}" in published.stderr
+    assert published.returncode == 0, published.stderr
+    assert f"${cost:.2f} committed (budget ${cost:.2f})" in crowdprefs("status", root).stdout

@@ -8,7 +8,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import warnings
@@ -21,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import uvicorn
+from console_script import script
 from starlette.exceptions import StarletteDeprecationWarning
 
 from crowdprefs.campaign import driver
@@ -710,8 +710,7 @@ def test_the_served_site_adds_places_on_the_local_fake_when_asked_to(tmp_path, c
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "CROWDPREFS_RESEARCHER_TOKEN": RESEARCHER}
-    # what the console script runs, from this Python: found whether or not it is on PATH
-    command = [sys.executable, "-m", "crowdprefs", "serve", root, "--port", port, "--fake"]
+    command = [script(), "serve", root, "--port", port, "--fake"]
     server = subprocess.Popen(list(map(str, command)), env=env, stderr=subprocess.PIPE, text=True)
     fake = FakeProlific(root / "prolific-fake.sqlite", token=FAKE_TOKEN)
     site = f"http://127.0.0.1:{port}"

@@ -88,6 +88,21 @@ def test_triage_waits_for_verdicts_and_a_track_record():
     assert not reversed_.skip.any() and reversed_.slope[1] < 0  # learnt, but never trusted
 
 
+def test_triage_skips_nothing_while_the_slope_interval_holds_zero():
+    """A model that shows nothing (its scores unrelated to verdicts that are mostly "equal") is
+    sure of every pair and never overturned, but its slope's interval straddles 0: no pair is
+    skipped; only the audit sample is asked as sure."""
+    rule = SkipRule(confidence=0.6, audit_share=0.2, max_overturn=0.2, min_verdicts=30)
+    rng = np.random.default_rng(1)
+    d = rng.normal(0, 1.5, 400)
+    verdict = np.where(rng.random(400) < 0.9, 0, rng.choice([-1, 1], 400))
+    keys = np.arange(400)
+    useless = triage((d, np.ones(400), verdict), d, np.ones(400), keys, rule, 3)
+    assert useless.slope[0] < 0 < useless.slope[1]
+    assert useless.record[2] <= rule.max_overturn and (useless.probability >= 0.6).all()
+    assert not useless.skip.any() and useless.audit.any()
+
+
 def test_calibration_pairs_are_a_replayable_random_draw():
     keys = np.arange(1000, 1100)
     first = calibration_pairs(keys, 30, 7)

@@ -10,6 +10,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from console_script import crowdprefs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
@@ -474,6 +475,28 @@ def test_cli_audit_project_json_csv_and_html(campaign, tmp_path, capsys, monkeyp
     assert max(len(line) for line in out.splitlines()) <= 80  # the terminal the tests set
     code, out, _ = run_cli(capsys, monkeypatch, "audit", "--help")
     assert "complete triple" in out and "weak order" in out
+
+
+def test_the_fragility_summary_counts_what_k_answers_or_fewer_can_change(campaign):
+    """``within k``: the verdicts (lists, top groups) that k or fewer changed (removed) answers
+    change, in the JSON and in the line the terminal shows, through the console script."""
+    done = crowdprefs("audit", campaign.root, "--json", "--resamples", 0)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    summary = data["fragility"]
+    pairs = pd.DataFrame(data["fragile_pairs"]).query("kind == 'sort'")
+    lists = pd.DataFrame(data["lists"])
+    columns = {
+        "pairs_removals_within": pairs["removals"], "pairs_flips_within": pairs["flips"],
+        "lists_removals_within": lists["removals"], "lists_flips_within": lists["flips"],
+        "top_groups_flips_within": lists["top_flips"],
+    }  # fmt: skip
+    for key, column in columns.items():
+        assert summary[key] == {str(k): int((column <= k).sum()) for k in (1, 2, 3)}, key
+    assert {1, 2, 3} <= set(pairs["flips"]) and {1, 2, 3} <= set(pairs["removals"])
+    within = [summary["pairs_flips_within"][k] for k in "123"]
+    shown = crowdprefs("audit", campaign.root, "--resamples", 0).stdout
+    assert f"changing 1 / 2 / 3 answers can change {' / '.join(map(str, within))}" in shown
 
 
 def test_cli_audit_needs_a_project_or_answers(capsys, monkeypatch):

@@ -103,11 +103,30 @@ def campaign_key() -> Any:
     return func.hashtext(func.current_database() + "." + func.current_schema())
 
 
+FULL_DISK = 1 << 20
+"""Free bytes below which a SQLite input/output error is reported as a full disk: SQLite grows
+its shared-memory index and journal in steps of 32 KB and more, and says ``disk I/O error``
+(``SQLITE_IOERR_SHMSIZE``, ``…_WRITE``) when it cannot."""
+
+
+def _free_bytes(folder: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on the file system of ``folder``."""
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
 def storage_error(location: Location, error: BaseException) -> StateError:
     """One line naming the database and the cause of a storage failure."""
     original = getattr(error, "orig", error)
     name = getattr(original, "sqlite_errorname", "") or ""
     cause = next((cause for code, cause in CAUSES.items() if name.startswith(code)), None)
+    if name.startswith(("SQLITE_IOERR", "SQLITE_FULL")) and location.path is not None:
+        free = _free_bytes(location.path.parent)
+        if free is not None and free < FULL_DISK:  # SQLite reports a full disk as I/O errors
+            cause = f"no space left on device ({free // 1024} KB free); free some space and retry"
     if cause is None:
         lines = str(original).strip().splitlines()
         cause = lines[0] if lines else type(original).__name__

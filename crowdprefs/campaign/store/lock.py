@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text
 
-from crowdprefs.errors import StateError
+from crowdprefs.errors import StateError, os_cause
 
 _HELD: dict[tuple[int, str], list[Any]] = {}
 """``(process id, lock) → [handle, holders]`` of the locks this process holds (keyed by process
@@ -105,7 +105,7 @@ class ProjectLock(ProcessLock):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
             raise StateError(
-                f"cannot take the project lock {self.path}: {error.strerror}"
+                f"cannot take the project lock {self.path}: {os_cause(error)}"
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -10,6 +10,7 @@ X w and an S×S product X diag(w) Xᵀ.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
+from crowdprefs.files import read_text
 
 Scale = Literal["fine", "broad"]
 MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
@@ -251,10 +253,15 @@ def transfer_split(
 def read_metadata(path: str | Path) -> pd.DataFrame:
     """Read ``document artist genre`` lines (whitespace-separated) as a DataFrame."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such file")
     frame = pd.read_csv(
-        path, sep=r"\s+", header=None, dtype=str, keep_default_na=False, engine="python"
+        io.StringIO(read_text(path, "metadata file")[0]),
+        sep=r"\s+",
+        header=None,
+        dtype=str,
+        keep_default_na=False,
+        engine="python",
     )
     if frame.shape[1] != 3:
         raise InputError(

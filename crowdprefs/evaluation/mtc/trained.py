@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from crowdprefs.errors import InputError
+from crowdprefs.errors import InputError, shown
 from crowdprefs.evaluation.mtc.collection import MAX_GAIN, Collection, PairMetadata, Scale
 from crowdprefs.evaluation.mtc.effects import (
     PRIOR_TAU,
@@ -148,9 +148,12 @@ class GainModel:
                 raise ValueError(f"no {missing[0]!r} field")
             if data.get("format") != GAIN_MODEL_FORMAT:
                 raise ValueError(f"format is not {GAIN_MODEL_FORMAT}")
-            if data.get("version") != GAIN_MODEL_VERSION:
+            version = data.get("version")
+            if version != GAIN_MODEL_VERSION:
+                number = isinstance(version, int) and not isinstance(version, bool)
                 raise ValueError(
-                    f"version {data.get('version')} is not {GAIN_MODEL_VERSION}; train it again"
+                    f"version {shown(version)} is not {'' if number else 'the number '}"
+                    f"{GAIN_MODEL_VERSION}; train it again"
                 )
             if data["features"] != list(TRAINED_FEATURES):
                 raise ValueError(f"features {data['features']} are not {list(TRAINED_FEATURES)}")

@@ -46,7 +46,7 @@ from crowdprefs.evaluation.mtc.trained import (
     train_gain_model,
     trained_features,
 )
-from crowdprefs.files import Output, OutputFolder, save_figure, write_atomic
+from crowdprefs.files import Output, OutputFolder, read_text, save_figure, write_atomic
 from crowdprefs.hits.render import LEVEL_SCALES, render_level_hit
 from crowdprefs.io import read_levels, read_runs
 from crowdprefs.progress import make_progress
@@ -120,9 +120,9 @@ def load_inputs(
 
 def read_gain_model(path: Path) -> GainModel:
     """The :class:`GainModel` saved at ``path`` by :func:`train_model`."""
-    if not path.is_file():
+    if not path.exists():
         raise InputError(f"{path}: no such file")
-    return GainModel.from_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    return GainModel.from_json(read_text(path, "model file")[0], str(path))
 
 
 # --------------------------------------------------------------------------- estimator
