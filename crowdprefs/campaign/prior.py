@@ -27,10 +27,6 @@ if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond it
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
-SKIP_STOPPED_KEY = "prior_skip_stopped"
-"""State key set (to the audited count) once the audit stopped skipping for good."""
-
-
 def prior_path(project: Project) -> Path | None:
     """The file ``[prior] scores`` names (relative to the project folder), or ``None``."""
     name = project.section("prior").get("scores")
@@ -133,10 +129,11 @@ def _differences(z: pd.Series, pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndar
 
 
 def _human(project: Project) -> pd.DataFrame:
-    """The aggregated sorting pairs: ``query, x, y, a_is_x, verdict`` and their answer
-    counts ``more, equal, less``."""
+    """The aggregated sorting pairs: ``iteration, query, x, y, a_is_x, verdict`` and their
+    answer counts ``more, equal, less``."""
     store = project.store
-    pairs = store.pairs(columns=("pair_id", "query", "x", "y", "a_is_x", "kind", "verdict"))
+    columns = ("pair_id", "iteration", "query", "x", "y", "a_is_x", "kind", "verdict")
+    pairs = store.pairs(columns=columns)
     pairs = pairs[(pairs["kind"] == "sort") & pairs["verdict"].notna()].set_index("pair_id")
     counts = store.answer_counts(None).reindex(pairs.index).fillna(0).astype(np.int64)
     return pairs.join(counts)
@@ -146,15 +143,14 @@ def triage_needed(
     project: Project, rule: SkipRule, needed: pd.DataFrame
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Which of the ``needed`` pairs (``query, x, y, a_is_x``) the next batch asks, and the
-    machine verdicts of the others and of the audited ones (``query, x, y, verdict,
-    probability, asked``) (:func:`crowdprefs.machine.policy.triage`, as the planner runs it).
+    machine verdicts of the others and of the audited ones the selection chose (``query, x, y,
+    verdict, probability, asked``) (:func:`crowdprefs.machine.policy.triage`, as the planner
+    runs it).
 
     Until ``rule.min_verdicts`` human verdicts are known, the batch asks only that many of the
     needed pairs, drawn at random (:func:`~crowdprefs.machine.policy.calibration_pairs`), so the
-    rest can be triaged once they are decided. Once the audit shows the machine worse than
-    allowed (:meth:`~crowdprefs.machine.overturn.SkipRule.stopped`), skipping stops for the
-    rest of the campaign (remembered in the state)."""
-    from crowdprefs.machine.policy import calibration_pairs, triage
+    rest can be triaged once they are decided."""
+    from crowdprefs.machine.policy import calibration_mask, calibration_pairs, triage
 
     human = _human(project)
     keys = pair_keys(needed["query"], needed["x"], needed["y"])
@@ -163,18 +159,12 @@ def triage_needed(
         asked = np.zeros(len(needed), dtype=bool)
         asked[calibration_pairs(keys, rule.min_verdicts, project.seed)] = True
         return asked, none
-    store = project.store
-    stopped = store.meta(SKIP_STOPPED_KEY) is not None
-    audited = store.machine_verdicts()
-    audited = audited[(audited["asked"] == 1) & audited["human"].notna()]
-    overturned = int((audited["verdict"] != audited["human"]).sum())
-    if not stopped and rule.stopped(overturned, len(audited)):
-        store.set_meta(SKIP_STOPPED_KEY, str(len(audited)))
-        stopped = True
     z = _normal_scores(project)
     known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
+    human_keys = pair_keys(human["query"], human["x"], human["y"])
+    calibration = calibration_mask(human["iteration"].to_numpy(), human_keys, rule, project.seed)
     d, s = _differences(z, needed)
-    sure = triage(known, d, s, keys, rule, project.seed, stopped=stopped)
+    sure = triage(known, calibration, d, s, keys, rule, project.seed)
     if sure.slope[1] < 0:
         from crowdprefs.progress import note
 
@@ -183,7 +173,7 @@ def triage_needed(
             f"{sure.slope[1]:.2f}): it decides no pair; check that a higher score means more "
             "similar (a distance must be negated)"
         )
-    chosen = sure.skip | sure.audit
+    chosen = sure.selected
     machine = needed.loc[chosen, ["query", "x", "y"]].assign(
         verdict=sure.verdict[chosen].astype(int),
         probability=sure.probability[chosen],
@@ -205,42 +195,72 @@ def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.n
     return weight * link.probabilities(d, s)
 
 
+LOSS_REPLICATES = 40
+"""Replays of the lists with audited flips behind :func:`machine_audit`'s ADR loss."""
+
+
 def machine_audit(project: Project) -> dict | None:
     """What the machine decided and how its audit stands (``None`` without machine verdicts):
-    pairs ``skipped``, ``audited`` and ``overturned``, the overturn share with its interval
-    (:func:`~crowdprefs.machine.overturn.overturn_interval`), and whether skipping
-    ``stopped``."""
+    pairs ``skipped``, the level ``max_wrong``, the audited machine verdicts (``audited``) and
+    the ``wrong`` ones among them, their share with its interval
+    (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
+    expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
+    expected_adr_loss`, at the audit's wrong share, or ``max_wrong`` before any audit)."""
+    from crowdprefs.campaign.driver import lists
+    from crowdprefs.campaign.sorting import initial_orders
+    from crowdprefs.machine.loss import expected_adr_loss, flip_shares
     from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
-    if not project.store.machine_verdict_count():
+    store = project.store
+    if not store.machine_verdict_count():
         return None
-    verdicts = project.store.machine_verdicts()
+    verdicts = store.machine_verdicts()
     rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()
     audited = verdicts[(verdicts["asked"] == 1) & verdicts["human"].notna()]
-    overturned = int((audited["verdict"] != audited["human"]).sum())
-    estimate, low, high = rule.interval(overturned, len(audited))
+    wrong = int((audited["verdict"] != audited["human"]).sum())
+    estimate, low, high = rule.interval(wrong, len(audited))
+    skipped = verdicts[verdicts["asked"] == 0]
+    share = rule.max_wrong if len(audited) == 0 else estimate
+    flips = flip_shares(audited["verdict"].to_numpy(int), audited["human"].to_numpy(int), share)
+    loss = expected_adr_loss(
+        lists(project),
+        initial_orders(store.candidate_orders(), project.seed),
+        store.verdict_maps(),
+        prior_scores(project),
+        skipped[["query", "x", "y", "verdict"]],
+        flips,
+        LOSS_REPLICATES,
+        project.seed,
+    )
     return {
-        "skipped": int((verdicts["asked"] == 0).sum()),
+        "skipped": len(skipped),
+        "max_wrong": rule.max_wrong,
         "audited": len(audited),
-        "overturned": overturned,
-        "overturn": estimate,
+        "wrong": wrong,
+        "share": estimate,
         "low": low,
         "high": high,
         "level": rule.level,
-        "stopped": project.store.meta(SKIP_STOPPED_KEY) is not None,
+        "adr_loss": loss,
     }
 
 
 def audit_line(summary: dict) -> str:
     """The machine's part of the lists in one line (for status, export and the audit)."""
-    line = f"machine prior: {summary['skipped']} pair(s) decided without humans"
+    line = (
+        f"machine prior: {summary['skipped']} pair(s) decided without humans at max_wrong "
+        f"{summary['max_wrong']:g}"
+    )
     if summary["audited"]:
         line += (
-            f"; audit: {summary['overturned']} of {summary['audited']} overturned by the human "
-            f"verdict, {summary['overturn']:.0%} ({summary['level']:.0%} interval "
+            f"; audit: {summary['wrong']} of {summary['audited']} machine verdicts differ from "
+            f"the human verdict, {summary['share']:.0%} ({summary['level']:.0%} interval "
             f"{summary['low']:.0%}–{summary['high']:.0%})"
         )
     else:
-        line += "; no audited pair decided yet"
-    return line + ("; skipping stopped by the audit" if summary["stopped"] else "")
+        line += "; no audited machine verdict decided yet"
+    if summary["adr_loss"] == summary["adr_loss"]:  # no closed list: nothing to replay
+        basis = "audited flips" if summary["audited"] else f"flips at {summary['max_wrong']:g}"
+        line += f"; expected ADR loss {summary['adr_loss']:.4f} (lists replayed with {basis})"
+    return line

@@ -34,10 +34,9 @@ CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
-#: ``crowdprefs.machine.overturn.SkipRule``: ``confidence``, ``audit_share``, ``max_overturn``
-SKIP_CONFIDENCE = 0.6
+#: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``
+MAX_WRONG = 0.05
 AUDIT_SHARE = 0.1
-MAX_OVERTURN = 0.4
 #: ``crowdprefs.results_file.Columns`` (field → default) and ``COLUMN_OPTIONS`` (field →
 #: option), with each option's help
 COLUMNS = {

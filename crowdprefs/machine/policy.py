@@ -1,5 +1,6 @@
 """How a campaign uses its machine prior beyond the pivots: the ``[prior]`` settings, and which
-pairs of a batch the calibrated model decides (:func:`triage`).
+pairs of a batch the calibrated model decides (:func:`triage`: conformal selection with
+false-discovery-rate control).
 
 Both the driver and the planner call :func:`triage` with the verdict link fitted on the human
 verdicts known so far (:func:`verdict_link`), so a simulated campaign skips exactly as a real
@@ -78,69 +79,77 @@ def calibration_pairs(keys: np.ndarray, count: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Triage:
-    """Per pair of a batch: ``skip`` (decided by the machine), ``audit`` (sure, but asked: the
-    audit sample), and the machine's ``verdict`` (+1, 0, −1) with its ``probability`` where
-    sure (``skip | audit``); ``record``: the model's track record, ``(sure, overturned,
-    upper bound)`` over the human verdicts known (:func:`track_record`)."""
+    """Per pair of a batch: ``skip`` (decided by the machine), ``audit`` (drawn for the audit
+    sample: asked whatever the machine says), ``selected`` (chosen by the conformal selection;
+    ``selected & audit``: the machine verdicts the audit checks), and the machine's
+    ``verdict`` (+1, 0, −1) with its ``probability`` under the verdict link.
+    ``calibration``: (calibration pairs, wrong machine verdicts among them)."""
 
     skip: np.ndarray
     audit: np.ndarray
+    selected: np.ndarray
     verdict: np.ndarray
     probability: np.ndarray
-    record: tuple[int, int, float] = (0, 0, 1.0)
+    calibration: tuple[int, int] = (0, 0)
     slope: tuple[float, float] = (np.nan, np.nan)
-    """The interval of the link's slope: skipping needs it above 0 (the model ranks with the
-    human verdicts); below 0, the model ranks against them (e.g. distances given as scores)."""
+    """The interval of the link's slope: below 0, the model ranks against the human verdicts
+    (e.g. distances given as scores) and decides nothing."""
 
 
-def track_record(
-    link: Link, known: tuple[np.ndarray, np.ndarray, np.ndarray], rule: SkipRule
-) -> tuple[int, int, float]:
-    """How the calibrated ``link`` would have done on the pairs humans decided so far
-    (``known``: their differences, sides and verdicts): how many it is sure about, how many of
-    those the human verdict overturns, and the upper end of that share's Clopper–Pearson
-    interval at ``rule.level``. Skipping waits until this bound is at most
-    ``rule.max_overturn``: a model earns the right to skip by the human verdicts it would have
-    got right, and loses it when later ones go against it (the interval is recomputed on every
-    batch with the refitted link)."""
-    sure, verdict = rule.skippable(link.probabilities(known[0], known[1]))
-    overturned = int((sure & (verdict != known[2])).sum())
-    return int(sure.sum()), overturned, rule.interval(overturned, int(sure.sum()))[2]
+def calibration_mask(
+    iteration: np.ndarray, keys: np.ndarray, rule: SkipRule, seed: int
+) -> np.ndarray:
+    """Which human-decided pairs (their batch ``iteration`` and ``keys``) calibrate the
+    selection: those of batches built while fewer than ``rule.min_verdicts`` human verdicts
+    were known (every pair asked, whatever the machine), and the audit sample of later ones.
+    Both are random draws of their batch's pairs, never chosen by the machine's confidence."""
+    iteration = np.asarray(iteration, dtype=np.int64)
+    batches, count = np.unique(iteration, return_counts=True)
+    before = np.r_[0, np.cumsum(count)[:-1]]  # human verdicts known when each batch was built
+    early = np.isin(iteration, batches[before < rule.min_verdicts])
+    return early | audit_sample(np.asarray(keys), rule.audit_share, seed)
 
 
 def triage(
     known: tuple[np.ndarray, np.ndarray, np.ndarray],
+    calibration: np.ndarray,
     d: np.ndarray,
     s: np.ndarray,
     keys: np.ndarray,
     rule: SkipRule,
     seed: int,
-    *,
-    stopped: bool = False,
 ) -> Triage:
     """Which pairs of a batch (differences ``d``, sides ``s``, ``keys``: one integer per pair
     for :func:`~crowdprefs.machine.overturn.audit_sample`) the machine decides, given the human
-    verdicts ``known`` so far (differences, sides, verdicts).
+    verdicts ``known`` so far (differences, sides, verdicts) and which of them are
+    ``calibration`` pairs (:func:`calibration_mask`).
 
-    The verdict link is fitted on ``known`` (:func:`verdict_link`); a pair is *sure* when its
-    most probable verdict has probability ≥ ``rule.confidence``; the audit sample of the sure
-    pairs is asked anyway; the others are skipped, unless fewer than ``rule.min_verdicts``
-    verdicts are known, the model's :func:`track_record` bound exceeds ``rule.max_overturn``,
-    the slope's interval (:meth:`~crowdprefs.machine.link.Link.slope_interval`) is not above 0
-    (a useless model, or one ranking against the humans: the link would learn to read it
-    backwards, but a model that contradicts its own researcher decides nothing), or skipping
-    ``stopped`` (the audit showed the machine worse than allowed:
-    :meth:`~crowdprefs.machine.overturn.SkipRule.stopped`)."""
+    The verdict link is fitted on ``known`` (:func:`verdict_link`); its most probable verdict
+    is the machine's and 1 − its probability the uncertainty. The conformal p-values of the
+    batch's pairs against the calibration pairs go through Benjamini–Hochberg at
+    ``rule.max_wrong`` (:mod:`crowdprefs.machine.conformal`); the selected pairs outside the
+    audit sample are skipped. Nothing is triaged before ``rule.min_verdicts`` verdicts are
+    known, nor selected while the slope's interval lies below 0 (a model ranking against the
+    humans: the link would learn to read it backwards, but a model that contradicts its own
+    researcher is more likely a sign error, and decides nothing)."""
+    from crowdprefs.machine.conformal import p_values, select
+
     n = len(d)
+    empty = np.zeros(n, dtype=bool)
     if not rule.ready(len(known[2])):
-        empty = np.zeros(n, dtype=bool)
-        return Triage(empty, empty, np.zeros(n, np.int8), np.zeros(n))
+        return Triage(empty, empty, empty, np.zeros(n, np.int8), np.zeros(n))
     link = verdict_link(*known)
-    record = track_record(link, known, rule)
-    probabilities = link.probabilities(d, s)
-    sure, verdict = rule.skippable(probabilities)
-    audit = sure & audit_sample(keys, rule.audit_share, seed)
     slope = link.slope_interval(rule.level)
-    trusted = record[2] <= rule.max_overturn and slope[0] > 0 and not stopped
-    skip = sure & ~audit & trusted
-    return Triage(skip, audit, verdict, probabilities.max(axis=1), record, slope)
+    probabilities = link.probabilities(d, s)
+    verdict = (1 - probabilities.argmax(axis=1)).astype(np.int8)
+    top = probabilities.max(axis=1)
+    audit = audit_sample(keys, rule.audit_share, seed)
+    calibration = np.asarray(calibration, dtype=bool)
+    fitted = link.probabilities(known[0][calibration], known[1][calibration])
+    wrong = (1 - fitted.argmax(axis=1)) != np.asarray(known[2])[calibration]
+    selected = empty
+    if slope[1] >= 0:
+        p = p_values(1 - top, 1 - fitted.max(axis=1), wrong)
+        selected = select(p, rule.max_wrong)
+    record = (int(calibration.sum()), int(wrong.sum()))
+    return Triage(selected & ~audit, audit, selected, verdict, top, record, slope)
