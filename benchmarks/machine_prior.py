@@ -81,9 +81,9 @@ def equal_share(model: CrowdModel, truth: pd.DataFrame) -> float:
     """The share of "equal" answers in two campaigns of the human design."""
     collection = Collection.from_truth(truth)
     counts = sum(
-        simulate_campaign(collection, Design(9, MARGIN_1, RULE), model, seed=s).per_iteration[
-            ["A", "equal", "B"]
-        ].sum()
+        simulate_campaign(collection, Design(9, MARGIN_1, RULE), model, seed=s)
+        .per_iteration[["A", "equal", "B"]]
+        .sum()
         for s in (1, 2)
     )
     return float(counts["equal"] / counts.sum())

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond it
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
+
 def prior_path(project: Project) -> Path | None:
     """The file ``[prior] scores`` names (relative to the project folder), or ``None``."""
     name = project.section("prior").get("scores")

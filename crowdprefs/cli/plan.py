@@ -261,7 +261,8 @@ def plan(
         last_name, last = list(designs.items())[-1]
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
     human_name, human = list(designs.items())[-1]
-    for removed, value in (("--skip-confidence", skip_confidence), ("--max-overturn", max_overturn)):
+    removed_options = (("--skip-confidence", skip_confidence), ("--max-overturn", max_overturn))
+    for removed, value in removed_options:
         if value is not None:
             raise InputError(
                 f"{removed} was removed: --max-wrong bounds the expected share of wrong "
@@ -352,7 +353,8 @@ def _check_prior_options(
 
 
 CORRELATION_TOLERANCE = 0.05
-"""How far the realised correlation may lie from the one asked before plan says so."""
+"""How far the realised correlation may lie from the one asked before plan says so (or three
+standard errors of its mean over the campaigns, when more)."""
 
 
 def _prior_lines(results, designs: dict) -> list[str]:
@@ -366,8 +368,9 @@ def _prior_lines(results, designs: dict) -> list[str]:
             continue
         rows = results[results["design"] == name]
         realised = rows["prior_correlation"].mean()
+        error = rows["prior_correlation"].std(ddof=1) / math.sqrt(len(rows)) if len(rows) > 1 else 0
         line = f"{escape(name)}: realised Spearman r {realised:+.2f}"
-        if abs(realised - design.prior.correlation) > CORRELATION_TOLERANCE:
+        if abs(realised - design.prior.correlation) > max(CORRELATION_TOLERANCE, 3 * error):
             line += (
                 f" (not the {design.prior.correlation:+.2f} asked: the collection's queries, "
                 "their sizes and ties, cannot realise it)"

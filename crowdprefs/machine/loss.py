@@ -75,7 +75,9 @@ def expected_adr_loss(
     if machine.empty:
         return 0.0
     rng = np.random.default_rng([seed, 0xAD71])
-    groups = {q: dict(zip(g["document"], g["group"], strict=True)) for q, g in lists.groupby("query")}
+    groups = {
+        q: dict(zip(g["document"], g["group"], strict=True)) for q, g in lists.groupby("query")
+    }
     cumulative = np.cumsum(flips, axis=1)
     row = 1 - machine["verdict"].to_numpy(int)
     base = list_adr(lists, lists, seed).mean()
@@ -86,7 +88,8 @@ def expected_adr_loss(
         replayed = lists.copy()
         for query, flipped in changed.groupby("query"):
             known = dict(verdicts[query])
-            known.update(zip(zip(flipped["x"], flipped["y"], strict=True), flipped["verdict"]))
+            pairs = zip(flipped["x"], flipped["y"], strict=True)
+            known.update(zip(pairs, flipped["verdict"].tolist(), strict=True))
             made = _completed(orders[query], known, (scores or {}).get(query), groups[query])
             where = {d: g for g, members in enumerate(made, 1) for d in members}
             rows = replayed["query"] == query
