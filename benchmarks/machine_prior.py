@@ -63,7 +63,7 @@ RULE = StoppingRule(
     method="curtail", initial=2, step=1, maximum=9, epsilon=0.10, aggregation=MARGIN_1
 )
 PRIORS = {"r07": 0.7, "r0": 0.0, "r_05": -0.5}
-TUNING_LEVELS = (0.02, 0.05, 0.1, 0.2)
+TUNING_LEVELS = (0.05, 0.1, 0.2, 0.3)
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "sigir2010"
 
 

@@ -140,30 +140,46 @@ def _human(project: Project) -> pd.DataFrame:
     return pairs.join(counts)
 
 
+CALIBRATION_KEY = "prior_calibration_batch"
+"""State key: the iteration of the latest calibration batch (a round's random pairs asked
+first, :func:`~crowdprefs.machine.policy.calibration_pairs`)."""
+
+
 def triage_needed(
     project: Project, rule: SkipRule, needed: pd.DataFrame
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Which of the ``needed`` pairs (``query, x, y, a_is_x``) the next batch asks, and the
-    machine verdicts of the others and of the audited ones the selection chose (``query, x, y,
-    verdict, probability, asked``) (:func:`crowdprefs.machine.policy.triage`, as the planner
+    machine verdicts of the selected ones (``query, x, y, verdict, probability, asked``:
+    ``asked`` for the audit sample) (:func:`crowdprefs.machine.policy.triage`, as the planner
     runs it).
 
-    Until ``rule.min_verdicts`` human verdicts are known, the batch asks only that many of the
-    needed pairs, drawn at random (:func:`~crowdprefs.machine.policy.calibration_pairs`), so the
-    rest can be triaged once they are decided."""
-    from crowdprefs.machine.policy import calibration_mask, calibration_pairs, triage
+    A round of the sort (the pairs needed when the last batch was aggregated) first asks
+    ``rule.min_verdicts`` of its pairs drawn at random, in a batch of their own, and remembers
+    that batch (:data:`CALIBRATION_KEY`); once it is aggregated, the rest of the round is
+    triaged against it. A round of at most that many pairs is asked whole, and so is one whose
+    calibration batch was followed by machine verdicts (the round it calibrated is over)."""
+    from crowdprefs.machine.policy import calibration_pairs, triage
 
-    human = _human(project)
+    store = project.store
     keys = pair_keys(needed["query"], needed["x"], needed["y"])
     none = pd.DataFrame(columns=["query", "x", "y", "verdict", "probability", "asked"])
-    if not rule.ready(len(human)):
+    everything = np.ones(len(needed), dtype=bool)
+    if not rule.calibrates(len(needed)):
+        return everything, none
+    last = store.last_batch()
+    latest = None if last is None else int(last["iteration"])
+    calibrated = store.meta(CALIBRATION_KEY)
+    decided = store.machine_verdicts()["iteration"] if store.machine_verdict_count() else []
+    if calibrated is None or int(calibrated) != latest or any(i > latest for i in decided):
         asked = np.zeros(len(needed), dtype=bool)
         asked[calibration_pairs(keys, rule.min_verdicts, project.seed)] = True
+        # the same iteration on a retry of a refused step: nothing else changes
+        store.set_meta(CALIBRATION_KEY, str(1 if latest is None else latest + 1))
         return asked, none
+    human = _human(project)
     z = _normal_scores(project)
     known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
-    human_keys = pair_keys(human["query"], human["x"], human["y"])
-    calibration = calibration_mask(human["iteration"].to_numpy(), human_keys, rule, project.seed)
+    calibration = (human["iteration"] == latest).to_numpy()
     d, s = _differences(z, needed)
     sure = triage(known, calibration, d, s, keys, rule, project.seed)
     if sure.slope[1] < 0:

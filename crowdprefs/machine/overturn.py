@@ -1,14 +1,13 @@
 """Skipping pairs on the machine's verdict (:class:`SkipRule`), and auditing it.
 
 Which pairs the machine decides is chosen by conformal selection with false-discovery-rate
-control (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of every triaged batch is
-asked of humans whatever the machine says (:func:`audit_sample`, counter-based so a pair's
-membership is a pure function of its key and the seed, never of the batch or the other pairs).
-On an audited pair the selection would have left to the machine, the human verdict is the one
-used and the machine verdict it differs from is counted *wrong*: the wrong share of those
-audited pairs estimates that of the skipped ones, with an exact Clopper–Pearson interval
-(Clopper & Pearson 1934, *The use of confidence or fiducial limits illustrated in the case of
-the binomial*, Biometrika 26; :func:`overturn_interval`).
+control (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the selected pairs is
+asked of humans anyway (:func:`audit_sample`, counter-based so a pair's membership is a pure
+function of its key and the seed, never of the batch or the other pairs). On an audited pair
+the human verdict is the one used, and the machine verdict it differs from is counted *wrong*:
+the wrong share of the audited pairs estimates that of the skipped ones, with an exact
+Clopper–Pearson interval (Clopper & Pearson 1934, *The use of confidence or fiducial limits
+illustrated in the case of the binomial*, Biometrika 26; :func:`overturn_interval`).
 """
 
 from __future__ import annotations
@@ -69,11 +68,11 @@ class SkipRule:
     ``max_wrong``: α, the level of the false-discovery-rate control of
     :func:`crowdprefs.machine.conformal.select`: the expected share of machine verdicts that
     differ from the verdict the human design would give is at most α.
-    ``audit_share``: a random share of every triaged batch asked of humans whatever the
-    machine says (the audit sample: the calibration of later batches, and an independent
-    check of the machine verdicts among them). ``min_verdicts``: human verdicts, all asked at
-    random, before the first triage. ``level``: of the audit's Clopper–Pearson interval and the
-    slope's interval.
+    ``min_verdicts``: the calibration pairs each round of the sort asks first, at random,
+    before the rest of the round is triaged (a round of at most this many pairs is asked
+    whole). ``audit_share``: the share of the selected pairs asked anyway (the audit sample: an
+    independent check of the machine verdicts). ``level``: of the audit's Clopper–Pearson
+    interval and the slope's interval.
     """
 
     max_wrong: float = 0.05
@@ -84,9 +83,10 @@ class SkipRule:
     def __post_init__(self) -> None:
         check_values("prior", self)  # the ranges of crowdprefs.toml's [prior] keys
 
-    def ready(self, verdicts_known: int) -> bool:
-        """Whether enough human verdicts are known to calibrate and triage."""
-        return verdicts_known >= self.min_verdicts
+    def calibrates(self, pairs: int) -> bool:
+        """Whether a round of ``pairs`` needed pairs is calibrated and triaged (more pairs
+        than the calibration asks), rather than asked whole."""
+        return pairs > self.min_verdicts
 
     def interval(self, wrong: int, audited: int) -> tuple[float, float, float]:
         """The audit's share of wrong machine verdicts and its interval at ``level``

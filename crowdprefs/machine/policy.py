@@ -69,45 +69,31 @@ CALIBRATION_STREAM = 0xCA11B
 
 
 def calibration_pairs(keys: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """The positions of the ``count`` pairs asked first while the verdict link is not yet
-    calibrated: those with the smallest counter-based draws of (``seed``, their ``keys``), so
-    the choice is random but replayable. Asking them in a batch of their own lets the rest of
-    the batch (the first batch of a campaign: the widest comparisons) be triaged."""
+    """The positions of the ``count`` pairs of a round of the sort asked first, in a batch of
+    their own: those with the smallest counter-based draws of (``seed``, their ``keys``), so
+    the choice is random but replayable. Their human verdicts calibrate the triage of the rest
+    of the round (:func:`triage`), which they are exchangeable with."""
     draws = counter_uniform(seed, CALIBRATION_STREAM, np.asarray(keys))
     return np.sort(np.argsort(draws, kind="stable")[:count])
 
 
 @dataclass(frozen=True)
 class Triage:
-    """Per pair of a batch: ``skip`` (decided by the machine), ``audit`` (drawn for the audit
-    sample: asked whatever the machine says), ``selected`` (chosen by the conformal selection;
-    ``selected & audit``: the machine verdicts the audit checks), and the machine's
-    ``verdict`` (+1, 0, −1) with its ``probability`` under the verdict link.
-    ``calibration``: (calibration pairs, wrong machine verdicts among them)."""
+    """Per pair of a batch: ``selected`` (chosen by the conformal selection), ``skip``
+    (selected and decided by the machine), ``audit`` (selected, but asked anyway: the audit
+    sample, whose human verdicts check the machine's), and the machine's ``verdict`` (+1, 0,
+    −1) with its ``probability`` under the verdict link. ``calibration``: (calibration pairs,
+    wrong machine verdicts among them)."""
 
+    selected: np.ndarray
     skip: np.ndarray
     audit: np.ndarray
-    selected: np.ndarray
     verdict: np.ndarray
     probability: np.ndarray
     calibration: tuple[int, int] = (0, 0)
     slope: tuple[float, float] = (np.nan, np.nan)
     """The interval of the link's slope: below 0, the model ranks against the human verdicts
     (e.g. distances given as scores) and decides nothing."""
-
-
-def calibration_mask(
-    iteration: np.ndarray, keys: np.ndarray, rule: SkipRule, seed: int
-) -> np.ndarray:
-    """Which human-decided pairs (their batch ``iteration`` and ``keys``) calibrate the
-    selection: those of batches built while fewer than ``rule.min_verdicts`` human verdicts
-    were known (every pair asked, whatever the machine), and the audit sample of later ones.
-    Both are random draws of their batch's pairs, never chosen by the machine's confidence."""
-    iteration = np.asarray(iteration, dtype=np.int64)
-    batches, count = np.unique(iteration, return_counts=True)
-    before = np.r_[0, np.cumsum(count)[:-1]]  # human verdicts known when each batch was built
-    early = np.isin(iteration, batches[before < rule.min_verdicts])
-    return early | audit_sample(np.asarray(keys), rule.audit_share, seed)
 
 
 def triage(
@@ -121,35 +107,37 @@ def triage(
 ) -> Triage:
     """Which pairs of a batch (differences ``d``, sides ``s``, ``keys``: one integer per pair
     for :func:`~crowdprefs.machine.overturn.audit_sample`) the machine decides, given the human
-    verdicts ``known`` so far (differences, sides, verdicts) and which of them are
-    ``calibration`` pairs (:func:`calibration_mask`).
+    verdicts ``known`` so far (differences, sides, verdicts) and which of them are the
+    ``calibration`` pairs: a random draw of the same round of the sort as the batch, asked
+    first (:func:`calibration_pairs`), so the two are exchangeable.
 
-    The verdict link is fitted on ``known`` (:func:`verdict_link`); its most probable verdict
-    is the machine's and 1 − its probability the uncertainty. The conformal p-values of the
+    The verdict link is fitted on the ``known`` verdicts other than the calibration pairs
+    (:func:`verdict_link`; split conformal: the uncertainty must not have seen the calibration
+    verdicts, or it flatters them); its most probable verdict is the machine's and 1 − its
+    probability the uncertainty. The conformal p-values of the
     batch's pairs against the calibration pairs go through Benjamini–Hochberg at
     ``rule.max_wrong`` (:mod:`crowdprefs.machine.conformal`); the selected pairs outside the
-    audit sample are skipped. Nothing is triaged before ``rule.min_verdicts`` verdicts are
-    known, nor selected while the slope's interval lies below 0 (a model ranking against the
-    humans: the link would learn to read it backwards, but a model that contradicts its own
-    researcher is more likely a sign error, and decides nothing)."""
+    audit sample are skipped. Nothing is selected with fewer than ``rule.min_verdicts``
+    calibration pairs, nor while the slope's interval lies below 0 (a model ranking against
+    the humans: the link would learn to read it backwards, but a model that contradicts its
+    own researcher is more likely a sign error, and decides nothing)."""
     from crowdprefs.machine.conformal import p_values, select
 
     n = len(d)
+    calibration = np.asarray(calibration, dtype=bool)
     empty = np.zeros(n, dtype=bool)
-    if not rule.ready(len(known[2])):
+    if calibration.sum() < rule.min_verdicts:
         return Triage(empty, empty, empty, np.zeros(n, np.int8), np.zeros(n))
-    link = verdict_link(*known)
+    link = verdict_link(*(np.asarray(column)[~calibration] for column in known))
     slope = link.slope_interval(rule.level)
     probabilities = link.probabilities(d, s)
     verdict = (1 - probabilities.argmax(axis=1)).astype(np.int8)
     top = probabilities.max(axis=1)
-    audit = audit_sample(keys, rule.audit_share, seed)
-    calibration = np.asarray(calibration, dtype=bool)
     fitted = link.probabilities(known[0][calibration], known[1][calibration])
     wrong = (1 - fitted.argmax(axis=1)) != np.asarray(known[2])[calibration]
     selected = empty
     if slope[1] >= 0:
-        p = p_values(1 - top, 1 - fitted.max(axis=1), wrong)
-        selected = select(p, rule.max_wrong)
+        selected = select(p_values(1 - top, 1 - fitted.max(axis=1), wrong), rule.max_wrong)
+    audit = selected & audit_sample(keys, rule.audit_share, seed)
     record = (int(calibration.sum()), int(wrong.sum()))
-    return Triage(selected & ~audit, audit, selected, verdict, top, record, slope)
+    return Triage(selected, selected & ~audit, audit, verdict, top, record, slope)

@@ -489,10 +489,11 @@ class _Machine:
     def __init__(self, collection: Collection, design: Design, score: np.ndarray, seed: int):
         self.z = normal_scores(collection.query, score)
         self.policy, self.bias, self.seed = design.machine, design.prior.position_bias, seed
-        # d, s, verdict, answer counts and whether it calibrates the selection, per pair
-        self.parts: list[tuple[np.ndarray, ...]] = []
+        self.parts: list[tuple[np.ndarray, ...]] = []  # d, s, verdict, answer counts per pair
         self.audited = self.overturned = self.skipped = self.wrong = self.flips = 0
         self.calibrations = 0
+        self.pending = False  # the next batch asked is a round's calibration
+        self.current: np.ndarray | None = None  # positions of the round's calibration pairs
         self.answer_link: Link | None = None
 
     def shown(self, x: np.ndarray, y: np.ndarray, a_is_x: np.ndarray):
@@ -502,37 +503,34 @@ class _Machine:
         return self.z[x] - self.z[y] + self.bias * side, side
 
     def triage(self, x, y, a_is_x, key) -> Triage | None:
-        """:func:`~crowdprefs.machine.policy.triage` of a batch with the human verdicts so far
-        (``None`` without skipping, or while too few verdicts are known: all are asked)."""
+        """:func:`~crowdprefs.machine.policy.triage` of the rest of a round with the human
+        verdicts so far and the round's calibration pairs (``None`` without skipping, or for
+        a batch that is asked whole: a calibration batch, or a round too small to triage)."""
         rule = self.policy.skip
-        known = self.known()
-        if rule is None or not rule.ready(len(known[2])):
+        if rule is None or self.current is None:
             return None
+        known = self.known()
+        calibration = np.zeros(len(known[2]), dtype=bool)
+        calibration[self.current] = True
         d, side = self.shown(x, y, a_is_x)
-        return triage(known[:3], known[4], d, side, key, rule, self.seed)
+        return triage(known[:3], calibration, d, side, key, rule, self.seed)
 
     def known(self) -> tuple[np.ndarray, ...]:
-        """Differences, sides, verdicts, answer counts and calibration flags of the pairs
-        humans decided."""
+        """Differences, sides, verdicts and answer counts of the pairs humans decided."""
         if not self.parts:
-            return (
-                np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros((0, 3), np.int64),
-                np.zeros(0, bool),
-            )  # fmt: skip
+            return np.zeros(0), np.zeros(0), np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
         return tuple(np.concatenate(column) for column in zip(*self.parts, strict=True))
 
     def calibration(self, key: np.ndarray) -> np.ndarray | None:
-        """While too few human verdicts calibrate the verdict link, the pairs of the batch asked
-        first, in a batch of their own (:func:`~crowdprefs.machine.policy.calibration_pairs`);
-        ``None`` once calibrated (or without skipping)."""
+        """The calibration pairs of a round of the sort, asked first in a batch of their own
+        (:func:`~crowdprefs.machine.policy.calibration_pairs`); ``None`` without skipping or
+        for a round asked whole (:meth:`~crowdprefs.machine.overturn.SkipRule.calibrates`)."""
         rule = self.policy.skip
-        if rule is None or rule.ready(sum(len(p[0]) for p in self.parts)):
-            return None
-        first = calibration_pairs(key, rule.min_verdicts, self.seed)
-        if len(first) == len(key):
+        if rule is None or not rule.calibrates(len(key)):
             return None
         self.calibrations += 1
-        return first
+        self.pending = True
+        return calibration_pairs(key, rule.min_verdicts, self.seed)
 
     def pseudo(self, x, y, a_is_x) -> np.ndarray | None:
         """Pseudo-answers (more, equal, less) of the pairs for the stopping rule (``None``
@@ -544,18 +542,20 @@ class _Machine:
 
     def learn(self, x, y, a_is_x, verdict, counts, sure: Triage | None, asked) -> None:
         """Human-decided pairs (``asked`` of the batch ``sure`` triaged, ``None``: not
-        triaged): their verdicts and answers calibrate the links; the random ones (all of an
-        untriaged batch, the audit sample of a triaged one) the selection; the audited machine
-        verdicts count for the audit's wrong share."""
+        triaged): their verdicts and answers calibrate the links; a calibration batch's the
+        triage of the rest of its round; the audited machine verdicts count for the audit's
+        wrong share."""
         d, side = self.shown(x, y, a_is_x)
-        random = np.ones(len(d), bool) if sure is None else sure.audit[asked]
-        self.parts.append((d, side, np.asarray(verdict), counts, random))
+        start = sum(len(p[0]) for p in self.parts)
+        self.parts.append((d, side, np.asarray(verdict), counts))
+        self.current = np.arange(start, start + len(d)) if self.pending else None
+        self.pending = False
         if sure is not None:
-            checked = (sure.selected & sure.audit)[asked]
+            checked = sure.audit[asked]
             self.audited += int(checked.sum())
             self.overturned += int((checked & (sure.verdict[asked] != verdict)).sum())
         if self.policy.weight > 0:
-            all_d, all_s, _, all_counts, _ = self.known()
+            all_d, all_s, _, all_counts = self.known()
             self.answer_link = Link.fit(all_d, all_s, all_counts)
 
     def summary(self) -> dict[str, float]:

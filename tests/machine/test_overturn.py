@@ -58,7 +58,7 @@ def test_clopper_pearson_covers_at_least_its_level(audited: int) -> None:
 
 def test_skip_rule() -> None:
     rule = SkipRule(max_wrong=0.1, audit_share=0.2)
-    assert not rule.ready(29) and rule.ready(30)
+    assert not rule.calibrates(30) and rule.calibrates(31)
     assert rule.interval(5, 50) == overturn_interval(5, 50, 0.95)
 
 

@@ -23,8 +23,8 @@ from crowdprefs.crowds import get_crowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists
-from crowdprefs.machine.overturn import SkipRule, audit_sample
-from crowdprefs.machine.policy import PriorPolicy, calibration_mask, calibration_pairs, triage
+from crowdprefs.machine.overturn import SkipRule
+from crowdprefs.machine.policy import PriorPolicy, calibration_pairs, triage
 from crowdprefs.machine.simulated import SimulatedPrior
 from crowdprefs.quality.planning import Design, simulate_designs
 
@@ -69,37 +69,40 @@ def test_a_good_prior_decides_pairs_and_saves_answers_a_useless_one_far_fewer(de
 
 
 def test_triage_selects_what_the_calibration_shows_safe():
-    """No triage before ``min_verdicts`` human verdicts; a model always right has most pairs
-    selected, less the audit sample; the same model against unrelated verdicts, or read
-    backwards (slope below 0), has none."""
+    """Nothing selected on fewer than ``min_verdicts`` calibration pairs; a model always right
+    has most pairs selected, a share of them audited (asked anyway); the same model against
+    unrelated verdicts, or read backwards (slope below 0), has none; the link never sees the
+    calibration verdicts (split conformal: with only those known, it stays the prior)."""
     rule = SkipRule(max_wrong=0.1, audit_share=0.2, min_verdicts=30)
     rng = np.random.default_rng(1)
     d = rng.normal(0, 1.5, 400)
     verdict = np.sign(d).astype(int)  # a model that is always right
-    keys = np.arange(400)
-    calibration = np.ones(400, bool)
-    few = triage((d[:10], np.ones(10), verdict[:10]), calibration[:10], d, 1, keys, rule, 3)
-    assert not few.skip.any() and not few.audit.any()
-    sure = triage((d, np.ones(400), verdict), calibration, d, np.ones(400), keys, rule, 3)
-    assert sure.skip.sum() > 200 and (sure.selected & sure.audit).sum() > 10
-    assert not (sure.skip & sure.audit).any()
+    keys, ones = np.arange(400), np.ones(400)
+    calibration = np.arange(400) < 100
+
+    def run(verdicts, mask=calibration, known=400):
+        return triage((d[:known], ones[:known], verdicts[:known]), mask[:known], d, ones, keys,
+                      rule, 3)  # fmt: skip
+
+    few = run(verdict, np.arange(400) < 20)
+    assert not few.selected.any()
+    only_calibration = run(verdict, np.ones(400, bool))
+    assert not only_calibration.selected.any()  # the link saw no verdict: all equally unsure
+    sure = run(verdict)
+    assert sure.skip.sum() > 200 and sure.audit.sum() > 10
+    assert not (sure.skip & sure.audit).any() and ((sure.skip | sure.audit) == sure.selected).all()
     assert (sure.verdict[sure.skip] != verdict[sure.skip]).mean() <= 0.1
-    assert sure.calibration[0] == 400 and sure.calibration[1] < 20
+    assert sure.calibration[0] == 100 and sure.calibration[1] < 10
     wrong = rng.permutation(verdict)  # the same model against unrelated verdicts
-    gated = triage((d, np.ones(400), wrong), calibration, d, np.ones(400), keys, rule, 3)
-    assert not gated.selected.any() and gated.calibration[1] > 100
-    reversed_ = triage((d, np.ones(400), -verdict), calibration, d, np.ones(400), keys, rule, 3)
-    assert not reversed_.skip.any() and reversed_.slope[1] < 0  # learnt, but never trusted
+    gated = run(wrong)
+    assert not gated.selected.any() and gated.calibration[1] > 30
+    reversed_ = run(-verdict)
+    assert not reversed_.selected.any() and reversed_.slope[1] < 0  # learnt, but never trusted
 
 
-def test_the_calibration_is_every_early_batch_and_the_audit_sample_of_later_ones():
-    rule = SkipRule(audit_share=0.25, min_verdicts=30)
-    iteration = np.repeat([1, 2, 3, 4], [20, 20, 100, 100])  # 20, 40, 140 known before 2, 3, 4
-    keys = np.arange(240)
-    mask = calibration_mask(iteration, keys, rule, 9)
-    assert mask[:40].all()  # batches 1 and 2 were built with 0 and 20 verdicts known
-    drawn = audit_sample(keys, 0.25, 9)
-    assert (mask[40:] == drawn[40:]).all() and 10 < drawn[40:].sum() < 90
+def test_a_round_is_calibrated_only_when_it_has_more_pairs_than_the_calibration():
+    rule = SkipRule(min_verdicts=30)
+    assert not rule.calibrates(30) and rule.calibrates(31)
 
 
 def test_calibration_pairs_are_a_replayable_random_draw():
@@ -134,10 +137,10 @@ def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_
     tmp_path, engine
 ):
     """A campaign made and run through the console script, on SQLite and PostgreSQL, with a
-    good prior and ``[prior] skip``: the first batch is the calibration sample, later batches
-    leave the sure pairs to the machine (less the audit), the lists close, and each list is the
-    replay of its human and machine verdicts with the prior's pivots; status and export report
-    the audit."""
+    good prior and ``[prior] skip``: each round of the sort asks its calibration pairs first
+    (the first batch), the rest of the round leaves the selected pairs to the machine (less the
+    audit), the lists close, and each list is the replay of its human and machine verdicts with
+    the prior's pivots; status, export and audit report the machine's part."""
     create_demo_project(tmp_path / "probe").close()
     scores = _truth_scores(tmp_path / "probe")
     scores.to_csv(tmp_path / "scores.csv", index=False)
@@ -159,6 +162,8 @@ def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_
         store = project.store
         assert len(store.pairs(1)) == 20  # the calibration batch
         machine = store.machine_verdicts()
+        for iteration in set(machine["iteration"]):  # each triage follows its calibration
+            assert (store.pairs(iteration - 1)["kind"] == "sort").sum() == 20
         skipped = machine[machine["asked"] == 0]
         assert len(skipped) > 20
         asked = store.pairs(columns=("query", "x", "y"))
@@ -273,19 +278,19 @@ def test_plan_says_when_no_campaign_left_a_pair_to_the_prior(tmp_path):
 
 
 def test_plan_says_when_the_collection_cannot_realise_the_correlation_asked(tmp_path):
-    """Queries of 2 candidates in 2 true groups: every Spearman correlation is ±1, so r = 0.5
-    is realised as about 0.7 and plan says so."""
-    rows = [(f"q{q}", f"d{q}_{d}", d + 1) for q in range(10) for d in range(2)]
+    """Queries of 3 candidates, two of them tied in the truth: no score reaches a Spearman
+    correlation above √3/2 ≈ 0.87 with it, so r = 0.95 cannot be realised and plan says so."""
+    rows = [(f"q{q}", f"d{q}_{d}", 1 + d // 2) for q in range(10) for d in range(3)]
     pd.DataFrame(rows, columns=["query", "document", "g"])[["query", "document"]].to_csv(
         tmp_path / "candidates.csv", index=False
     )
     (tmp_path / "truth.qrel").write_text("".join(f"truth {q} {d} {g}\n" for q, d, g in rows))
     result = crowdprefs(
         "plan", "--candidates", tmp_path / "candidates.csv", "--truth", tmp_path / "truth.qrel",
-        "--prior-correlation", "0.5", "--campaigns", "40",
+        "--prior-correlation", "0.95", "--campaigns", "10",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert "(not the +0.50 asked: the collection's queries" in result.stdout
+    assert "(not the +0.95 asked: the collection's queries" in result.stdout
 
 
 @pytest.mark.parametrize(
