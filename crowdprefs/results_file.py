@@ -402,9 +402,6 @@ def read_results(
         check_names(values, source, getattr(columns, field), lambda i: f"row {i + 1}")
     same = doc_a == doc_b
     _first(same, source, "variations A and B are both {value}", doc_a)
-    # only an attention check shows the query itself as a variation
-    itself = ((query == doc_a) | (query == doc_b)) & (text("check") == "")
-    _first(itself, source, "the query {value} is also shown as a variation", query)
     _one_pair_per_hit(text("hit"), query, doc_a, doc_b, source, columns)
 
     values = {columns.a_value: "A", columns.b_value: "B", columns.equal_value: "equal", "": ""}

@@ -52,13 +52,19 @@ class CheckSettings:
 
 
 def plan_checks(
-    project: Project, iteration: int, queries: list[str], states: Mapping[str, SortState]
+    project: Project,
+    iteration: int,
+    queries: list[str],
+    states: Mapping[str, SortState],
+    asked: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[tuple[str, str]]:
     """``(query, candidate)`` for the batch's checks, seeded by the project and iteration.
 
     ``queries`` lists the batch's sorting pairs' queries (one entry per pair, in asking order),
     so checks go to queries in proportion to their share of the batch; each candidate is drawn
     from the query's least similar group known so far (``states``: each query's sort state).
+    A query may be one of its own candidates: a check never pairs it with itself, nor with a
+    candidate ``asked`` already pairs with it as a sorting pair (``(query, candidate)``).
     """
     count = CheckSettings.from_project(project).count(len(queries))
     if count == 0:
@@ -68,8 +74,9 @@ def plan_checks(
     planned: list[tuple[str, str]] = []
     for query in chosen:
         groups = states[query].groups()
-        pool = [doc for group in reversed(groups) for doc in group if (query, doc) not in planned]
-        last = [doc for doc in groups[-1] if (query, doc) not in planned] if groups else []
+        taken = {query, *(doc for q, doc in (*planned, *asked) if q == query)}
+        pool = [doc for group in reversed(groups) for doc in group if doc not in taken]
+        last = [doc for doc in groups[-1] if doc not in taken] if groups else []
         options = last or pool
         if options:
             planned.append((query, str(options[int(rng.integers(len(options)))])))
@@ -84,7 +91,10 @@ def add_checks(
     shuffled position; the pairs unchanged when the batch gets no checks.
     """
     ordered = pairs.sort_values("position", kind="stable")
-    planned = plan_checks(project, iteration, ordered["query"].tolist(), states)
+    query, x, y = (ordered[c].to_numpy() for c in ("query", "x", "y"))
+    itself = (x == query) | (y == query)  # sorting pairs of a query among its own candidates
+    asked = frozenset(zip(query[itself], np.where(x == query, y, x)[itself], strict=True))
+    planned = plan_checks(project, iteration, query.tolist(), states, asked)
     if not planned:
         return pairs
     rng = np.random.default_rng([project.seed, iteration, 0xC4ED])

@@ -129,11 +129,6 @@ def read_candidates(path: Path) -> pd.DataFrame:
     for column in ("query", "document"):
         check_names(frame[column], path, column, lambda i: f"line {i + 2}")
     check_audio_urls(frame, path)
-    itself = frame["query"] == frame["document"]
-    if itself.any():
-        line = int(itself.to_numpy().argmax()) + 2
-        query = frame["query"][itself].iloc[0]
-        raise InputError(f"{path}:{line}: query {query!r} is listed as its own candidate")
     duplicated = frame.duplicated(["query", "document"])
     if duplicated.any():
         row = frame[duplicated].iloc[0]

@@ -281,12 +281,14 @@ def latent_of(
     similarity: dict[tuple[str, str], float], pairs: pd.DataFrame
 ) -> tuple[np.ndarray, np.ndarray]:
     """``s_x`` and ``s_y`` of each pair, NaN where the truth has none; an ``x`` equal to its
-    query (an attention check) is more similar than any candidate."""
+    query that the truth does not group (an attention check) is more similar than any candidate
+    (a query that is one of its own candidates keeps its group)."""
     query = pairs["query"].tolist()
     keys = (zip(query, pairs[column].tolist(), strict=True) for column in ("x", "y"))
     sx, sy = (np.array([similarity.get(key, np.nan) for key in k], dtype=float) for k in keys)
     top = np.nanmax(list(similarity.values())) if similarity else 0.0
-    return np.where(pairs["x"].to_numpy() == pairs["query"].to_numpy(), top + 3.0, sx), sy
+    check = (pairs["x"].to_numpy() == pairs["query"].to_numpy()) & np.isnan(sx)
+    return np.where(check, top + 3.0, sx), sy
 
 
 def answer_chunks(

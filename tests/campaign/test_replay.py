@@ -324,3 +324,74 @@ def test_a_bradley_terry_project_is_replayed_with_the_same_rule_through_the_cli(
     pd.testing.assert_frame_equal(sort_lists(read_lists(output)), sort_lists(expected))
     code, _, err = cli(*args, "--rule", "bradley-terry", "--ties", "equal")
     assert code != 0 and "'equal' is not one of davidson, rao-kupper" in err
+
+
+# ------------------------------------------------------------------ the query among its candidates
+
+
+def test_a_query_among_its_own_candidates_is_an_ordinary_candidate_in_every_command(tmp_path):
+    """The 2010 campaign lists every query as one of its own candidates: init, run (with
+    attention checks, which never pair the query with itself), export in every format, replay,
+    audit, crowd-model fit, plan and import-answers take it; a pair of one document is refused."""
+    from console_script import crowdprefs
+
+    candidates = tmp_path / "candidates.csv"
+    candidates.write_text("query,document\nq,q\nq,a\nq,b\nq,c\nq,d\nq,e\nr,r\nr,a\nr,b\nr,c\n")
+    project = tmp_path / "p"
+    ran = crowdprefs("init", project, "--candidates", candidates, "--answers-per-pair", "5")
+    assert ran.returncode == 0, ran.stderr
+    with open(project / "crowdprefs.toml", "a") as config:
+        config.write("\n[checks]\nshare = 0.5\n")
+    ran = crowdprefs("run", project)
+    assert ran.returncode == 0 and "2/2 lists closed" in ran.stdout, ran.stderr
+    with Project(project) as opened:
+        pairs = opened.store.pairs()
+    assert not (pairs["x"] == pairs["y"]).any()
+    sort = pairs[pairs["kind"] == "sort"]
+    assert ((sort["x"] == sort["query"]) | (sort["y"] == sort["query"])).any()  # sorted as any
+    assert (pairs["kind"] == "check").any()
+    outputs = {}
+    for fmt in ("qrels", "preference-qrels", "long", "results", "crowdkit", "choix"):
+        outputs[fmt] = tmp_path / f"out.{fmt}"
+        one = ("--query", "q") if fmt in ("crowdkit", "choix") else ()
+        ran = crowdprefs("export", project, "--format", fmt, *one, "-o", outputs[fmt])
+        assert ran.returncode == 0, (fmt, ran.stderr)
+    lists = read_lists(outputs["qrels"])
+    assert set(zip(lists["query"], lists["document"], strict=True)) >= {("q", "q"), ("r", "r")}
+    assert "q" in json.loads(outputs["choix"].read_text())["items"]
+
+    replayed = tmp_path / "replayed.qrel"
+    ran = crowdprefs("replay", outputs["results"], "--batch-gap", "0", "-o", replayed)
+    assert ran.returncode == 0, ran.stderr
+    pd.testing.assert_frame_equal(sort_lists(read_lists(replayed)), sort_lists(lists))
+    for args in (
+        ("audit", "--answers", outputs["results"]),
+        ("audit", "--answers", outputs["long"], "--format", "long"),
+        ("crowd-model", "fit", outputs["results"], "--lists", outputs["qrels"], "-o",
+         tmp_path / "crowd.toml"),
+        ("plan", "--candidates", candidates, "--truth", outputs["qrels"], "--campaigns", "2",
+         "--answers-per-pair", "5"),
+    ):  # fmt: skip
+        ran = crowdprefs(*args)
+        assert ran.returncode == 0, (args, ran.stderr)
+
+    other = tmp_path / "other"
+    assert crowdprefs("init", other, "--candidates", candidates).returncode == 0
+    assert crowdprefs("next", other).returncode == 0
+    asked = tmp_path / "asked.csv"
+    assert crowdprefs("export", other, "--format", "pairs", "-o", asked).returncode == 0
+    questions = pd.read_csv(asked)
+    assert ((questions["left"] == questions["query"]) | (questions["right"] == "q")).any()
+    answers = questions.loc[questions.index.repeat(10)].assign(
+        worker=[f"W{k}" for k in range(10)] * len(questions), label="left"
+    )
+    answers[["worker", "query", "left", "right", "label"]].to_csv(tmp_path / "a.csv", index=False)
+    ran = crowdprefs("import-answers", other, tmp_path / "a.csv", "--format", "long")
+    assert ran.returncode == 0, ran.stderr
+
+    for text, says in [  # one document on both sides stays refused
+        ("worker,query,left,right,label\nW1,q,a,a,left\n", "left and right are the same item"),
+    ]:
+        (tmp_path / "same.csv").write_text(text)
+        ran = crowdprefs("audit", "--answers", tmp_path / "same.csv", "--format", "long")
+        assert ran.returncode != 0 and says in ran.stderr and "Traceback" not in ran.stderr

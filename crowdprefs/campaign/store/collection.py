@@ -167,17 +167,17 @@ class Collection(StoreBase):
             return sorted(paths)
 
     def pair_audio(self, query: str, x: str, y: str) -> tuple[str | None, str | None, str | None]:
-        """The stored clips ``(query, x, y)`` of a pair (``x`` equal to the query, an attention
-        check, is the query's own clip); ``None`` where a clip is unknown."""
+        """The stored clips ``(query, x, y)`` of a pair (a side equal to the query without a
+        candidate's clip of its own, as in an attention check, is the query's clip); ``None``
+        where a clip is unknown."""
         q, c = tables.queries.c, tables.candidates.c
         document = select(c.audio).where(c.query == query, c.document == bindparam("document"))
         with self.read() as conn:
             query_audio = conn.execute(select(q.audio).where(q.query == query)).scalar()
 
             def audio(name: str) -> str | None:
-                if name == query:
-                    return query_audio
-                return conn.execute(document, {"document": name}).scalar()
+                own = conn.execute(document, {"document": name}).scalar()
+                return query_audio if own is None and name == query else own
 
             return query_audio, audio(x), audio(y)
 

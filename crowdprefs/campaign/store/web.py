@@ -233,8 +233,8 @@ def _session_statement(question: bool) -> tuple[Select, list[str]]:
         func.coalesce(cx.c.seconds, case((x_is_query, q.c.seconds))).label("pair_x_seconds"),
         cy.c.seconds.label("pair_y_seconds"),
         q.c.audio.label("pair_query_audio"),
-        case((x_is_query, q.c.audio), else_=cx.c.audio).label("pair_x_audio"),
-        case((y_is_query, q.c.audio), else_=cy.c.audio).label("pair_y_audio"),
+        func.coalesce(cx.c.audio, case((x_is_query, q.c.audio))).label("pair_x_audio"),
+        func.coalesce(cy.c.audio, case((y_is_query, q.c.audio))).label("pair_y_audio"),
         select(func.count())
         .where(done.c.judge_id == _judges.c.judge_id, done.c.status == "submitted")
         .correlate(_judges)
