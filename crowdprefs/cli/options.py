@@ -35,7 +35,7 @@ CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
 #: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``
-MAX_WRONG = 0.05
+MAX_WRONG = 0.1
 AUDIT_SHARE = 0.1
 #: ``crowdprefs.results_file.Columns`` (field → default) and ``COLUMN_OPTIONS`` (field →
 #: option), with each option's help

@@ -75,7 +75,7 @@ class SkipRule:
     interval and the slope's interval.
     """
 
-    max_wrong: float = 0.05
+    max_wrong: float = 0.1
     audit_share: float = 0.1
     min_verdicts: int = 30
     level: float = 0.95
