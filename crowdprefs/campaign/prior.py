@@ -217,7 +217,8 @@ LOSS_REPLICATES = 40
 
 
 def machine_audit(project: Project) -> dict | None:
-    """What the machine decided and how its audit stands (``None`` without machine verdicts):
+    """What the machine decided and how its audit stands (``None`` without machine verdicts
+    nor ``[prior] skip``):
     pairs ``skipped``, the level ``max_wrong``, the audited machine verdicts (``audited``) and
     the ``wrong`` ones among them, their share with its interval
     (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
@@ -230,8 +231,13 @@ def machine_audit(project: Project) -> dict | None:
     from crowdprefs.machine.policy import PriorPolicy
 
     store = project.store
-    if not store.machine_verdict_count():
-        return None
+    if not store.machine_verdict_count():  # no pandas: status of a project without one is quick
+        if not project.section("prior").get("skip", False):
+            return None
+        policy = PriorPolicy.from_section(project.section("prior"))
+        return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
+                "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,
+                "adr_loss": 0.0}  # fmt: skip
     verdicts = store.machine_verdicts()
     rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()
     audited = verdicts[(verdicts["asked"] == 1) & verdicts["human"].notna()]
@@ -277,7 +283,7 @@ def audit_line(summary: dict) -> str:
         )
     else:
         line += "; no audited machine verdict decided yet"
-    if summary["adr_loss"] == summary["adr_loss"]:  # no closed list: nothing to replay
+    if summary["skipped"] and summary["adr_loss"] == summary["adr_loss"]:  # NaN: no list yet
         basis = "audited flips" if summary["audited"] else f"flips at {summary['max_wrong']:g}"
         line += f"; expected ADR loss {summary['adr_loss']:.4f} (lists replayed with {basis})"
     return line
