@@ -225,10 +225,19 @@ def main() -> None:
     if args.tune:
         model, truth, where = crowd_and_truth("fitted")
         print(f"tuning on the crowd {where}; {args.campaigns} campaigns on seed 7")
+        tuned = {}
         for alpha in TUNING_LEVELS:
             frame = simulate_designs(truth, designs(alpha), model, args.campaigns, 7, runner=runner)
-            print_crowd(f"max_wrong {alpha:g}", where, figures_of(frame, alpha))
+            figures = figures_of(frame, alpha)
+            print_crowd(f"max_wrong {alpha:g}", where, figures)
+            tuned |= {
+                f"a{round(alpha * 100):03d}_{key}_{name}": value
+                for key in PRIORS
+                for name, value in figures[key].items()
+            }
         print(f"simulated in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        if args.json:
+            print(json.dumps({k: (None if v != v else v) for k, v in tuned.items()}))
         return
     flat = {}
     for name, (model, truth, where) in crowds(args.crowds).items():
