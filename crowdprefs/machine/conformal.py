@@ -7,12 +7,13 @@ human one; each has an uncertainty u (here 1 − the verdict link's probability 
 and is *wrong* when the two verdicts differ. For a candidate j, the hypothesis "the machine's
 verdict of j is wrong" gets the conformal p-value
 
-    p_j = (1 + #{i ≤ n : wrong_i and u_i ≤ u_j}) / (n + 1)            (:func:`p_values`)
+    p_j = (1 + #{i ≤ n : wrong_i and u_i ≤ u_j}) / (n + 1)
 
-which is valid (P(p_j ≤ t) ≤ t when j is wrong) when the calibration items and the candidates
-are exchangeable. Benjamini–Hochberg at level α on the candidates' p-values (:func:`select`)
-then keeps the expected share of wrong machine verdicts among those selected (the false
-discovery rate) at most α, whatever the model (the p-values are PRDS: Jin & Candès, Thm. 3).
+(:func:`p_values`), which is valid (P(p_j ≤ t) ≤ t when j is wrong) when the calibration items
+and the candidates are exchangeable. Benjamini–Hochberg at level α on the candidates' p-values
+(:func:`select`) then keeps the expected share of wrong machine verdicts among those selected
+(the false discovery rate) at most α, whatever the model (the p-values are PRDS: Jin & Candès,
+Thm. 3).
 """
 
 from __future__ import annotations
