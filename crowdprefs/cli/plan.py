@@ -359,9 +359,11 @@ standard errors of its mean over the campaigns, when more)."""
 
 def _prior_lines(results, designs: dict) -> list[str]:
     """Per design with a simulated prior: the realised correlation (and a word when it is not
-    the one asked) and, when it skips, the machine's share of wrong verdicts (audited, true)
-    against its level and against the human design's own flip rate, how often the true share
-    stayed within the level and the audit's interval covered it."""
+    the one asked) and, when it skips, the machine's share of wrong verdicts (true: over all
+    campaigns, a campaign without one counting none, as the false discovery rate counts it,
+    and over those that skipped; audited) against its level and the human design's own flip
+    rate, how often the true share stayed within the level and the audit's interval covered
+    it."""
     lines = []
     for name, design in designs.items():
         if design.prior is None:
@@ -387,13 +389,15 @@ def _prior_lines(results, designs: dict) -> list[str]:
                 line += "; no campaign left a pair to the prior"
             else:
                 true = skipped["wrong_true"]
+                share = rows["wrong_true"].fillna(0.0)  # no machine verdict: none wrong
                 audited = skipped[skipped["audited"] > 0]
                 covered = (audited["wrong_low"] <= audited["wrong_true"]) & (
                     audited["wrong_true"] <= audited["wrong_high"]
                 )
                 line += (
-                    f"; wrong machine verdicts: {true.mean():.1%} true, at most max_wrong in "
-                    f"{(true <= skip.max_wrong).mean():.0%} of {len(skipped)} campaigns"
+                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns (what "
+                    f"max_wrong bounds), {true.mean():.1%} in the {len(skipped)} that skipped; "
+                    f"at most max_wrong in {(share <= skip.max_wrong).mean():.0%} of campaigns"
                 )
                 if len(audited):
                     line += (
