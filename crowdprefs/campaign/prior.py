@@ -27,9 +27,6 @@ if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond it
 
 pd = lazy_loader.load("pandas")  # imported on first use
 
-SKIP_STOPPED_KEY = "prior_skip_stopped"
-"""State key set (to the audited count) once the audit stopped skipping for good."""
-
 
 def prior_path(project: Project) -> Path | None:
     """The file ``[prior] scores`` names (relative to the project folder), or ``None``."""
@@ -133,48 +130,58 @@ def _differences(z: pd.Series, pairs: pd.DataFrame) -> tuple[np.ndarray, np.ndar
 
 
 def _human(project: Project) -> pd.DataFrame:
-    """The aggregated sorting pairs: ``query, x, y, a_is_x, verdict`` and their answer
-    counts ``more, equal, less``."""
+    """The aggregated sorting pairs: ``iteration, query, x, y, a_is_x, verdict`` and their
+    answer counts ``more, equal, less``."""
     store = project.store
-    pairs = store.pairs(columns=("pair_id", "query", "x", "y", "a_is_x", "kind", "verdict"))
+    columns = ("pair_id", "iteration", "query", "x", "y", "a_is_x", "kind", "verdict")
+    pairs = store.pairs(columns=columns)
     pairs = pairs[(pairs["kind"] == "sort") & pairs["verdict"].notna()].set_index("pair_id")
     counts = store.answer_counts(None).reindex(pairs.index).fillna(0).astype(np.int64)
     return pairs.join(counts)
+
+
+CALIBRATION_KEY = "prior_calibration_batch"
+"""State key: the iteration of the latest calibration batch (a round's random pairs asked
+first, :func:`~crowdprefs.machine.policy.calibration_pairs`)."""
 
 
 def triage_needed(
     project: Project, rule: SkipRule, needed: pd.DataFrame
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Which of the ``needed`` pairs (``query, x, y, a_is_x``) the next batch asks, and the
-    machine verdicts of the others and of the audited ones (``query, x, y, verdict,
-    probability, asked``) (:func:`crowdprefs.machine.policy.triage`, as the planner runs it).
+    machine verdicts of the selected ones (``query, x, y, verdict, probability, asked``:
+    ``asked`` for the audit sample) (:func:`crowdprefs.machine.policy.triage`, as the planner
+    runs it).
 
-    Until ``rule.min_verdicts`` human verdicts are known, the batch asks only that many of the
-    needed pairs, drawn at random (:func:`~crowdprefs.machine.policy.calibration_pairs`), so the
-    rest can be triaged once they are decided. Once the audit shows the machine worse than
-    allowed (:meth:`~crowdprefs.machine.overturn.SkipRule.stopped`), skipping stops for the
-    rest of the campaign (remembered in the state)."""
+    A round of the sort (the pairs needed when the last batch was aggregated) first asks
+    ``rule.min_verdicts`` of its pairs drawn at random, in a batch of their own, and remembers
+    that batch (:data:`CALIBRATION_KEY`); once it is aggregated, the rest of the round is
+    triaged against it. A round of at most that many pairs is asked whole, and so is one whose
+    calibration batch was followed by machine verdicts (the round it calibrated is over)."""
     from crowdprefs.machine.policy import calibration_pairs, triage
 
-    human = _human(project)
+    store = project.store
     keys = pair_keys(needed["query"], needed["x"], needed["y"])
     none = pd.DataFrame(columns=["query", "x", "y", "verdict", "probability", "asked"])
-    if not rule.ready(len(human)):
+    everything = np.ones(len(needed), dtype=bool)
+    if not rule.calibrates(len(needed)):
+        return everything, none
+    last = store.last_batch()
+    latest = None if last is None else int(last["iteration"])
+    calibrated = store.meta(CALIBRATION_KEY)
+    decided = store.machine_verdicts()["iteration"] if store.machine_verdict_count() else []
+    if calibrated is None or int(calibrated) != latest or any(i > latest for i in decided):
         asked = np.zeros(len(needed), dtype=bool)
         asked[calibration_pairs(keys, rule.min_verdicts, project.seed)] = True
+        # the same iteration on a retry of a refused step: nothing else changes
+        store.set_meta(CALIBRATION_KEY, str(1 if latest is None else latest + 1))
         return asked, none
-    store = project.store
-    stopped = store.meta(SKIP_STOPPED_KEY) is not None
-    audited = store.machine_verdicts()
-    audited = audited[(audited["asked"] == 1) & audited["human"].notna()]
-    overturned = int((audited["verdict"] != audited["human"]).sum())
-    if not stopped and rule.stopped(overturned, len(audited)):
-        store.set_meta(SKIP_STOPPED_KEY, str(len(audited)))
-        stopped = True
+    human = _human(project)
     z = _normal_scores(project)
     known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
+    calibration = (human["iteration"] == latest).to_numpy()
     d, s = _differences(z, needed)
-    sure = triage(known, d, s, keys, rule, project.seed, stopped=stopped)
+    sure = triage(known, calibration, d, s, keys, rule, project.seed)
     if sure.slope[1] < 0:
         from crowdprefs.progress import note
 
@@ -183,7 +190,7 @@ def triage_needed(
             f"{sure.slope[1]:.2f}): it decides no pair; check that a higher score means more "
             "similar (a distance must be negated)"
         )
-    chosen = sure.skip | sure.audit
+    chosen = sure.selected
     machine = needed.loc[chosen, ["query", "x", "y"]].assign(
         verdict=sure.verdict[chosen].astype(int),
         probability=sure.probability[chosen],
@@ -205,42 +212,78 @@ def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.n
     return weight * link.probabilities(d, s)
 
 
+LOSS_REPLICATES = 40
+"""Replays of the lists with audited flips behind :func:`machine_audit`'s ADR loss."""
+
+
 def machine_audit(project: Project) -> dict | None:
-    """What the machine decided and how its audit stands (``None`` without machine verdicts):
-    pairs ``skipped``, ``audited`` and ``overturned``, the overturn share with its interval
-    (:func:`~crowdprefs.machine.overturn.overturn_interval`), and whether skipping
-    ``stopped``."""
+    """What the machine decided and how its audit stands (``None`` without machine verdicts
+    nor ``[prior] skip``):
+    pairs ``skipped``, the level ``max_wrong``, the audited machine verdicts (``audited``) and
+    the ``wrong`` ones among them, their share with its interval
+    (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
+    expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
+    expected_adr_loss`, at the audit's wrong share, or ``max_wrong`` before any audit)."""
+    from crowdprefs.campaign.driver import lists
+    from crowdprefs.campaign.sorting import initial_orders
+    from crowdprefs.machine.loss import expected_adr_loss, flip_shares
     from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
-    if not project.store.machine_verdict_count():
-        return None
-    verdicts = project.store.machine_verdicts()
+    store = project.store
+    if not store.machine_verdict_count():  # no pandas: status of a project without one is quick
+        if not project.section("prior").get("skip", False):
+            return None
+        policy = PriorPolicy.from_section(project.section("prior"))
+        return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
+                "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,
+                "adr_loss": 0.0}  # fmt: skip
+    verdicts = store.machine_verdicts()
     rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()
     audited = verdicts[(verdicts["asked"] == 1) & verdicts["human"].notna()]
-    overturned = int((audited["verdict"] != audited["human"]).sum())
-    estimate, low, high = rule.interval(overturned, len(audited))
+    wrong = int((audited["verdict"] != audited["human"]).sum())
+    estimate, low, high = rule.interval(wrong, len(audited))
+    skipped = verdicts[verdicts["asked"] == 0]
+    share = rule.max_wrong if len(audited) == 0 else estimate
+    flips = flip_shares(audited["verdict"].to_numpy(int), audited["human"].to_numpy(int), share)
+    loss = expected_adr_loss(
+        lists(project),
+        initial_orders(store.candidate_orders(), project.seed),
+        store.verdict_maps(),
+        prior_scores(project),
+        skipped[["query", "x", "y", "verdict"]],
+        flips,
+        LOSS_REPLICATES,
+        project.seed,
+    )
     return {
-        "skipped": int((verdicts["asked"] == 0).sum()),
+        "skipped": len(skipped),
+        "max_wrong": rule.max_wrong,
         "audited": len(audited),
-        "overturned": overturned,
-        "overturn": estimate,
+        "wrong": wrong,
+        "share": estimate,
         "low": low,
         "high": high,
         "level": rule.level,
-        "stopped": project.store.meta(SKIP_STOPPED_KEY) is not None,
+        "adr_loss": loss,
     }
 
 
 def audit_line(summary: dict) -> str:
     """The machine's part of the lists in one line (for status, export and the audit)."""
-    line = f"machine prior: {summary['skipped']} pair(s) decided without humans"
+    line = (
+        f"machine prior: {summary['skipped']} pair(s) decided without humans at max_wrong "
+        f"{summary['max_wrong']:g}"
+    )
     if summary["audited"]:
         line += (
-            f"; audit: {summary['overturned']} of {summary['audited']} overturned by the human "
-            f"verdict, {summary['overturn']:.0%} ({summary['level']:.0%} interval "
+            f"; audit: {summary['wrong']} of {summary['audited']} machine verdicts differ from "
+            f"the human verdict, {summary['share']:.0%} ({summary['level']:.0%} interval "
             f"{summary['low']:.0%}–{summary['high']:.0%})"
         )
     else:
-        line += "; no audited pair decided yet"
-    return line + ("; skipping stopped by the audit" if summary["stopped"] else "")
+        line += "; no audited machine verdict decided yet"
+    if summary["skipped"] and summary["adr_loss"] == summary["adr_loss"]:  # NaN: no list yet
+        basis = "audited flips" if summary["audited"] else f"flips at {summary['max_wrong']:g}"
+        line += f"; expected ADR loss {summary['adr_loss']:.4f} (lists replayed with {basis})"
+    return line

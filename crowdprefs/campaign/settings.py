@@ -157,9 +157,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "prior": {
         "scores": Key("path", names_file=True),
         "skip": Key("bool"),
-        "confidence": Key("float", 0.5, 1, open_high=True),
+        "max_wrong": Key("float", 0, 0.5, open_low=True),
         "audit_share": Key("float", 0, 1, open_low=True),
-        "max_overturn": OPEN_SHARE,
         "min_verdicts": Key("int", 1, 1_000_000),
         "level": OPEN_SHARE,
         "weight": Key("float", 0, 100),
@@ -293,6 +292,13 @@ def _suggestion(name: str, known: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+REMOVED = {
+    ("prior", "confidence"): "[prior] max_wrong now chooses the pairs the machine decides",
+    ("prior", "max_overturn"): "[prior] max_wrong now bounds the share of wrong machine verdicts",
+}
+"""Settings that no longer exist, refused in one line naming what replaced them."""
+
+
 def check_section(name: str, data: Any, source: str | Path) -> None:
     """Check one section's table against its schema; one line naming the first problem.
 
@@ -302,6 +308,8 @@ def check_section(name: str, data: Any, source: str | Path) -> None:
     if not isinstance(data, dict):
         raise InputError(f"{source}: [{name}] must be a table of settings, got {shown(data)}")
     for key, value in data.items():
+        if (name, key) in REMOVED:
+            raise InputError(f"{source}: [{name}] {key} was removed: {REMOVED[name, key]}")
         if key not in keys:
             raise InputError(
                 f"{source}: unknown [{name}] setting {key}{_suggestion(key, list(keys))}"

@@ -34,10 +34,9 @@ CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
-#: ``crowdprefs.machine.overturn.SkipRule``: ``confidence``, ``audit_share``, ``max_overturn``
-SKIP_CONFIDENCE = 0.6
+#: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``
+MAX_WRONG = 0.1
 AUDIT_SHARE = 0.1
-MAX_OVERTURN = 0.4
 #: Ceilings of counts (each named in its option's message): ``crowdprefs.quality.planning.
 #: MAX_CAMPAIGNS`` (simulated campaigns and bootstrap replicates), ``crowdprefs.quality.
 #: stability.MAX_RESAMPLES`` (resampled crowds or query sets), ``crowdprefs.evaluation.measures.

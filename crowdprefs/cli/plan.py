@@ -14,11 +14,10 @@ from crowdprefs.cli.console import console, escape
 from crowdprefs.cli.options import (
     AUDIT_SHARE,
     MAX_CAMPAIGNS,
-    MAX_OVERTURN,
+    MAX_WRONG,
     OUTPUT,
     SEQUENTIAL_ALPHA,
     SEQUENTIAL_FUTILITY,
-    SKIP_CONFIDENCE,
     Alpha,
     AnswersPerPair,
     Candidates,
@@ -176,22 +175,26 @@ def plan(
         bool,
         typer.Option(
             "--prior-skip",
-            help="--prior-correlation: the calibrated model decides the pairs it is sure "
-            "about, less an audit sample, as \\[prior] skip = true does.",
+            help="--prior-correlation: the calibrated model decides the pairs a conformal "
+            "selection chooses, less an audit sample, as \\[prior] skip = true does.",
         ),
     ] = False,
-    skip_confidence: Annotated[
-        float, typer.Option(help="--prior-skip: the verdict probability a skipped pair needs.")
-    ] = SKIP_CONFIDENCE,
-    audit_share: Annotated[
-        float, typer.Option(help="--prior-skip: the share of sure pairs asked anyway.")
-    ] = AUDIT_SHARE,
-    max_overturn: Annotated[
+    max_wrong: Annotated[
         float,
         typer.Option(
-            help="--prior-skip: the share of machine verdicts human verdicts may overturn."
+            help="--prior-skip: the expected share of machine verdicts that differ from the "
+            "human design's (false discovery rate), as \\[prior] max_wrong does."
         ),
-    ] = MAX_OVERTURN,
+    ] = MAX_WRONG,
+    audit_share: Annotated[
+        float, typer.Option(help="--prior-skip: the share of each batch asked anyway.")
+    ] = AUDIT_SHARE,
+    skip_confidence: Annotated[
+        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.")
+    ] = None,
+    max_overturn: Annotated[
+        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.")
+    ] = None,
     prior_weight: Annotated[
         float,
         typer.Option(
@@ -283,16 +286,21 @@ def plan(
         last_name, last = list(designs.items())[-1]
         designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
     human_name, human = list(designs.items())[-1]
-    skip_set = (skip_confidence, audit_share, max_overturn) != (
-        SKIP_CONFIDENCE, AUDIT_SHARE, MAX_OVERTURN
-    )  # fmt: skip
+    removed_options = (("--skip-confidence", skip_confidence), ("--max-overturn", max_overturn))
+    for removed, value in removed_options:
+        if value is not None:
+            raise InputError(
+                f"{removed} was removed: --max-wrong bounds the expected share of wrong "
+                "machine verdicts (docs/tasks/prior.md)"
+            )
+    skip_set = (max_wrong, audit_share) != (MAX_WRONG, AUDIT_SHARE)
     _check_prior_options(
         prior_correlation, prior_bias, prior_skip, prior_weight, human.adaptive is not None,
         skip_set,
     )  # fmt: skip
     skip = None
     if prior_skip:
-        skip = SkipRule(skip_confidence, audit_share, max_overturn)
+        skip = SkipRule(max_wrong=max_wrong, audit_share=audit_share)
     policy = PriorPolicy(skip, prior_weight)
     for correlation in prior_correlation or []:
         machine = SimulatedPrior(correlation, prior_bias)
@@ -350,7 +358,7 @@ def _check_prior_options(
 ) -> None:
     """Refuse, in one line, a prior option that would change nothing: one without
     --prior-correlation, --prior-weight without --adaptive, a skipping option without
-    --prior-skip."""
+    --prior-skip, a correlation given twice."""
     from crowdprefs.errors import InputError
 
     if not correlations and (bias or skip or weight or skip_options):
@@ -363,30 +371,66 @@ def _check_prior_options(
             "sequential"
         )
     if skip_options and not skip:
+        raise InputError("--max-wrong and --audit-share apply to --prior-skip")
+    repeated = sorted({r for r in correlations or [] if list(correlations).count(r) > 1})
+    if repeated:
         raise InputError(
-            "--skip-confidence, --audit-share and --max-overturn apply to --prior-skip"
+            f"--prior-correlation {repeated[0]:g} is given twice: the designs would be identical"
         )
 
 
+CORRELATION_TOLERANCE = 0.05
+"""How far the realised correlation may lie from the one asked before plan says so (or three
+standard errors of its mean over the campaigns, when more)."""
+
+
 def _prior_lines(results, designs: dict) -> list[str]:
-    """Per design with a simulated prior: the realised correlation and, when it skips, the
-    audit's estimate of the overturn share beside the true one, and how often it covered it."""
+    """Per design with a simulated prior: the realised correlation (and a word when it is not
+    the one asked) and, when it skips, the machine's share of wrong verdicts (true: over all
+    campaigns, a campaign without one counting none, as the false discovery rate counts it,
+    and over those that skipped; audited) against its level and the human design's own flip
+    rate, how often the true share stayed within the level and the audit's interval covered
+    it."""
     lines = []
     for name, design in designs.items():
         if design.prior is None:
             continue
         rows = results[results["design"] == name]
-        line = f"{escape(name)}: realised Spearman r {rows['prior_correlation'].mean():+.2f}"
-        if design.machine.skip is not None:
-            skipped = rows[rows["overturn_true"].notna()]
-            true = skipped["overturn_true"]
-            covered = (skipped["overturn_low"] <= true) & (true <= skipped["overturn_high"])
+        realised = rows["prior_correlation"].mean()
+        error = rows["prior_correlation"].std(ddof=1) / math.sqrt(len(rows)) if len(rows) > 1 else 0
+        line = f"{escape(name)}: realised Spearman r {realised:+.2f}"
+        if abs(realised - design.prior.correlation) > max(CORRELATION_TOLERANCE, 3 * error):
             line += (
-                f"; {rows['machine_pairs'].mean():.1f} pairs decided by the prior; overturned "
-                f"by humans: {rows['overturn'].mean():.0%} audited, {true.mean():.0%} true; "
-                f"interval covers the true share in {covered.mean():.0%} of "
-                f"{len(skipped)} campaigns; skipping stopped in {rows['skip_stopped'].mean():.0%}"
+                f" (not the {design.prior.correlation:+.2f} asked: the collection's queries, "
+                "their sizes and ties, cannot realise it)"
             )
+        skip = design.machine.skip
+        if skip is not None:
+            line += (
+                f"; {rows['machine_pairs'].mean():.1f} pairs decided by the prior at max_wrong "
+                f"{skip.max_wrong:g}; the human design's own verdicts flip between two crowds in "
+                f"{rows['human_flip'].mean():.0%}"
+            )
+            skipped = rows[rows["wrong_true"].notna()]
+            if skipped.empty:
+                line += "; no campaign left a pair to the prior"
+            else:
+                true = skipped["wrong_true"]
+                share = rows["wrong_true"].fillna(0.0)  # no machine verdict: none wrong
+                audited = skipped[skipped["audited"] > 0]
+                covered = (audited["wrong_low"] <= audited["wrong_true"]) & (
+                    audited["wrong_true"] <= audited["wrong_high"]
+                )
+                line += (
+                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns (what "
+                    f"max_wrong bounds), {true.mean():.1%} in the {len(skipped)} that skipped; "
+                    f"at most max_wrong in {(share <= skip.max_wrong).mean():.0%} of campaigns"
+                )
+                if len(audited):
+                    line += (
+                        f"; audit {audited['wrong'].mean():.1%}, its interval covers the true "
+                        f"share in {covered.mean():.0%} of {len(audited)} campaigns"
+                    )
         lines.append(line)
     return lines
 

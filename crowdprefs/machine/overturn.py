@@ -1,12 +1,11 @@
-"""Skipping pairs on the machine's verdict, and auditing the verdicts it skipped.
+"""Skipping pairs on the machine's verdict (:class:`SkipRule`), and auditing it.
 
-A pair is *skippable* when the calibrated verdict link (a :class:`~crowdprefs.machine.link.Link`
-fitted on one-hot human verdicts) gives its most probable verdict probability ≥ ``confidence``;
-it then takes that machine verdict without human answers. A share ``audit_share`` of the
-skippable pairs is asked anyway (:func:`audit_sample`, counter-based so a pair's membership is a
-pure function of its key and the seed, never of the batch or the other pairs). On an audited pair
-the human verdict is the one used, and the machine verdict it *overturns* (differs from) is
-counted: the overturn share of the audited pairs estimates that of the skipped ones, with an exact
+Which pairs the machine decides is chosen by conformal selection with false-discovery-rate
+control (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the selected pairs is
+asked of humans anyway (:func:`audit_sample`, counter-based so a pair's membership is a pure
+function of its key and the seed, never of the batch or the other pairs). On an audited pair
+the human verdict is the one used, and the machine verdict it differs from is counted *wrong*:
+the wrong share of the audited pairs estimates that of the skipped ones, with an exact
 Clopper–Pearson interval (Clopper & Pearson 1934, *The use of confidence or fiducial limits
 illustrated in the case of the binomial*, Biometrika 26; :func:`overturn_interval`).
 """
@@ -47,8 +46,9 @@ def audit_sample(keys: np.ndarray, share: float, seed: int) -> np.ndarray:
 def overturn_interval(
     overturned: int, audited: int, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(estimate, low, high): the share of audited machine verdicts a human verdict overturned,
-    with its exact two-sided Clopper–Pearson interval at ``level``; (nan, 0, 1) for no audit."""
+    """(estimate, low, high): the share of audited machine verdicts a human verdict overturned
+    (differs from), with its exact two-sided Clopper–Pearson interval at ``level``; (nan, 0, 1)
+    for no audit."""
     if not 0 < level < 1:
         raise InputError(f"level must be in (0, 1), got {level}")
     if not 0 <= overturned <= audited:
@@ -63,52 +63,32 @@ def overturn_interval(
 
 @dataclass(frozen=True)
 class SkipRule:
-    """When a pair takes the machine's verdict instead of human answers, and when that stops.
+    """When a pair takes the machine's verdict instead of human answers.
 
-    ``confidence``: a pair is skippable when its most probable verdict has probability ≥ this
-    (under the verdict link, posterior integrated). ``audit_share``: share of skippable pairs
-    asked anyway. ``max_overturn``: the largest share of machine verdicts a human majority may
-    overturn (the set error). ``min_verdicts``: no skipping before this many human verdicts are
-    known to fit the verdict link on. ``level``: of the Clopper–Pearson interval.
-
-    Skipping stops for the rest of the campaign (:meth:`stopped`) once the interval's *lower*
-    bound exceeds ``max_overturn``: the audit then shows, at confidence ``level`` (one-sided
-    ``(1 + level)/2``), that the machine overturns more than allowed. The choice gives the
-    machine the benefit of the doubt: while the audit is small the interval is wide and skipping
-    goes on, so the overturn share of the skipped verdicts is *not* guaranteed below
-    ``max_overturn``; it is estimated, with its interval, for the report (:meth:`interval`).
-    Verdicts skipped before the stop stay machine verdicts. Checking after every batch is a
-    sequence of looks, which makes a stop more likely than one test would (also for a machine
-    exactly at ``max_overturn``): the safe direction, costing only answers.
+    ``max_wrong``: α, the level of the false-discovery-rate control of
+    :func:`crowdprefs.machine.conformal.select`: the expected share of machine verdicts that
+    differ from the verdict the human design would give is at most α.
+    ``min_verdicts``: the calibration pairs each round of the sort asks first, at random,
+    before the rest of the round is triaged (a round of at most this many pairs is asked
+    whole). ``audit_share``: the share of the selected pairs asked anyway (the audit sample: an
+    independent check of the machine verdicts). ``level``: of the audit's Clopper–Pearson
+    interval and the slope's interval.
     """
 
-    confidence: float = 0.6
+    max_wrong: float = 0.1
     audit_share: float = 0.1
-    max_overturn: float = 0.4
     min_verdicts: int = 30
     level: float = 0.95
 
     def __post_init__(self) -> None:
         check_values("prior", self)  # the ranges of crowdprefs.toml's [prior] keys
 
-    def skippable(self, probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per pair, from its (n, 3) verdict probabilities (more, equal, less): whether it is
-        skippable, and its most probable verdict (+1, 0, −1; ties to the first column)."""
-        p = np.asarray(probabilities, dtype=float)
-        if p.ndim != 2 or p.shape[1] != 3:
-            raise InputError(f"verdict probabilities must have shape (n, 3), got {p.shape}")
-        best = p.argmax(axis=1) if len(p) else np.zeros(0, dtype=np.int64)
-        top = p.max(axis=1) if len(p) else np.zeros(0)
-        return top >= self.confidence, (1 - best).astype(np.int8)
+    def calibrates(self, pairs: int) -> bool:
+        """Whether a round of ``pairs`` needed pairs is calibrated and triaged (more pairs
+        than the calibration asks), rather than asked whole."""
+        return pairs > self.min_verdicts
 
-    def ready(self, verdicts_known: int) -> bool:
-        """Whether enough human verdicts are known to fit the verdict link and skip."""
-        return verdicts_known >= self.min_verdicts
-
-    def interval(self, overturned: int, audited: int) -> tuple[float, float, float]:
-        """The audit's overturn share and interval at ``level`` (:func:`overturn_interval`)."""
-        return overturn_interval(overturned, audited, self.level)
-
-    def stopped(self, overturned: int, audited: int) -> bool:
-        """Whether skipping stops for good: the interval's lower bound exceeds ``max_overturn``."""
-        return self.interval(overturned, audited)[1] > self.max_overturn
+    def interval(self, wrong: int, audited: int) -> tuple[float, float, float]:
+        """The audit's share of wrong machine verdicts and its interval at ``level``
+        (:func:`overturn_interval`)."""
+        return overturn_interval(wrong, audited, self.level)

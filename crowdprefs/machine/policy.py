@@ -1,5 +1,6 @@
 """How a campaign uses its machine prior beyond the pivots: the ``[prior]`` settings, and which
-pairs of a batch the calibrated model decides (:func:`triage`).
+pairs of a batch the calibrated model decides (:func:`triage`: conformal selection with
+false-discovery-rate control).
 
 Both the driver and the planner call :func:`triage` with the verdict link fitted on the human
 verdicts known so far (:func:`verdict_link`), so a simulated campaign skips exactly as a real
@@ -68,79 +69,75 @@ CALIBRATION_STREAM = 0xCA11B
 
 
 def calibration_pairs(keys: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """The positions of the ``count`` pairs asked first while the verdict link is not yet
-    calibrated: those with the smallest counter-based draws of (``seed``, their ``keys``), so
-    the choice is random but replayable. Asking them in a batch of their own lets the rest of
-    the batch (the first batch of a campaign: the widest comparisons) be triaged."""
+    """The positions of the ``count`` pairs of a round of the sort asked first, in a batch of
+    their own: those with the smallest counter-based draws of (``seed``, their ``keys``), so
+    the choice is random but replayable. Their human verdicts calibrate the triage of the rest
+    of the round (:func:`triage`), which they are exchangeable with."""
     draws = counter_uniform(seed, CALIBRATION_STREAM, np.asarray(keys))
     return np.sort(np.argsort(draws, kind="stable")[:count])
 
 
 @dataclass(frozen=True)
 class Triage:
-    """Per pair of a batch: ``skip`` (decided by the machine), ``audit`` (sure, but asked: the
-    audit sample), and the machine's ``verdict`` (+1, 0, −1) with its ``probability`` where
-    sure (``skip | audit``); ``record``: the model's track record, ``(sure, overturned,
-    upper bound)`` over the human verdicts known (:func:`track_record`)."""
+    """Per pair of a batch: ``selected`` (chosen by the conformal selection), ``skip``
+    (selected and decided by the machine), ``audit`` (selected, but asked anyway: the audit
+    sample, whose human verdicts check the machine's), and the machine's ``verdict`` (+1, 0,
+    −1) with its ``probability`` under the verdict link. ``calibration``: (calibration pairs,
+    wrong machine verdicts among them)."""
 
+    selected: np.ndarray
     skip: np.ndarray
     audit: np.ndarray
     verdict: np.ndarray
     probability: np.ndarray
-    record: tuple[int, int, float] = (0, 0, 1.0)
+    calibration: tuple[int, int] = (0, 0)
     slope: tuple[float, float] = (np.nan, np.nan)
-    """The interval of the link's slope: skipping needs it above 0 (the model ranks with the
-    human verdicts); below 0, the model ranks against them (e.g. distances given as scores)."""
-
-
-def track_record(
-    link: Link, known: tuple[np.ndarray, np.ndarray, np.ndarray], rule: SkipRule
-) -> tuple[int, int, float]:
-    """How the calibrated ``link`` would have done on the pairs humans decided so far
-    (``known``: their differences, sides and verdicts): how many it is sure about, how many of
-    those the human verdict overturns, and the upper end of that share's Clopper–Pearson
-    interval at ``rule.level``. Skipping waits until this bound is at most
-    ``rule.max_overturn``: a model earns the right to skip by the human verdicts it would have
-    got right, and loses it when later ones go against it (the interval is recomputed on every
-    batch with the refitted link)."""
-    sure, verdict = rule.skippable(link.probabilities(known[0], known[1]))
-    overturned = int((sure & (verdict != known[2])).sum())
-    return int(sure.sum()), overturned, rule.interval(overturned, int(sure.sum()))[2]
+    """The interval of the link's slope: below 0, the model ranks against the human verdicts
+    (e.g. distances given as scores) and decides nothing."""
 
 
 def triage(
     known: tuple[np.ndarray, np.ndarray, np.ndarray],
+    calibration: np.ndarray,
     d: np.ndarray,
     s: np.ndarray,
     keys: np.ndarray,
     rule: SkipRule,
     seed: int,
-    *,
-    stopped: bool = False,
 ) -> Triage:
     """Which pairs of a batch (differences ``d``, sides ``s``, ``keys``: one integer per pair
     for :func:`~crowdprefs.machine.overturn.audit_sample`) the machine decides, given the human
-    verdicts ``known`` so far (differences, sides, verdicts).
+    verdicts ``known`` so far (differences, sides, verdicts) and which of them are the
+    ``calibration`` pairs: a random draw of the same round of the sort as the batch, asked
+    first (:func:`calibration_pairs`), so the two are exchangeable.
 
-    The verdict link is fitted on ``known`` (:func:`verdict_link`); a pair is *sure* when its
-    most probable verdict has probability ≥ ``rule.confidence``; the audit sample of the sure
-    pairs is asked anyway; the others are skipped, unless fewer than ``rule.min_verdicts``
-    verdicts are known, the model's :func:`track_record` bound exceeds ``rule.max_overturn``,
-    the slope's interval (:meth:`~crowdprefs.machine.link.Link.slope_interval`) is not above 0
-    (a useless model, or one ranking against the humans: the link would learn to read it
-    backwards, but a model that contradicts its own researcher decides nothing), or skipping
-    ``stopped`` (the audit showed the machine worse than allowed:
-    :meth:`~crowdprefs.machine.overturn.SkipRule.stopped`)."""
+    The verdict link is fitted on the ``known`` verdicts other than the calibration pairs
+    (:func:`verdict_link`; split conformal: the uncertainty must not have seen the calibration
+    verdicts, or it flatters them); its most probable verdict is the machine's and 1 − its
+    probability the uncertainty. The conformal p-values of the
+    batch's pairs against the calibration pairs go through Benjamini–Hochberg at
+    ``rule.max_wrong`` (:mod:`crowdprefs.machine.conformal`); the selected pairs outside the
+    audit sample are skipped. Nothing is selected with fewer than ``rule.min_verdicts``
+    calibration pairs, nor while the slope's interval lies below 0 (a model ranking against
+    the humans: the link would learn to read it backwards, but a model that contradicts its
+    own researcher is more likely a sign error, and decides nothing)."""
+    from crowdprefs.machine.conformal import p_values, select
+
     n = len(d)
-    if not rule.ready(len(known[2])):
-        empty = np.zeros(n, dtype=bool)
-        return Triage(empty, empty, np.zeros(n, np.int8), np.zeros(n))
-    link = verdict_link(*known)
-    record = track_record(link, known, rule)
-    probabilities = link.probabilities(d, s)
-    sure, verdict = rule.skippable(probabilities)
-    audit = sure & audit_sample(keys, rule.audit_share, seed)
+    calibration = np.asarray(calibration, dtype=bool)
+    empty = np.zeros(n, dtype=bool)
+    if calibration.sum() < rule.min_verdicts:
+        return Triage(empty, empty, empty, np.zeros(n, np.int8), np.zeros(n))
+    link = verdict_link(*(np.asarray(column)[~calibration] for column in known))
     slope = link.slope_interval(rule.level)
-    trusted = record[2] <= rule.max_overturn and slope[0] > 0 and not stopped
-    skip = sure & ~audit & trusted
-    return Triage(skip, audit, verdict, probabilities.max(axis=1), record, slope)
+    probabilities = link.probabilities(d, s)
+    verdict = (1 - probabilities.argmax(axis=1)).astype(np.int8)
+    top = probabilities.max(axis=1)
+    fitted = link.probabilities(known[0][calibration], known[1][calibration])
+    wrong = (1 - fitted.argmax(axis=1)) != np.asarray(known[2])[calibration]
+    selected = empty
+    if slope[1] >= 0:
+        selected = select(p_values(1 - top, 1 - fitted.max(axis=1), wrong), rule.max_wrong)
+    audit = selected & audit_sample(keys, rule.audit_share, seed)
+    record = (int(calibration.sum()), int(wrong.sum()))
+    return Triage(selected, selected & ~audit, audit, verdict, top, record, slope)

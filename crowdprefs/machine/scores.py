@@ -60,7 +60,8 @@ def check_prior(
     prior: pd.DataFrame, candidates: pd.DataFrame, source: str, *, lines: bool = False
 ) -> pd.DataFrame:
     """``prior`` (``query, document, score``) reindexed on ``candidates``, or one line naming
-    ``source`` and the first row twice, row naming no candidate, or candidate left out."""
+    ``source`` and the first row twice, row naming no candidate, or candidate left out, or a
+    constant prior (one score within every query: it would rank nothing)."""
     where = (lambda i: f"{source}:{i + 2}") if lines else (lambda i: source)
     twice = prior.duplicated(["query", "document"]).to_numpy()
     if twice.any():
@@ -86,6 +87,12 @@ def check_prior(
             f"({int(unscored.sum())} candidate(s) unscored; the prior must cover every candidate)"
         )
     score = prior.set_index(["query", "document"])["score"].reindex(keys)
+    spread = score.groupby(level=0).agg(["min", "max", "size"])
+    if len(spread) and ((spread["min"] == spread["max"]) | (spread["size"] < 2)).all():
+        raise InputError(
+            f"{source}: every query's candidates have one and the same score: a constant prior "
+            "ranks nothing (give a model's scores)"
+        )
     return pd.DataFrame(
         {
             "query": keys.get_level_values(0),

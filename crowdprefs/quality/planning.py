@@ -83,17 +83,20 @@ SUMMARY_COLUMNS = [
 
 MACHINE_COLUMNS = [
     "audited",
-    "overturn",
-    "overturn_low",
-    "overturn_high",
-    "overturn_true",
-    "skip_stopped",
+    "wrong",
+    "wrong_low",
+    "wrong_high",
+    "wrong_true",
+    "human_flip",
     "prior_correlation",
 ]
-"""Per campaign with a machine prior that skips (NaN otherwise): the audit sample's size, its
-overturn share with the interval, the true overturn share of the skipped pairs (their human
-verdicts, simulated but never paid for), whether skipping stopped, and the realised Spearman
-correlation of the simulated scores with the truth."""
+"""Per campaign with a machine prior that skips (NaN otherwise): the audited machine verdicts
+(pairs the selection chose that the audit sample asked anyway), the share of them the human
+verdict differs from with its interval, the true share of wrong machine verdicts among the
+skipped pairs (each one's chance that a human verdict of the design differs, from
+:data:`TRUE_OVERTURN_DRAWS` simulated verdicts never paid for), the share of human verdicts
+that a second, replicate crowd would flip (what the human design itself achieves), and the
+realised Spearman correlation of the simulated scores with the truth."""
 
 ITERATION_COLUMNS = [
     "iteration",
@@ -487,9 +490,10 @@ class _Machine:
         self.z = normal_scores(collection.query, score)
         self.policy, self.bias, self.seed = design.machine, design.prior.position_bias, seed
         self.parts: list[tuple[np.ndarray, ...]] = []  # d, s, verdict, answer counts per pair
-        self.audited = self.overturned = self.skipped = self.wrong = 0
-        self.stopped = False
+        self.audited = self.overturned = self.skipped = self.wrong = self.flips = 0
         self.calibrations = 0
+        self.pending = False  # the next batch asked is a round's calibration
+        self.current: np.ndarray | None = None  # positions of the round's calibration pairs
         self.answer_link: Link | None = None
 
     def shown(self, x: np.ndarray, y: np.ndarray, a_is_x: np.ndarray):
@@ -499,14 +503,17 @@ class _Machine:
         return self.z[x] - self.z[y] + self.bias * side, side
 
     def triage(self, x, y, a_is_x, key) -> Triage | None:
-        """:func:`~crowdprefs.machine.policy.triage` of a batch with the human verdicts so far
-        (``None`` without skipping)."""
+        """:func:`~crowdprefs.machine.policy.triage` of the rest of a round with the human
+        verdicts so far and the round's calibration pairs (``None`` without skipping, or for
+        a batch that is asked whole: a calibration batch, or a round too small to triage)."""
         rule = self.policy.skip
-        if rule is None:
+        if rule is None or self.current is None:
             return None
-        d, side = self.shown(x, y, a_is_x)
         known = self.known()
-        return triage(known[:3], d, side, key, rule, self.seed, stopped=self.stopped)
+        calibration = np.zeros(len(known[2]), dtype=bool)
+        calibration[self.current] = True
+        d, side = self.shown(x, y, a_is_x)
+        return triage(known[:3], calibration, d, side, key, rule, self.seed)
 
     def known(self) -> tuple[np.ndarray, ...]:
         """Differences, sides, verdicts and answer counts of the pairs humans decided."""
@@ -515,17 +522,15 @@ class _Machine:
         return tuple(np.concatenate(column) for column in zip(*self.parts, strict=True))
 
     def calibration(self, key: np.ndarray) -> np.ndarray | None:
-        """While too few human verdicts calibrate the verdict link, the pairs of the batch asked
-        first, in a batch of their own (:func:`~crowdprefs.machine.policy.calibration_pairs`);
-        ``None`` once calibrated (or without skipping)."""
+        """The calibration pairs of a round of the sort, asked first in a batch of their own
+        (:func:`~crowdprefs.machine.policy.calibration_pairs`); ``None`` without skipping or
+        for a round asked whole (:meth:`~crowdprefs.machine.overturn.SkipRule.calibrates`)."""
         rule = self.policy.skip
-        if rule is None or rule.ready(sum(len(p[0]) for p in self.parts)):
-            return None
-        first = calibration_pairs(key, rule.min_verdicts, self.seed)
-        if len(first) == len(key):
+        if rule is None or not rule.calibrates(len(key)):
             return None
         self.calibrations += 1
-        return first
+        self.pending = True
+        return calibration_pairs(key, rule.min_verdicts, self.seed)
 
     def pseudo(self, x, y, a_is_x) -> np.ndarray | None:
         """Pseudo-answers (more, equal, less) of the pairs for the stopping rule (``None``
@@ -536,16 +541,19 @@ class _Machine:
         return self.policy.weight * self.answer_link.probabilities(d, side)
 
     def learn(self, x, y, a_is_x, verdict, counts, sure: Triage | None, asked) -> None:
-        """Human-decided pairs (``asked`` of the batch ``sure`` triaged): their verdicts and
-        answers calibrate the links; the audited ones count for the overturn share."""
+        """Human-decided pairs (``asked`` of the batch ``sure`` triaged, ``None``: not
+        triaged): their verdicts and answers calibrate the links; a calibration batch's the
+        triage of the rest of its round; the audited machine verdicts count for the audit's
+        wrong share."""
         d, side = self.shown(x, y, a_is_x)
+        start = sum(len(p[0]) for p in self.parts)
         self.parts.append((d, side, np.asarray(verdict), counts))
-        rule = self.policy.skip
-        if sure is not None and rule is not None:
-            audit = sure.audit[asked]
-            self.audited += int(audit.sum())
-            self.overturned += int((audit & (sure.verdict[asked] != verdict)).sum())
-            self.stopped = self.stopped or rule.stopped(self.overturned, self.audited)
+        self.current = np.arange(start, start + len(d)) if self.pending else None
+        self.pending = False
+        if sure is not None:
+            checked = sure.audit[asked]
+            self.audited += int(checked.sum())
+            self.overturned += int((checked & (sure.verdict[asked] != verdict)).sum())
         if self.policy.weight > 0:
             all_d, all_s, _, all_counts = self.known()
             self.answer_link = Link.fit(all_d, all_s, all_counts)
@@ -555,13 +563,14 @@ class _Machine:
         if rule is None:
             return {}
         estimate, low, high = rule.interval(self.overturned, self.audited)
+        decided = sum(len(p[0]) for p in self.parts)
         return {
             "audited": self.audited,
-            "overturn": estimate,
-            "overturn_low": low,
-            "overturn_high": high,
-            "overturn_true": self.wrong / self.skipped if self.skipped else np.nan,
-            "skip_stopped": float(self.stopped),
+            "wrong": estimate,
+            "wrong_low": low,
+            "wrong_high": high,
+            "wrong_true": self.wrong / self.skipped if self.skipped else np.nan,
+            "human_flip": self.flips / decided if decided else np.nan,
         }
 
 
@@ -569,12 +578,17 @@ TRUE_OVERTURN_DRAWS = 16
 """Human verdicts drawn per skipped pair for its true overturn chance (never paid for)."""
 
 
-def _overturn_chance(key, gap, machine_verdict, crowd: _Crowd, design: Design, keys: int) -> float:
+def _overturn_chance(
+    key, gap, machine_verdict, crowd: _Crowd, design: Design, keys: int, pseudo=None
+) -> float:
     """The expected number of ``machine_verdict`` s a human verdict of the design would
     overturn: for each pair, the share of :data:`TRUE_OVERTURN_DRAWS` fresh human verdicts
-    (answers keyed beyond every pair's ``key``) that differ, summed over the pairs."""
+    (answers keyed beyond every pair's ``key``; with the prior's ``pseudo``-answers, as the
+    campaign would have asked them) that differ, summed over the pairs."""
     draws = [
-        _decide_batch(key + (r + 1) * keys, gap, crowd, design, (0, 0.0), False).verdict
+        _decide_batch(
+            key + (r + 1) * keys, gap, crowd, design, (0, 0.0), False, pseudo=pseudo
+        ).verdict
         for r in range(TRUE_OVERTURN_DRAWS)
     ]
     return float((np.array(draws) != machine_verdict).mean(axis=0).sum())
@@ -797,6 +811,12 @@ def simulate_campaign(
         verdict[asked] = batch.verdict
         if machine is not None:
             counts = np.where(a_is_x[asked, None], batch.shown, batch.shown[:, ::-1])
+            if machine.policy.skip is not None and len(x):  # a replicate crowd's verdicts
+                again = _decide_batch(
+                    key + (TRUE_OVERTURN_DRAWS + 1) * len(collection.query) ** 2,
+                    similarity[x] - similarity[y], crowd, design, (0, 0.0), False, pseudo=pseudo,
+                )  # fmt: skip
+                machine.flips += int((again.verdict != batch.verdict).sum())
             machine.learn(x, y, a_is_x[asked], batch.verdict, counts, sure, asked)
         if sure is not None and sure.skip.any():
             skipped = np.flatnonzero(sure.skip)
@@ -805,6 +825,7 @@ def simulate_campaign(
             machine.wrong += _overturn_chance(
                 key_all[skipped], similarity[x_all[skipped]] - similarity[y_all[skipped]],
                 sure.verdict[skipped], crowd, design, len(collection.query) ** 2,
+                machine.pseudo(x_all[skipped], y_all[skipped], a_is_x[skipped]),
             )  # fmt: skip
         totals["machine"] += len(x_all) - len(x)
         answers = batch.answers

@@ -23,11 +23,7 @@ def test_the_restated_defaults_equal_the_librarys():
     assert options.DEFAULT_SEED == DEFAULT_SEED
     assert options.CROWDS == CROWDS
     assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
-    assert (SkipRule.confidence, SkipRule.audit_share, SkipRule.max_overturn) == (
-        options.SKIP_CONFIDENCE,
-        options.AUDIT_SHARE,
-        options.MAX_OVERTURN,
-    )
+    assert (SkipRule.max_wrong, SkipRule.audit_share) == (options.MAX_WRONG, options.AUDIT_SHARE)
     assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY
     assert {field: default for field, (_, default, _) in options.COLUMNS.items()} == asdict(
         Columns()

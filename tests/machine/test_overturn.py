@@ -57,27 +57,17 @@ def test_clopper_pearson_covers_at_least_its_level(audited: int) -> None:
 
 
 def test_skip_rule() -> None:
-    rule = SkipRule(confidence=0.9, audit_share=0.2, max_overturn=0.1)
-    p = np.array([[0.95, 0.04, 0.01], [0.5, 0.3, 0.2], [0.02, 0.03, 0.95], [0.05, 0.9, 0.05]])
-    mask, verdict = rule.skippable(p)
-    assert mask.tolist() == [True, False, True, True]
-    assert verdict.tolist() == [1, 1, -1, 0]
-    assert rule.skippable(np.zeros((0, 3)))[0].size == 0
-    assert not rule.ready(29) and rule.ready(30)
-    assert not rule.stopped(0, 0) and not rule.stopped(5, 50)  # 10% observed: not shown worse
-    assert rule.stopped(20, 50)
-    for overturned in range(0, 51):
-        low = overturn_interval(overturned, 50, 0.95)[1]
-        assert rule.stopped(overturned, 50) == (low > 0.1)
+    rule = SkipRule(max_wrong=0.1, audit_share=0.2)
+    assert not rule.calibrates(30) and rule.calibrates(31)
+    assert rule.interval(5, 50) == overturn_interval(5, 50, 0.95)
 
 
 @pytest.mark.parametrize(
     "fields",
     [
-        {"confidence": 0.2},
-        {"confidence": 1.0},
+        {"max_wrong": 0.0},
+        {"max_wrong": 0.6},
         {"audit_share": -0.1},
-        {"max_overturn": 0.0},
         {"min_verdicts": 2.5},
         {"min_verdicts": -1},
         {"level": 1.0},

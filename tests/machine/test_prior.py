@@ -175,6 +175,11 @@ BAD: dict[str, tuple[bytes, str, int | None]] = {
         None,
     ),
     "only a header": (b"query,document,score\n", "5 candidate(s) unscored", None),
+    "a constant prior": (
+        b"query,document,score\nq1,c,3\nq1,a,3\nq2,d,3\nq1,b,3\nq2,e,3\n",
+        "a constant prior ranks nothing",
+        None,
+    ),
     "an empty file": (b"", "not a valid CSV", None),
     "a binary file": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01\x00", "binary data", None),
 }
