@@ -200,10 +200,7 @@ def summarize(
     tau = stats.kendalltau(mean, final).statistic
     truth = np.sign(np.round(final[pairs.first] - final[pairs.second], 12))
     estimate = np.sign(np.round(mean[pairs.first] - mean[pairs.second], 12))
-    significant = np.array(
-        [_significant(exact[a], exact[b], alpha) for a, b in zip(pairs.first, pairs.second)],
-        dtype=bool,
-    )
+    significant = _significant(exact[pairs.first] - exact[pairs.second], alpha)
     wrong = pairs.decided & (pairs.order != truth)
     return {
         "kendall_tau": float(tau) if np.isfinite(tau) else 1.0,
@@ -215,8 +212,12 @@ def summarize(
     }
 
 
-def _significant(a: np.ndarray, b: np.ndarray, alpha: float) -> bool:
-    """Whether per-query scores ``a`` and ``b`` differ by a two-sided Wilcoxon signed-rank test."""
-    if np.allclose(a, b):
-        return False
-    return bool(stats.wilcoxon(a, b, zero_method="zsplit").pvalue < alpha)
+def _significant(difference: np.ndarray, alpha: float) -> np.ndarray:
+    """Per row of per-query differences, whether a two-sided Wilcoxon signed-rank test (zeros
+    split) rejects no difference at ``alpha``; a row of zeros never does."""
+    zero = np.all(np.abs(difference) < 1e-12, axis=1)
+    significant = np.zeros(len(difference), dtype=bool)
+    if (~zero).any():
+        p = stats.wilcoxon(difference[~zero], axis=1, zero_method="zsplit").pvalue
+        significant[~zero] = p < alpha
+    return significant
