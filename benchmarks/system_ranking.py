@@ -16,7 +16,8 @@ Campaign seeds start at 1000 (held out: the method was tuned on seed 0). Per cam
 system-driven campaign stops when every pair of systems is decided at ``--confidence`` (or, with
 ``--budget-share``, when the next batch would pass that share of the full sort's answers).
 
-Printed per collection: answers as a share of the full sort's (mean, range), Kendall τ of the
+Printed per collection (the τ between the full sorts of two campaigns, other initial orders and
+answers, is the noise floor a full sort itself has): answers as a share of the full sort's (mean, range), Kendall τ of the
 systems' ranking against the full sort's (min, mean), pairs of systems significant on the full
 sort (Wilcoxon over queries, 0.05) ordered otherwise, pairs declared decided and how many do not
 hold on the finished lists (the worst system set's share), and the seconds to choose a batch
@@ -24,7 +25,7 @@ hold on the finished lists (the worst system set's share), and the seconds to ch
 target.
 
 Run: ``python benchmarks/system_ranking.py [--collection mirex 2010] [--campaigns 10]
-[--sets 20] [--budget-share 0.3] [--max-pairs 1000] [--samples 200] [--json]``.
+[--sets 20] [--budget-share 0.3] [--max-pairs 1000] [--samples 100] [--json]``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.aggregate import AggregationRule
@@ -43,7 +45,7 @@ from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_fit import fit_crowd_model
 from crowdprefs.quality.crowd_model import CrowdModel
 from crowdprefs.quality.planning import Collection, Design
-from crowdprefs.quality.system_plan import compare_campaigns
+from crowdprefs.quality.system_plan import compare_campaigns, sort_campaign
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DESIGN = Design(10, AggregationRule(rule="margin", margin=2))
@@ -116,7 +118,7 @@ def choice_seconds(collection: Collection, runs: S.Retrieved, partial: S.Partial
     for _ in range(3):
         started = time.perf_counter()
         rng = np.random.default_rng(0)
-        groups = S.complete(partial, samples, rng, S.VerdictPosterior(), MEASURE.k)
+        groups = S.complete(partial, samples, rng, S.VerdictModel(), MEASURE.k)
         drawn = S.scores(groups, collection.query, runs, MEASURE)
         pairs = S.system_pairs(drawn, 0.95)
         S.choose(partial, S.priorities(partial, runs, MEASURE, drawn, pairs))
@@ -142,13 +144,24 @@ def study(name: str, cases, model, args) -> dict[str, float]:
             args.samples,
         )  # fmt: skip
         slowest = max(slowest, first)
-        row = outcome.summary | {"seed": seed, "seconds": seconds, "choice_first": first}
+        other, _, _ = sort_campaign(collection, DESIGN, model, seed + 7919)
+        floor = stats.kendalltau(
+            outcome.exact.mean(axis=1),
+            S.scores(other.partial.groups()[None], collection.query, runs, MEASURE)[0].mean(axis=1),
+        ).statistic
+        row = outcome.summary | {
+            "seed": seed,
+            "seconds": seconds,
+            "choice_first": first,
+            "full_vs_full": floor,
+        }
         rows.append(row)
         print(
             f"  {name} seed {seed}: answers {row['answers']}/{row['full_answers']} "
             f"({row['answer_share']:.1%}), τ {row['kendall_tau']:.3f}, significant swapped "
             f"{row['significant_swapped']}/{row['significant_pairs']}, decided "
-            f"{row['decided']} (wrong {row['decided_wrong']}), stopped: {row['stopped']}, "
+            f"{row['decided']} (wrong {row['decided_wrong']}), stopped: {row['stopped']}; τ of "
+            f"two full sorts {floor:.3f}; "
             f"{seconds:.1f} s",
             flush=True,
         )
@@ -169,6 +182,8 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         "held_worst_set": float(held.min()) if held.notna().any() else float("nan"),
         "all_decided": (frame["stopped"] == "decided").mean(),
         "choice_seconds_first": slowest,
+        "full_vs_full_tau_mean": frame["full_vs_full"].mean(),
+        "full_vs_full_tau_min": frame["full_vs_full"].min(),
     }
     print(
         f"{name}: {figures['campaigns']} campaigns; answers {figures['share_mean']:.1%} of the "
@@ -177,7 +192,9 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         f"significant pairs swapped {figures['significant_swapped']}/"
         f"{figures['significant_pairs']}; decided pairs wrong {figures['decided_wrong']}/"
         f"{figures['decided']} (worst set holds {figures['held_worst_set']:.1%}); every pair "
-        f"decided in {figures['all_decided']:.0%}; choosing the first batch "
+        f"decided in {figures['all_decided']:.0%}; two full sorts of other campaigns agree to τ "
+        f"{figures['full_vs_full_tau_mean']:.3f} (min {figures['full_vs_full_tau_min']:.3f}); "
+        "choosing the first batch "
         f"{figures['choice_seconds_first']:.2f} s = {figures['choice_seconds_first']:.2f}× the 1 s "
         "target",
         flush=True,
@@ -192,7 +209,7 @@ def main() -> None:
     parser.add_argument("--sets", type=int, default=20, help="2010 synthetic system sets")
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--budget-share", type=float, default=None)
-    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--max-pairs", type=int, default=None, help="pairs per batch at most")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

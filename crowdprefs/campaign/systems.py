@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import optimize
 
 from crowdprefs.campaign.sorting import SortState
 from crowdprefs.errors import InputError
@@ -151,13 +152,15 @@ class Partial:
 
 
 def _pivots(segment: np.ndarray, todo: np.ndarray, rank: np.ndarray, segments: int) -> np.ndarray:
-    """Per segment, its todo member of highest rank (−1 when it has none)."""
+    """Per segment, its todo member of highest rank (−1 when it has none; ranks are distinct
+    within a segment)."""
     pivot = np.full(segments, -1, dtype=np.int64)
     members = np.flatnonzero(todo)
     if len(members):
-        order = members[np.lexsort((rank[members], segment[members]))]
-        last = np.r_[segment[order][1:] != segment[order][:-1], True]
-        pivot[segment[order[last]]] = order[last]
+        best = np.full(segments, -np.inf)
+        np.maximum.at(best, segment[members], rank[members])
+        top = members[rank[members] == best[segment[members]]]
+        pivot[segment[top]] = top
     return pivot
 
 
@@ -251,32 +254,70 @@ def retrieved(
 
 
 @dataclass(frozen=True)
-class VerdictPosterior:
-    """Shares of ``more``, ``equal``, ``less`` for an unknown verdict: the posterior mean of a
-    Dirichlet(1, 1, 1) prior and the campaign's verdicts so far, symmetric in more/less."""
+class VerdictModel:
+    """How an unknown verdict of x against y is drawn: an ordered logit on the difference
+    ``d = f(x) − f(y)`` of a score per candidate (the systems' consensus, :func:`consensus`, or
+    a machine prior), ``P(less) = σ(−c − βd)``, ``P(more) = σ(βd − c)``, ``P(equal)`` the rest.
+    With ``β = 0`` (no score) it is the campaign's share of equal verdicts, symmetric in
+    more/less. :meth:`fit` estimates ``β, c`` from the verdicts known so far."""
 
-    equal: float = 1 / 3
+    slope: float = 0.0
+    cut: float = float(np.log(2.0))  # P(equal) = 1/3 at β = 0
+
+    def shares(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``P(less)`` and ``P(less) + P(equal)`` at the differences ``d``."""
+        less = _sigmoid(-self.cut - self.slope * d)
+        return less, 1 - _sigmoid(self.slope * d - self.cut)
 
     @classmethod
-    def of(cls, verdicts: np.ndarray) -> VerdictPosterior:
-        verdicts = np.asarray(verdicts)
-        return cls((float(np.sum(verdicts == 0)) + 1) / (len(verdicts) + 3))
+    def fit(cls, d: np.ndarray, verdict: np.ndarray) -> VerdictModel:
+        """Maximum a posteriori ``β, c`` on the verdicts known so far (normal priors of s.d. 10,
+        so a few verdicts give a model near the symmetric one)."""
+        d = np.asarray(d, dtype=float)
+        v = np.asarray(verdict)
+        if not len(v):
+            return cls()
+
+        def loss(params: np.ndarray) -> float:
+            less, upto = cls(params[0], params[1]).shares(d)
+            chance = np.where(v < 0, less, np.where(v == 0, upto - less, 1 - upto))
+            return -float(np.log(np.maximum(chance, 1e-300)).sum()) + float(params @ params) / 200
+
+        start = np.array([0.0, np.log(2.0)])
+        best = optimize.minimize(
+            loss, start, method="L-BFGS-B", bounds=[(None, None), (1e-3, None)]
+        )
+        return cls(float(best.x[0]), float(best.x[1]))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1 + np.tanh(np.asarray(x, dtype=float) / 2))
+
+
+def consensus(runs: Retrieved, candidates: int) -> np.ndarray:
+    """Each candidate's share of the systems' reciprocal-rank votes, ``(1/S) Σ_s 1/rank_s``
+    (0 when no system retrieves it in its top k): what the systems agree is similar."""
+    score = np.zeros(candidates)
+    s, _, i = np.nonzero(runs.top >= 0)
+    np.add.at(score, runs.top[runs.top >= 0], 1.0 / (i + 1))
+    return score / max(len(runs.systems), 1)
 
 
 def complete(
     partial: Partial,
     samples: int,
     rng: np.random.Generator,
-    posterior: VerdictPosterior = VerdictPosterior(),
+    model: VerdictModel = VerdictModel(),
     depth: int | None = None,
     known: tuple[np.ndarray, np.ndarray] | None = None,
+    score: np.ndarray | None = None,
 ) -> np.ndarray:
     """``samples`` finished lists drawn from the posterior (module doc): each candidate's group
     per draw, shape (samples, candidates).
 
     ``depth``: only the first ``depth`` places of a query matter (ADR@k): a segment starting
     after them is left whole. ``known``: sorted keys ``x · n + y`` of known verdicts and their
-    values, used instead of a draw.
+    values, used instead of a draw. ``score``: each candidate's score for the ``model``.
     """
     n = len(partial.segment)
     is_open = partial.open()
@@ -295,7 +336,6 @@ def complete(
         todo = partial.todo[item].copy()
         rank = partial.rank[item]
         base = starts[partial.segment[item]]
-        p_less = (1 - posterior.equal) / 2
         while True:
             segs = int(seg.max()) + 1
             counts = np.bincount(seg, weights=todo, minlength=segs)
@@ -307,7 +347,9 @@ def complete(
             x = x[pivot[seg[x]] != x]
             y = pivot[seg[x]]
             u = rng.random(len(x))
-            verdict = np.where(u < p_less, -1, np.where(u < 1 - p_less, 0, 1))
+            d = 0.0 if score is None else score[item[x]] - score[item[y]]
+            less, upto = model.shares(np.broadcast_to(d, u.shape))
+            verdict = np.where(u < less, -1, np.where(u < upto, 0, 1))
             if known is not None and len(known[0]):
                 key = item[x] * n + item[y]
                 at = np.minimum(np.searchsorted(known[0], key), len(known[0]) - 1)

@@ -87,15 +87,18 @@ def sort_campaign(
     measure: S.RankMeasure = S.RankMeasure("ADR", 5),
     *,
     confidence: float = 0.95,
-    samples: int = 200,
+    samples: int = 100,
     max_pairs: int | None = None,
     budget: int | None = None,
+    informed: bool = True,
 ) -> tuple[Run, S.SystemPairs | None, np.ndarray | None]:
     """One campaign on ``collection``: the full sort without ``runs``, else the system-driven
     one (module doc), stopping when every pair of systems is decided at ``confidence``, nothing
     left can change an undecided pair, or the next batch would pass ``budget`` answers. The
     initial order and the crowd are :func:`~crowdprefs.quality.planning.simulate_campaign`'s
-    for ``seed``."""
+    for ``seed``. Unknown verdicts are drawn from the systems' consensus
+    (:func:`~crowdprefs.campaign.systems.consensus`) calibrated on the verdicts so far when
+    ``informed``, else from the share of equal verdicts alone."""
     rng = np.random.default_rng([seed, 0x91A7])
     crowd = _Crowd(model, seed, _widest_gap(collection), rng)
     partial = S.Partial.start(collection.query, rng.random(len(collection.query)))
@@ -103,12 +106,22 @@ def sort_campaign(
     depth = measure.k if measure.name == "ADR" else None
     answers, cost, batches, rounds, hours = 0, 0.0, 0, 0, 0.0
     known: list[np.ndarray] = []
+    asked: list[np.ndarray] = []
+    score = None if runs is None else S.consensus(runs, len(collection.query))
     pairs, drawn, stopped = None, None, "finished"
     while True:
         chosen = None
         if runs is not None:
             verdicts = np.concatenate(known) if known else np.zeros(0, dtype=np.int64)
-            groups = S.complete(partial, samples, draws, S.VerdictPosterior.of(verdicts), depth)
+            pairs_d = np.concatenate(asked) if asked else np.zeros(0)
+            fitted = (
+                S.VerdictModel.fit(pairs_d, verdicts)
+                if informed
+                else S.VerdictModel.fit(np.zeros(len(verdicts)), verdicts)
+            )
+            groups = S.complete(
+                partial, samples, draws, fitted, depth, score=score if informed else None
+            )
             drawn = S.scores(groups, collection.query, runs, measure)
             pairs = S.system_pairs(drawn, confidence)
             if pairs.decided.all():
@@ -128,6 +141,8 @@ def sort_campaign(
             break
         verdict, used = _ask(x, y, collection, crowd, design, (rounds, hours))
         known.append(verdict)
+        if runs is not None:
+            asked.append(score[x] - score[y])
         answers += int(used.sum())
         cost += float(np.sum(design.fees.per_assignment(design.reward, used) * used))
         batches += 1
@@ -152,7 +167,7 @@ def compare_campaigns(
     seed: int = 0,
     *,
     confidence: float = 0.95,
-    samples: int = 200,
+    samples: int = 100,
     max_pairs: int | None = None,
     budget: int | None = None,
     budget_share: float | None = None,
@@ -191,10 +206,14 @@ def compare_campaigns(
 
 
 def summarize(
-    pairs: S.SystemPairs, drawn: np.ndarray, exact: np.ndarray, alpha: float = 0.05
+    pairs: S.SystemPairs,
+    drawn: np.ndarray,
+    exact: np.ndarray,
+    alpha: float = 0.05,
 ) -> dict[str, float]:
-    """The system-driven ranking against the full sort's: Kendall τ(b) of the mean scores, the
-    significant full-sort pairs ordered otherwise, and the decided pairs that do not hold."""
+    """The system-driven ranking against the full sort's (``exact`` scores, its own finished
+    lists: the same pivots and answers): Kendall τ(b) of the mean scores, the significant
+    full-sort pairs ordered otherwise, and the decided pairs that do not hold."""
     mean = drawn.mean(axis=(0, 2))
     final = exact.mean(axis=1)
     tau = stats.kendalltau(mean, final).statistic
@@ -213,11 +232,12 @@ def summarize(
 
 
 def _significant(difference: np.ndarray, alpha: float) -> np.ndarray:
-    """Per row of per-query differences, whether a two-sided Wilcoxon signed-rank test (zeros
+    """Per row of per-query differences, whether a two-sided Wilcoxon signed-rank test (normal
+    approximation, zeros
     split) rejects no difference at ``alpha``; a row of zeros never does."""
     zero = np.all(np.abs(difference) < 1e-12, axis=1)
     significant = np.zeros(len(difference), dtype=bool)
     if (~zero).any():
-        p = stats.wilcoxon(difference[~zero], axis=1, zero_method="zsplit").pvalue
+        p = stats.wilcoxon(difference[~zero], axis=1, zero_method="zsplit", method="approx").pvalue
         significant[~zero] = p < alpha
     return significant
