@@ -16,13 +16,12 @@ Campaign seeds start at 1000 (held out: the method was tuned on seed 0). Per cam
 system-driven campaign stops when every pair of systems is decided at ``--confidence`` (or, with
 ``--budget-share``, when the next batch would pass that share of the full sort's answers).
 
-Printed per collection (the τ between the full sorts of two campaigns, other initial orders and
-answers, is the noise floor a full sort itself has): answers as a share of the full sort's (mean, range), Kendall τ of the
+Printed per collection: answers as a share of the full sort's (mean, range), Kendall τ of the
 systems' ranking against the full sort's (min, mean), pairs of systems significant on the full
 sort (Wilcoxon over queries, 0.05) ordered otherwise, pairs declared decided and how many do not
-hold on the finished lists (the worst system set's share), and the seconds to choose a batch
-(completion, scores, priorities; at the start and the slowest of a campaign) against the 1 s
-target.
+hold on the finished lists (the worst system set's share), the τ between the full sorts of two
+campaigns (other initial orders and answers: the noise floor of a full sort itself), and the
+seconds to choose the first batch (completion, scores, priorities) against the 1 s target.
 
 Run: ``python benchmarks/system_ranking.py [--collection mirex 2010] [--campaigns 10]
 [--sets 20] [--budget-share 0.3] [--max-pairs 1000] [--samples 100] [--json]``.
