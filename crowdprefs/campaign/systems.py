@@ -43,7 +43,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from crowdprefs.campaign.sorting import SortState
 from crowdprefs.errors import InputError
@@ -273,6 +272,8 @@ class VerdictModel:
     def fit(cls, d: np.ndarray, verdict: np.ndarray) -> VerdictModel:
         """Maximum a posteriori ``β, c`` on the verdicts known so far (normal priors of s.d. 10,
         so a few verdicts give a model near the symmetric one)."""
+        from scipy import optimize
+
         d = np.asarray(d, dtype=float)
         v = np.asarray(verdict)
         if not len(v):
