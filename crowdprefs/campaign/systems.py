@@ -18,8 +18,9 @@ unknown. Whatever the crowd answers next, the finished list refines today's segm
 * **Order of two systems** (:func:`system_pairs`). Over ``M`` drawn lists, ΔM(s, t) = mean over
   queries of score(s) − score(t); the order of (s, t) is the likeliest of ``>``, ``=``, ``<``
   and ``P`` its share of the draws: the probability it holds once the lists are finished. The
-  pair is *decided* when ``P ≥ confidence`` (MTC stops the same way on P(ΔAG < 0), the MTC-for-AMS
-  paper §3).
+  pair is *decided* when Laplace's rule of succession on the ``M`` draws, ``(M·P + 1)/(M + 2)``,
+  reaches the confidence (so the draws' own noise cannot decide a pair: 100 draws need 94 of
+  them); MTC stops the same way on P(ΔAG < 0) (the MTC-for-AMS paper §3).
 * **What matters** (:func:`priorities`). An open segment *j* of query *q* can change the order
   of (s, t) only if s or t retrieves one of its members in its top k (for ADR@k also only when
   fewer than ``k`` candidates precede it: deeper, no allowed set ``A_i`` holds its members) and
@@ -442,8 +443,8 @@ def scores(groups: np.ndarray, query: np.ndarray, runs: Retrieved, measure: Rank
 class SystemPairs:
     """Every pair of systems (``first < second``, indices into the systems) over the draws:
     ``order`` +1 (first ahead), 0 (tied), −1; ``holds`` the probability that order holds once
-    the lists are finished; ``decided`` whether ``holds ≥ confidence``; ``delta`` the drawn
-    ΔM (draws × pairs)."""
+    the lists are finished; ``decided`` whether it reaches ``confidence`` (module doc);
+    ``delta`` the drawn ΔM (draws × pairs)."""
 
     first: np.ndarray
     second: np.ndarray
@@ -465,7 +466,9 @@ def system_pairs(score: np.ndarray, confidence: float) -> SystemPairs:
     )
     likeliest = shares.argmax(axis=0)
     holds = shares.max(axis=0)
-    return SystemPairs(first, second, 1 - likeliest, holds, holds >= confidence, delta)
+    draws = len(delta)
+    decided = (holds * draws + 1) / (draws + 2) >= confidence  # rule of succession
+    return SystemPairs(first, second, 1 - likeliest, holds, decided, delta)
 
 
 def priorities(

@@ -152,6 +152,7 @@ def test_identical_systems_are_tied_for_sure_and_distinct_ones_are_not():
     pairs = S.system_pairs(drawn, 0.95)
     twins = (pairs.first == 0) & (pairs.second == 2)
     assert pairs.order[twins] == 0 and pairs.decided[twins] and pairs.holds[twins] == 1
+    assert not S.system_pairs(drawn[:10], 0.95).decided.any()  # 10 draws decide nothing
     priority = S.priorities(partial, found, S.RankMeasure("ADR", 4), drawn, pairs)
     assert (priority > 0).any()
 
