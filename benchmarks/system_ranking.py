@@ -136,6 +136,7 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         outcome = compare_campaigns(
             collection, DESIGN, model, runs, MEASURE, seed, confidence=args.confidence,
             samples=args.samples, budget_share=args.budget_share, max_pairs=args.max_pairs,
+            informed=not args.uninformed,
         )  # fmt: skip
         seconds = time.perf_counter() - started
         first = choice_seconds(
@@ -210,6 +211,9 @@ def main() -> None:
     parser.add_argument("--budget-share", type=float, default=None)
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--max-pairs", type=int, default=None, help="pairs per batch at most")
+    parser.add_argument(
+        "--uninformed", action="store_true", help="draw unknown verdicts without the consensus"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not DATA.is_dir():

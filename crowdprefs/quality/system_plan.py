@@ -172,6 +172,7 @@ def compare_campaigns(
     budget: int | None = None,
     budget_share: float | None = None,
     alpha: float = 0.05,
+    informed: bool = True,
 ) -> Outcome:
     """The system-driven campaign beside the full sort on the same campaign (module doc);
     ``budget_share`` caps its answers at that share of the full sort's."""
@@ -190,6 +191,7 @@ def compare_campaigns(
         samples=samples,
         max_pairs=max_pairs,
         budget=budget,
+        informed=informed,
     )
     exact = S.scores(full.partial.groups()[None], collection.query, runs, measure)[0]
     summary = summarize(pairs, drawn, exact, alpha) | {
