@@ -6,7 +6,9 @@ a project's partly sorted lists (:mod:`crowdprefs.campaign.systems` on the proje
 (drawn finished lists per decision, 100) and ``max_pairs`` (pairs per batch at most; all that
 matter by default). With it, each batch asks only the segments whose order can still change how
 two systems compare, most informative first, and the campaign ends when every pair of systems is
-decided at the confidence (the driver's ``next_batch`` then has nothing to ask).
+decided at the confidence (the driver's ``next_batch`` then has nothing to ask). With a
+machine prior (``[prior] scores``) the unknown verdicts are drawn from its scores instead of the
+systems' consensus.
 """
 
 from __future__ import annotations
@@ -158,17 +160,22 @@ def standing(
     samples: int = DEFAULT_SAMPLES,
     max_pairs: int | None = None,
     seed: Sequence[int] = (0,),
+    prior: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Standing:
     """Where the systems stand (:class:`Standing`) on the sort ``states`` of the queries'
     ``candidates``, with the known ``verdicts`` per query: unknown verdicts drawn from the
     systems' consensus calibrated on the known ones (:class:`~crowdprefs.campaign.systems.
-    VerdictModel`), ``samples`` finished lists drawn with the stream ``seed``."""
+    VerdictModel`), or, with a machine ``prior`` (each query's scores per document), the
+    prior's scores standardised within each query; ``samples`` finished lists drawn with the
+    stream ``seed``."""
     queries = list(candidates)
     documents = np.array([d for q in queries for d in candidates[q]], dtype=object)
     query = np.repeat(np.arange(len(queries)), [len(candidates[q]) for q in queries])
     partial = S.from_states(states, candidates)
     found = S.retrieved(runs, queries, documents, query, measure.k)
     consensus = S.consensus(found, len(documents))
+    if prior is not None:
+        consensus = _standardised(prior, queries, documents, query)
     names = np.asarray(queries)[query]
     index = {(q, d): i for i, (q, d) in enumerate(zip(names, documents, strict=True))}
     rows = [
@@ -198,6 +205,14 @@ def standing(
     return Standing(
         queries, documents, query, partial, found, measure, drawn, pairs, priority, chosen
     )
+
+
+def _standardised(prior, queries, documents, query) -> np.ndarray:
+    """The prior's score of each candidate, standardised within its query (mean 0, s.d. 1)."""
+    raw = np.array([prior[queries[q]][d] for q, d in zip(query, documents, strict=True)])
+    mean = np.bincount(query, weights=raw) / np.bincount(query)
+    spread = np.sqrt(np.bincount(query, weights=(raw - mean[query]) ** 2) / np.bincount(query))
+    return (raw - mean[query]) / np.where(spread > 0, spread, 1.0)[query]
 
 
 def project_standing(
@@ -235,4 +250,5 @@ def project_standing(
         samples=samples,
         max_pairs=settings.max_pairs if settings else None,
         seed=(project.seed, iteration, 0x5157),
+        prior=store.prior_map(),
     )

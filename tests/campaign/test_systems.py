@@ -185,3 +185,37 @@ def test_only_segments_an_undecided_system_retrieves_near_the_top_matter():
     assert priority[partial.segment[5]] == 0  # starts at place 3: no allowed set holds it
     chosen = S.choose(partial, priority)
     assert chosen[first] and chosen.sum() == 1
+
+
+def test_a_machine_prior_that_ranks_like_the_truth_steers_the_drawn_lists():
+    """With a prior that ranks like the truth (and verdicts agreeing), the drawn finished lists
+    favour the system that retrieves the truly best candidates; the systems' consensus, equal
+    for both systems' candidates, cannot tell them apart."""
+    from crowdprefs.campaign.ranking import standing
+    from crowdprefs.campaign.sorting import initial_order
+
+    rng = np.random.default_rng(9)
+    docs = [f"d{i}" for i in range(30)]
+    group = dict(zip(docs, rng.integers(1, 8, 30).tolist(), strict=True))
+    order = initial_order(docs, 1, "q")
+    verdicts = {(x, y): int(np.sign(group[y] - group[x])) for x, y in replay(order, {}).needed}
+    state = replay(order, verdicts)
+    ranked = sorted(docs, key=lambda d: group[d])
+    runs = pd.DataFrame(
+        {
+            "system": ["good"] * 5 + ["bad"] * 5,
+            "query": "q",
+            "document": ranked[:5] + ranked[-5:],
+            "rank": [1, 2, 3, 4, 5] * 2,
+        }
+    )
+    args = ({"q": docs}, {"q": state}, {"q": verdicts}, runs, S.RankMeasure("ADR", 5))
+    prior = {"q": {d: -float(group[d]) + 0.01 * i for i, d in enumerate(docs)}}
+    steered = standing(*args, prior=prior, samples=300, seed=(3,))
+    blind = standing(*args, samples=300, seed=(3,))
+
+    def good(result) -> float:
+        return float(result.drawn[:, list(result.runs.systems).index("good")].mean())
+
+    assert good(steered) > good(blind) + 0.1
+    assert good(steered) > 0.9
