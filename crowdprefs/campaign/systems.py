@@ -340,7 +340,7 @@ def complete(
         base = starts[partial.segment[item]]
         while True:
             segs = int(seg.max()) + 1
-            counts = np.bincount(seg, weights=todo, minlength=segs)
+            counts = np.bincount(seg[todo], minlength=segs)
             live = todo & (counts[seg] >= 2)
             if not live.any():
                 break
@@ -368,14 +368,19 @@ def complete(
             if depth is not None:  # quickselect: parts starting past the depth stay whole
                 sizes = np.bincount(seg)
                 before = np.cumsum(sizes) - sizes
-                first = np.full(int(origin.max()) + 1, np.iinfo(np.int64).max)
-                np.minimum.at(first, origin, seg)
+                first = _first_of(seg, origin, count * samples)
                 todo &= base + before[seg] - before[first[origin]] < depth
-        first = np.full(int(origin.max()) + 1, np.iinfo(np.int64).max)
-        np.minimum.at(first, origin, seg)
+        first = _first_of(seg, origin, count * samples)
         sub[np.repeat(np.arange(samples), m), item] = seg - first[origin]
     key = partial.segment[None, :] * (n + 1) + sub
     return _dense_within(key, partial.query)
+
+
+def _first_of(seg: np.ndarray, origin: np.ndarray, origins: int) -> np.ndarray:
+    """Per origin, its first segment (segments are dense and ordered by origin)."""
+    seg_origin = np.empty(int(seg.max()) + 1, dtype=np.int64)
+    seg_origin[seg] = origin
+    return np.searchsorted(seg_origin, np.arange(origins))
 
 
 def _dense_within(key: np.ndarray, query: np.ndarray) -> np.ndarray:
