@@ -24,7 +24,7 @@ campaigns (other initial orders and answers: the noise floor of a full sort itse
 seconds to choose the first batch (completion, scores, priorities) against the 1 s target.
 
 Run: ``python benchmarks/system_ranking.py [--collection mirex 2010] [--campaigns 10]
-[--sets 20] [--budget-share 0.3] [--max-pairs 1000] [--samples 100] [--json]``.
+[--sets 20] [--budget-share 0.3] [--batch-share 0.16] [--samples 100] [--json]``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,10 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         started = time.perf_counter()
         outcome = compare_campaigns(
             collection, DESIGN, model, runs, MEASURE, seed, confidence=args.confidence,
-            samples=args.samples, budget_share=args.budget_share, max_pairs=args.max_pairs,
+            samples=args.samples, budget_share=args.budget_share,
+            max_pairs=None if args.batch_share is None else max(
+                1, int(args.batch_share * len(collection.query))
+            ),
             informed=not args.uninformed,
         )  # fmt: skip
         seconds = time.perf_counter() - started
@@ -210,7 +213,12 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=0.95)
     parser.add_argument("--budget-share", type=float, default=None)
     parser.add_argument("--samples", type=int, default=100)
-    parser.add_argument("--max-pairs", type=int, default=None, help="pairs per batch at most")
+    parser.add_argument(
+        "--batch-share",
+        type=float,
+        default=None,
+        help="pairs per batch at most, as a share of the collection's candidates",
+    )
     parser.add_argument(
         "--uninformed", action="store_true", help="draw unknown verdicts without the consensus"
     )
@@ -231,9 +239,12 @@ def main() -> None:
             (collection, synthetic_runs(collection, FIRST_SEED + i), FIRST_SEED + i)
             for i in range(args.sets)
         ]
-        figures["2010"] = study("2010 + synthetic systems", cases, model, args)
+        figures["y2010"] = study("2010 + synthetic systems", cases, model, args)
     if args.json:
-        print(json.dumps(figures))
+        flat = {
+            f"{name}_{key}": value for name, part in figures.items() for key, value in part.items()
+        }
+        print(json.dumps(flat))
 
 
 if __name__ == "__main__":
