@@ -235,6 +235,7 @@ def init_project(
     prior: Path | None = None,
     runs: Path | None = None,
     measure: str = "ADR@5",
+    confidence: float = 0.95,
 ) -> Project:
     """Create a project folder from a candidates CSV (or an already validated frame).
 
@@ -244,8 +245,9 @@ def init_project(
     PostgreSQL database, written into ``crowdprefs.toml`` as ``[store] url``. With ``prior``
     (a ``query,document,score`` CSV covering every candidate: :mod:`crowdprefs.machine.scores`)
     the scores are fixed in the state and the file is remembered as ``[prior] scores``. With
-    ``runs`` (the systems to rank, by ``measure``: :mod:`crowdprefs.campaign.ranking`) the runs
-    are copied into the project and ``[systems]`` is set.
+    ``runs`` (the systems to rank, by ``measure``, until every pair holds at ``confidence``:
+    :mod:`crowdprefs.campaign.ranking`) the runs are copied into the project and ``[systems]``
+    is set.
     """
     root = Path(root)
     if not SCHEMA["project"]["seed"].accepts(seed):
@@ -275,6 +277,8 @@ def init_project(
 
         system_runs, name = checked_runs(runs, measure, frame)
         section = {**settings.sections.get(SECTION, {}), "runs": RUNS_NAME, "measure": name}
+        if confidence != 0.95:
+            section["confidence"] = confidence
         settings = replace(settings, sections={**settings.sections, SECTION: section})
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.init-"))

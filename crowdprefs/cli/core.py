@@ -159,6 +159,10 @@ def init(
         str,
         typer.Option(help="--runs: the measure the systems are ranked by: ADR@k, AG@k, nDCG@k."),
     ] = "ADR@5",
+    confidence: Annotated[
+        float,
+        typer.Option(help="--runs: stop when every pair of systems holds with this probability."),
+    ] = 0.95,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project).
 
@@ -176,11 +180,13 @@ def init(
         budget=budget,
         aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
     )
-    if runs is None and measure != "ADR@5":
-        raise InputError("--measure ranks the systems of --runs: give --runs")
+    if runs is None and (measure != "ADR@5" or confidence != 0.95):
+        raise InputError("--measure and --confidence rank the systems of --runs: give --runs")
+    if not 0.5 < confidence < 1:
+        raise InputError(f"--confidence must lie in (0.5, 1), got {confidence}")
     with init_project(
         directory, candidates, seed=seed, settings=settings, database=database, prior=prior,
-        runs=runs, measure=measure,
+        runs=runs, measure=measure, confidence=confidence,
     ) as project:  # fmt: skip
         frame = project.store.candidates()
         console.print(

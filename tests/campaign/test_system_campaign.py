@@ -151,6 +151,19 @@ def test_measure_without_runs_and_a_bad_systems_setting_are_refused(tmp_path):
     candidates, runs = collection(tmp_path)
     done = crowdprefs("init", tmp_path / "p", "--candidates", candidates, "--measure", "AG@5")
     assert done.returncode != 0 and "give --runs" in done.stderr
+    done = crowdprefs(
+        "init", tmp_path / "p", "--candidates", candidates, "--runs", runs, "--confidence", "1"
+    )
+    assert done.returncode != 0 and "--confidence must lie in (0.5, 1)" in done.stderr
+    assert not (tmp_path / "p").exists()
+    made = crowdprefs(
+        "init", tmp_path / "r", "--candidates", candidates, "--runs", runs, "--measure", "ndcg@3",
+        "--confidence", "0.9",
+    )  # fmt: skip
+    assert made.returncode == 0 and "ranking its systems by nDCG@3" in made.stdout
+    assert tomllib.loads((tmp_path / "r" / CONFIG_NAME).read_text())["systems"] == {
+        "runs": "runs.txt", "measure": "nDCG@3", "confidence": 0.9,
+    }  # fmt: skip
     folder = tmp_path / "q"
     assert crowdprefs("init", folder, "--candidates", candidates, "--runs", runs).returncode == 0
     config = folder / CONFIG_NAME
