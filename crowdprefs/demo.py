@@ -146,6 +146,7 @@ DEMO_FILES = {
     "evaluation": "evaluation.csv",
     "prior": "chroma.csv",
     "prior_project": "project-prior",
+    "ranked_project": "project-ranked",
 }
 
 #: ``progress(what, done, total)``: called as a long stage advances.
@@ -160,7 +161,7 @@ STAGES = {
     "campaign": ("iterations", "web", "list_groups", "adr", "contradictions", "prior"),
     "previews": ("previews",),
     "audit": ("audit", "flag_precision", "flag_recall"),
-    "evaluation": ("evaluation",),
+    "evaluation": ("evaluation", "ranked"),
 }
 """The stages of :func:`run_demo` in order, each with the :class:`DemoResult` fields it makes."""
 
@@ -215,6 +216,20 @@ class PriorRun:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class RankedRun:
+    """The campaign again, knowing the synthetic systems (``init --runs``): answers of the full
+    campaign and of this one, the systems in the order its unfinished lists rank them by ADR@5
+    and in the order the full campaign's lists do, their Kendall τ, and the pairs of systems
+    decided at 0.95 of all pairs."""
+
+    answers: tuple[int, int]
+    order: tuple[str, ...]
+    full_order: tuple[str, ...]
+    tau: float
+    decided: tuple[int, int]
+
+
 @dataclass
 class DemoResult:
     """What every stage of :func:`run_demo` produced (``files`` name what it wrote)."""
@@ -244,6 +259,8 @@ class DemoResult:
     web: JudgeReport | None = None
     prior: PriorRun | None = None
     """The campaign with the chroma judge as a prior (simulated crowd only)."""
+    ranked: RankedRun | None = None
+    """The campaign that knows the systems (simulated crowd only)."""
     seconds: float = 0.0
 
 
@@ -338,9 +355,16 @@ def run_demo(
         on=["system", "measure"],
         suffixes=("_crowd", "_truth"),
     )
+    ranked = None
+    if options.crowd == "simulated":
+        full_order = by_crowd.summary[by_crowd.summary["measure"] == "ADR@5"].sort_values(
+            "mean", ascending=False, kind="stable"
+        )["system"]
+        ranked = _ranked_campaign(files, options, tuple(full_order), progress)
     ended(
         "evaluation",
         evaluation=evaluation.rename(columns={"mean_crowd": "crowd", "mean_truth": "truth"}),
+        ranked=ranked,
     )
     return DemoResult(
         folder=folder,
@@ -349,6 +373,52 @@ def run_demo(
         resumed=resumed,
         **made,
         seconds=time.perf_counter() - started,
+    )
+
+
+def _ranked_campaign(
+    files: dict[str, Path],
+    options: DemoOptions,
+    full_order: tuple[str, ...],
+    progress: Progress | None,
+) -> RankedRun:
+    """The demo's campaign again, in its own project made with ``init --runs`` (the synthetic
+    systems, ADR@5), the same seed and simulated crowd: it asks only what can change how two
+    systems compare and stops when their ranking is sure; resumed when that project exists."""
+    from scipy import stats
+
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.ranking import project_standing
+    from crowdprefs.crowds import get_crowd
+
+    with Project(files["project"]) as project:
+        settings, full_answers = project.settings, project.store.answer_total()
+    if not files["ranked_project"].exists():
+        init_project(
+            files["ranked_project"], files["candidates"], seed=options.seed, settings=settings,
+            runs=files["runs"],
+        ).close()  # fmt: skip
+    with Project(files["ranked_project"]) as ranked:
+        total = ranked.store.candidates()["query"].nunique()
+
+        def report(step: driver.IterationSummary) -> None:
+            if progress is not None:
+                what = f"knowing the systems, iteration {step.iteration}"
+                progress(what, total - step.open_queries, total)
+
+        driver.run(ranked, get_crowd("simulated", ranked), on_iteration=report)
+        standing = project_standing(ranked, samples=1000)
+        answers = ranked.store.answer_total()
+    order = tuple(standing.systems_frame(0.95)["system"])
+    position = {system: i for i, system in enumerate(order)}
+    tau = stats.kendalltau([position[s] for s in full_order], range(len(full_order))).statistic
+    decided = standing.pairs.decided
+    return RankedRun(
+        answers=(full_answers, answers),
+        order=order,
+        full_order=full_order,
+        tau=float(tau),
+        decided=(int(decided.sum()), len(decided)),
     )
 
 

@@ -175,9 +175,26 @@ def runs_case(text: str | bytes, says: str, name: str) -> list[Case]:
     def estimate(ws, t):
         return ["mtc", "estimate", "--runs", write(t / "r.txt", text), "--judgments", ws.levels]
 
+    def init(ws, t):
+        return [
+            "init",
+            t / "new",
+            "--candidates",
+            ws.candidates,
+            "--runs",
+            write(t / "r.txt", text),
+        ]
+
     return [
         Case("runs", f"evaluate: {name}", evaluate, says),
         Case("runs", f"mtc estimate: {name}", estimate, says),
+        Case("runs", f"init --runs: {name}", init, says),
+        Case(
+            "runs",
+            f"plan --runs: {name}",
+            plan_args("--runs", lambda t: write(t / "r.txt", text)),
+            says,
+        ),
     ]
 
 

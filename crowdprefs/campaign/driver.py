@@ -147,11 +147,16 @@ def next_batch(
     fragility_rule(project)  # and a bad [fragility] section
     skip = prior_policy(project).skip  # and a bad [prior] section
     fix_prior(project)  # and a prior that does not cover the candidates or changed
+    from crowdprefs.campaign.ranking import RankSettings, project_standing
+
+    ranked = RankSettings.of(project)  # and a bad [systems] section
     iteration = 1 if last is None else last["iteration"] + 1
     while True:
         fingerprints = store.verdict_fingerprints()
         states, stale = _replayed(project, fingerprints, SortState.from_json, lambda s: s)
         needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
+        if needed and ranked:  # only what can still change how two systems compare
+            needed = project_standing(project, states, iteration).wanted(needed)
         if not needed:
             if stale:
                 store.cache_states(stale)
@@ -551,6 +556,7 @@ def status(project: Project) -> dict:
         )
     answers = store.answer_total()
     last = store.last_batch()
+    systems = system_status(project, 1 if last is None else last["iteration"] + 1)
     return {
         "queries": queries,
         "totals": {
@@ -563,8 +569,38 @@ def status(project: Project) -> dict:
             "cost": committed_cost(project),
             "budget": project.settings.budget,
             "budget_had": remembered_budget(project),
+            "ranking_done": systems is not None and not systems["next_pairs"],
         },
         "machine": machine_audit(project),
+        "systems": systems,
+    }
+
+
+def system_status(project: Project, iteration: int) -> dict | None:
+    """With ``[systems]``: the measure, the pairs of systems and how many are undecided at the
+    confidence, and what the next batch (``iteration``) asks and costs; ``None`` without."""
+    from crowdprefs.campaign.budget import batch_cost
+    from crowdprefs.campaign.ranking import RankSettings, project_standing
+
+    settings = RankSettings.of(project)
+    if settings is None:
+        return None
+    states = sort_states(project)
+    standing = project_standing(project, states, iteration)
+    needed = [(q, x, y) for q, state in states.items() for x, y in state.needed]
+    pairs = len(standing.wanted(needed)) if needed else 0
+    rule = stopping_rule(project)
+    wanted = project.settings.answers_per_pair if rule is None else rule.initial
+    cost = batch_cost(project.settings.reward, np.full(pairs, wanted), project.settings.fees)
+    return {
+        "measure": str(settings.measure),
+        "confidence": settings.confidence,
+        "systems": len(standing.runs.systems),
+        "pairs": len(standing.pairs.decided),
+        "undecided": int((~standing.pairs.decided).sum()),
+        "next_pairs": pairs,
+        "next_answers": pairs * wanted,
+        "next_cost": cost,
     }
 
 

@@ -234,6 +234,9 @@ def init_project(
     settings: Settings | None = None,
     database: str | None = None,
     prior: Path | None = None,
+    runs: Path | None = None,
+    measure: str = "ADR@5",
+    confidence: float = 0.95,
 ) -> Project:
     """Create a project folder from a candidates CSV (or an already validated frame).
 
@@ -242,7 +245,10 @@ def init_project(
     ``database`` (``postgresql://user@host/name``, no password) the state lives in that empty
     PostgreSQL database, written into ``crowdprefs.toml`` as ``[store] url``. With ``prior``
     (a ``query,document,score`` CSV covering every candidate: :mod:`crowdprefs.machine.scores`)
-    the scores are fixed in the state and the file is remembered as ``[prior] scores``.
+    the scores are fixed in the state and the file is remembered as ``[prior] scores``. With
+    ``runs`` (the systems to rank, by ``measure``, until every pair holds at ``confidence``:
+    :mod:`crowdprefs.campaign.ranking`) the runs are copied into the project and ``[systems]``
+    is set.
     """
     root = Path(root)
     if not SCHEMA["project"]["seed"].accepts(seed):
@@ -266,10 +272,24 @@ def init_project(
         scores = read_prior(prior, frame)
         section = {**settings.sections.get("prior", {}), "scores": str(Path(prior).resolve())}
         settings = replace(settings, sections={**settings.sections, "prior": section})
+    system_runs = None
+    if runs is not None:
+        from crowdprefs.campaign.ranking import RUNS_NAME, SECTION, checked_runs
+
+        system_runs, name = checked_runs(runs, measure, frame)
+        section = {**settings.sections.get(SECTION, {}), "runs": RUNS_NAME, "measure": name}
+        if confidence != 0.95:
+            section["confidence"] = confidence
+        settings = replace(settings, sections={**settings.sections, SECTION: section})
     root.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.init-"))
     try:
         _write_toml(staging / CONFIG_NAME, settings.to_toml(seed))
+        if system_runs is not None:
+            from crowdprefs.campaign.ranking import RUNS_NAME
+            from crowdprefs.io import write_runs
+
+            write_runs(system_runs, staging / RUNS_NAME)
         store = Store(state_location(staging, settings), create=True)
         try:
             store.initialise(seed, frame)

@@ -163,6 +163,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "level": OPEN_SHARE,
         "weight": Key("float", 0, 100),
     },
+    "systems": {
+        "runs": Key("str"),
+        "measure": Key("str"),
+        "confidence": Key("float", 0.5, 1, open_low=True, open_high=True),
+        "samples": Key("int", 10, 100_000),
+        "max_pairs": Key("int", 1, 100_000_000),
+    },
     "checks": {"share": SHARE, "max_per_batch": COUNT},
     "simulated": {
         "truth": Key("path", names_file=True),

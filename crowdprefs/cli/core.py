@@ -146,6 +146,23 @@ def init(
             show_default=False,
         ),
     ] = None,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run files of the systems the lists will score (TREC runs or 'system query "
+            "document' lines): each batch asks only the pairs that can still change how two "
+            "systems compare, and the campaign stops when their ranking is sure.",
+            show_default=False,
+        ),
+    ] = None,
+    measure: Annotated[
+        str,
+        typer.Option(help="--runs: the measure the systems are ranked by: ADR@k, AG@k, nDCG@k."),
+    ] = "ADR@5",
+    confidence: Annotated[
+        float,
+        typer.Option(help="--runs: stop when every pair of systems holds with this probability."),
+    ] = 0.95,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project).
 
@@ -163,15 +180,21 @@ def init(
         budget=budget,
         aggregation=AggregationRule(rule=rule, alpha=alpha, margin=margin, ties=ties),
     )
+    if runs is None and (measure != "ADR@5" or confidence != 0.95):
+        raise InputError("--measure and --confidence rank the systems of --runs: give --runs")
+    if not 0.5 < confidence < 1:
+        raise InputError(f"--confidence must lie in (0.5, 1), got {confidence}")
     with init_project(
-        directory, candidates, seed=seed, settings=settings, database=database, prior=prior
-    ) as project:
+        directory, candidates, seed=seed, settings=settings, database=database, prior=prior,
+        runs=runs, measure=measure, confidence=confidence,
+    ) as project:  # fmt: skip
         frame = project.store.candidates()
         console.print(
             f"created {directory}: {frame['query'].nunique()} queries, "
             f"{len(frame)} candidates, seed {seed}"
             + (f", state in {project.store.location}" if database else "")
-            + (", machine prior fixed" if prior else ""),
+            + (", machine prior fixed" if prior else "")
+            + (f", ranking its systems by {project.section('systems')['measure']}" if runs else ""),
             soft_wrap=True,
         )
     warn_if_undecidable(settings)
@@ -277,6 +300,12 @@ def next_step(
     totals = totals or driver.status(project)["totals"]
     if totals["closed"] == totals["queries"]:
         return f"every list is closed; next: crowdprefs export {where}"
+    if totals.get("ranking_done"):
+        runs = shlex.quote(str(directory / project.section("systems")["runs"]))
+        return (
+            "the systems' ranking needs nothing more ([systems]); next: crowdprefs evaluate "
+            f"--truth {where} --runs {runs}, or crowdprefs export {where} --partial"
+        )
     if target in MTURK_OPTIONS and not imported:
         return f"next: {_publish_to(project, where, target, mturk=True)} (it builds the batch)"
     return f"next: crowdprefs next {where}"
@@ -409,6 +438,15 @@ def status(
         from crowdprefs.campaign.prior import audit_line
 
         console.print(f"  {audit_line(report['machine'])}", highlight=False, soft_wrap=True)
+    if report["systems"] is not None:
+        r = report["systems"]
+        console.print(
+            f"  systems:  {r['undecided']} of {r['pairs']} pairs of {r['systems']} systems "
+            f"undecided by {r['measure']} at {r['confidence']:g}; next batch: {r['next_pairs']} "
+            f"pairs, {r['next_answers']} answers, ${r['next_cost']:.2f}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if queries:
         console.print(_queries_table(report["queries"], str(directory)))
     else:
@@ -682,10 +720,25 @@ def _export_lists(project: Project, directory: Path, fmt: str, partial: bool, ou
         f"wrote {frame['query'].nunique()} lists ({len(frame)} documents) to {escape(str(out))}",
         highlight=False,
     )
+    if partial and still_open:
+        console.print(_unsorted_line(driver.sort_states(project)), highlight=False, soft_wrap=True)
     if report["machine"] is not None:  # the lists hold machine verdicts: how far to trust them
         from crowdprefs.campaign.prior import audit_line
 
         console.print(audit_line(report["machine"]), highlight=False, soft_wrap=True)
+
+
+def _unsorted_line(states: dict) -> str:
+    """Which groups of the exported lists are unsorted parts (open segments: their members'
+    order was not asked), per query, as ``query: group numbers``."""
+    parts = []
+    for query, state in states.items():
+        groups = [str(g) for g, segment in enumerate(state.segments, start=1) if not segment.closed]
+        if groups:
+            parts.append(f"{escape(query)} group{'s' * (len(groups) > 1)} {', '.join(groups)}")
+    return f"unsorted groups (their members' order was not asked), in {len(parts)} lists: " + (
+        "; ".join(parts)
+    )
 
 
 def _export_text(

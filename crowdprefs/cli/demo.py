@@ -43,9 +43,11 @@ def demo(
     query), audio clips prepared for the HITs, every iteration of the campaign (then the same
     campaign with the baseline chroma judge as a machine prior, when librosa is installed), HIT
     previews of the first batch, the worker audit, and synthetic systems scored against the
-    crowd's lists and the truth. The seed draws the melodies, the crowd and the sort. Writes
+    crowd's lists and the truth, then ranked again by a campaign that knows them and asks only
+    what can change their order. The seed draws the melodies, the crowd and the sort. Writes
     candidates.csv, truth.qrel, midi/, project/ (with clips/), lists.qrel, chroma.csv,
-    project-prior/, preview/, audit.html, runs.txt and evaluation.csv in DIRECTORY.
+    project-prior/, project-ranked/, preview/, audit.html, runs.txt and evaluation.csv in
+    DIRECTORY.
     """
     from crowdprefs.demo import DEMO_FILES, DemoOptions, run_demo
     from crowdprefs.progress import make_progress
@@ -164,6 +166,18 @@ def _audit(made: dict, files: dict[str, Path], crowd: str) -> None:
 def _evaluation(made: dict, files: dict[str, Path], crowd: str) -> None:
     _stage("6. evaluation")
     console.print(_evaluation_table(made["evaluation"]))
+    ranked = made["ranked"]
+    if ranked is None:
+        return
+    full, asked = ranked.answers
+    console.print(
+        f"knowing the systems (init --runs, ADR@5), in {files['ranked_project']}: {asked} "
+        f"answers against {full} ({asked / full:.0%}); ranking {' > '.join(ranked.order)} "
+        f"(the full campaign's: {' > '.join(ranked.full_order)}, Kendall τ {ranked.tau:.2f}); "
+        f"{ranked.decided[0]} of {ranked.decided[1]} pairs of systems decided at 0.95",
+        soft_wrap=True,
+        highlight=False,
+    )
 
 
 #: What ``demo`` prints as each stage of :data:`crowdprefs.demo.STAGES` ends.

@@ -131,10 +131,15 @@ def _tests_table(tests: pd.DataFrame, summary: pd.DataFrame, measure: str) -> Ta
 
 
 def _project_truth(
-    folder: Path, resamples: int, seed: int, runner: Runner, progress: Progress
+    folder: Path,
+    resamples: int,
+    seed: int,
+    runner: Runner,
+    progress: Progress,
+    open_campaign: bool = False,
 ) -> tuple[pd.DataFrame, Resampled | None]:
     """A project's closed lists as the truth, and with ``resamples`` its resampled crowds'
-    (a task of ``progress``)."""
+    (a task of ``progress``); with ``open_campaign`` no closed list is not an error."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.quality.sorted_campaign import SortedCampaign
@@ -143,6 +148,8 @@ def _project_truth(
     with Project(folder) as project:
         lists = driver.lists(project)
         if lists.empty:
+            if open_campaign:
+                return lists, None
             raise InputError(f"{folder} has no closed list yet")
         if not resamples:
             return lists, None
@@ -211,6 +218,100 @@ def _kept_table(uncertainty: TruthUncertainty, most: int = 20) -> Table:
 def _write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def _open_standings(folder: Path, runs: pd.DataFrame, names: list[str], k: int, args) -> list:
+    """On a project whose sort is unfinished: per measure systems can be ranked by (ADR, AG,
+    nDCG at a cutoff), where the systems stand over drawn finished lists; ``[]`` when every
+    list is closed."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign.ranking import project_standing
+    from crowdprefs.campaign.systems import MEASURES, parse_rank_measure
+    from crowdprefs.evaluation.measures import parse_measure
+
+    confidence, samples, seed = args
+    with Project(folder) as project:
+        totals = driver.status(project)["totals"]
+        if totals["closed"] == totals["queries"]:
+            return []
+        standings = []
+        for name in names:
+            parsed = parse_measure(name, k)
+            if parsed.name not in MEASURES or parsed.params or parsed.cutoff is None:
+                err_console.print(
+                    f"note: {parsed} is not scored on the unfinished lists (ADR@k, AG@k and "
+                    "nDCG@k are)"
+                )
+                continue
+            measure = parse_rank_measure(f"{parsed.name}@{parsed.cutoff}")
+            standings.append(
+                project_standing(
+                    project,
+                    runs=runs,
+                    measure=measure,
+                    confidence=confidence,
+                    samples=samples,
+                    iteration=seed,
+                )  # fmt: skip
+            )
+    return standings
+
+
+def _open_tables(standing, confidence: float) -> tuple[Table, Table]:
+    """The systems with their intervals and the pairs of systems with P(order holds)."""
+    systems = standing.systems_frame(confidence)
+    left = Table(
+        title=f"{standing.measure} on the unfinished lists ({standing.drawn.shape[0]} drawn "
+        f"finished lists): mean and {confidence:.0%} interval"
+    )
+    for column, justify in (("system", "left"), ("mean", "right"), ("interval", "right")):
+        left.add_column(column, justify=justify)
+    for row in systems.itertuples():
+        left.add_row(escape(str(row.system)), f"{row.mean:.3f}", f"[{row.low:.3f}, {row.high:.3f}]")
+    pairs = standing.pairs_frame()
+    right = Table(
+        title=f"{standing.measure}: how sure each order is once the lists are finished "
+        f"(least sure first; decided at {confidence:g})"
+    )
+    for column in ("order", "P(holds)", "decided"):
+        right.add_column(column, justify="left" if column == "order" else "right")
+    for row in pairs.itertuples():
+        right.add_row(
+            f"{escape(str(row.system_a))} {row.order} {escape(str(row.system_b))}",
+            f"{row.holds:.3f}",
+            "yes" if row.decided else "no",
+        )
+    return left, right
+
+
+def _open_payload(standings: list, confidence: float) -> list[dict]:
+    """The unfinished lists' figures for ``--format json``."""
+    return [
+        {
+            "measure": str(standing.measure),
+            "draws": int(standing.drawn.shape[0]),
+            "systems": _records(standing.systems_frame(confidence)),
+            "pairs": _records(standing.pairs_frame()),
+        }
+        for standing in standings
+    ]
+
+
+def _show_open(standings: list, confidence: float, output_format: Format) -> None:
+    """Print the unfinished lists' figures (table, JSON or CSV of the systems)."""
+    import pandas as pd
+
+    if output_format is Format.json:
+        _write(json.dumps({"unfinished": _open_payload(standings, confidence)}, indent=1) + "\n")
+    elif output_format is Format.csv:
+        frames = [s.systems_frame(confidence).assign(measure=str(s.measure)) for s in standings]
+        frame = pd.concat(frames, ignore_index=True)[["measure", "system", "mean", "low", "high"]]
+        _write(frame.to_csv(index=False, lineterminator="\n"))
+    else:
+        for standing in standings:
+            for table in _open_tables(standing, confidence):
+                console.print(table)
 
 
 @app.command()
@@ -288,6 +389,22 @@ def evaluate(
             "and how often each pair of systems keeps its order (0: off).",
         ),
     ] = 0,
+    confidence: Annotated[
+        float,
+        typer.Option(
+            help="With a project whose lists are unfinished: the probability at which a pair "
+            "of systems' order counts as decided."
+        ),
+    ] = 0.95,
+    samples: Annotated[
+        int,
+        typer.Option(
+            min=10,
+            max=100_000,
+            help="With a project whose lists are unfinished: finished lists drawn for the "
+            "intervals and the probabilities.",
+        ),
+    ] = 1000,
     seed: Seed = 0,
     jobs: StudyJobs = None,
     scheduler: Scheduler = None,
@@ -298,7 +415,12 @@ def evaluate(
     interval, the ranking, significance matrices of the pairwise tests, and plots. With a
     project as --truth and --truth-resamples N, the workers are resampled N times (bootstrap),
     the lists rebuilt from the resampled verdicts, and every system scored against them: each
-    mean gets an interval for queries and truth together beside the one for queries alone."""
+    mean gets an interval for queries and truth together beside the one for queries alone.
+
+    A project whose lists are unfinished (a campaign stopped when its systems' ranking was
+    sure) is scored over finished lists drawn from its verdicts (ADR@k, AG@k, nDCG@k): each
+    system's mean with an interval, and for each pair of systems the probability that their
+    order holds once the lists are finished, decided or not at --confidence."""
     import pandas as pd
 
     from crowdprefs.evaluation import evaluate as E
@@ -316,14 +438,22 @@ def evaluate(
             f"--truth-resamples resamples a crowd's answers: give a project folder as --truth "
             f"(not {truth}; 'crowdprefs replay --project' makes one of a results file)"
         )
+    if not 0.5 < confidence < 1:
+        raise InputError(f"--confidence must lie in (0.5, 1), got {confidence}")
     uncertainty = None
+    standings: list = []
     with make_progress() as progress:
         step = progress.add_task("reading runs and ground truth", total=4)
         run_table = read_runs(runs)
         if truth.is_dir():
+            standings = _open_standings(truth, run_table, names, k, (confidence, samples, seed))
             truth_table, resampled = _project_truth(
-                truth, truth_resamples, seed, Runner.from_options(jobs, scheduler), progress
-            )
+                truth, truth_resamples, seed, Runner.from_options(jobs, scheduler), progress,
+                open_campaign=bool(standings),
+            )  # fmt: skip
+            if truth_table.empty:  # no list is closed: the unfinished lists alone
+                _show_open(standings, confidence, output_format)
+                return
         else:
             truth_table, resampled = read_truth(truth, truth_kind.value), None
         if resampled is not None:
@@ -362,6 +492,10 @@ def evaluate(
         err_console.print(
             f"note: ignored {result.ignored_rows} run line(s) of queries not in the ground truth"
         )
+    if standings:
+        err_console.print(
+            "note: the scores below are on the closed lists only; the unfinished lists follow"
+        )
     if output_format is Format.csv:
         from crowdprefs.io import csv_text
 
@@ -372,6 +506,8 @@ def evaluate(
             "summary": _records(result.summary),
             "tests": _records(result.tests),
         }
+        if standings:
+            payload["unfinished"] = _open_payload(standings, confidence)
         if uncertainty is not None:
             payload["truth_uncertainty"] = {
                 "resamples": uncertainty.resamples,
@@ -394,6 +530,7 @@ def evaluate(
         if uncertainty is not None:
             console.print(_uncertainty_table(uncertainty, wide))
             console.print(_kept_table(uncertainty))
+        _show_open(standings, confidence, output_format)
     if figure is not None:
         err_console.print(f"figure saved to {escape(str(figure))}")
 

@@ -203,6 +203,20 @@ def plan(
         ),
     ] = 0.0,
     crowd_model: CrowdModelFile = None,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Run files of the systems to rank: also simulate the campaign that asks only "
+            "what can change their order, beside the full sort."
+        ),
+    ] = None,
+    measure: Annotated[
+        str, typer.Option(help="--runs: the measure to rank the systems by (ADR@k, AG@k, nDCG@k).")
+    ] = "ADR@5",
+    confidence: Annotated[
+        float,
+        typer.Option(help="--runs: stop when every pair of systems holds with this probability."),
+    ] = 0.95,
     campaigns: Annotated[
         int,
         typer.Option(callback=count(1, MAX_CAMPAIGNS), help="Campaigns to simulate per design."),
@@ -240,8 +254,15 @@ def plan(
     from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
 
     out = output_file(
-        csv_out, {"--candidates": candidates, "--truth": truth, "--crowd-model": crowd_model}
+        csv_out,
+        {
+            "--candidates": candidates,
+            "--truth": truth,
+            "--crowd-model": crowd_model,
+            "--runs": runs,
+        },
     )
+    ranked = _ranked_systems(runs, measure, confidence)
     frame = read_candidates(candidates)
     hidden = read_lists(truth) if truth else random_truth(frame, seed)
     known = set(zip(hidden["query"], hidden["document"], strict=True))
@@ -334,12 +355,85 @@ def plan(
     console.print(table)
     for line in _prior_lines(results, designs):
         console.print(line, highlight=False, soft_wrap=True)
+    if ranked is not None:
+        _plan_systems(hidden, ranked, designs[next(iter(designs))], model, campaigns, seed)
     if stopping is not None and stopping.method == "sequential":
         per_look, worst = nominal_level(stopping)
         console.print(
             f"sequential rule: per-look Mann-Whitney level {per_look:.4f}; false 'different' "
             f"rate on truly equal pairs at most {worst:.3f} (stated {stopping.alpha})"
         )
+
+
+def _ranked_systems(runs: Path | None, measure: str, confidence: float):
+    """``(runs frame, measure, confidence)`` for ``plan --runs``, checked before anything runs;
+    ``None`` without ``--runs``."""
+    from crowdprefs.campaign.systems import parse_rank_measure
+    from crowdprefs.errors import InputError
+    from crowdprefs.io import read_runs
+
+    if runs is None:
+        if measure != "ADR@5" or confidence != 0.95:
+            raise InputError("--measure and --confidence rank the systems of --runs: give --runs")
+        return None
+    if not 0.5 < confidence < 1:
+        raise InputError(f"--confidence must lie in (0.5, 1), got {confidence}")
+    return read_runs(runs), parse_rank_measure(measure), confidence
+
+
+def _plan_systems(hidden, ranked, design, model, campaigns: int, seed: int) -> None:
+    """Simulate the system-driven campaign beside the full sort and print both."""
+    import numpy as np
+
+    from crowdprefs.campaign.systems import retrieved
+    from crowdprefs.progress import make_progress
+    from crowdprefs.quality.planning import Collection
+    from crowdprefs.quality.system_plan import compare_campaigns
+
+    frame, measure, confidence = ranked
+    collection = Collection.from_truth(hidden)
+    found = retrieved(frame, collection.queries, collection.documents, collection.query, measure.k)
+    rows = []
+    with make_progress(transient=True) as progress:
+        task = progress.add_task("simulating system-driven campaigns", total=campaigns)
+        for i in range(campaigns):
+            outcome = compare_campaigns(
+                collection, design, model, found, measure, seed * 1_000_003 + i,
+                confidence=confidence,
+            )  # fmt: skip
+            rows.append(outcome.summary)
+            progress.update(task, completed=i + 1)
+    table = Table(
+        title=f"ranking {len(found.systems)} systems by {measure}: {campaigns} campaigns, the "
+        f"full sort and the campaign that stops when every pair of systems holds at {confidence:g}"
+    )
+    for column in ("", "answers", "cost $", "batches", "Kendall τ vs full", "pairs decided"):
+        table.add_column(column, justify="left" if not column else "right")
+    mean = {key: float(np.mean([row[key] for row in rows])) for key in rows[0] if key != "stopped"}
+    table.add_row(
+        "full sort", f"{mean['full_answers']:.0f}", f"{mean['full_cost']:.2f}",
+        f"{mean['full_batches']:.1f}", "1", "all",
+    )  # fmt: skip
+    wrong = sum(row["decided_wrong"] for row in rows)
+    decided = sum(row["decided"] for row in rows)
+    table.add_row(
+        "system-driven",
+        f"{mean['answers']:.0f} ({mean['answer_share']:.0%})",
+        f"{mean['cost']:.2f}",
+        f"{mean['batches']:.1f}",
+        f"{mean['kendall_tau']:.3f} (min {min(row['kendall_tau'] for row in rows):.3f})",
+        f"{mean['decided']:.1f} of {mean['decided'] + mean['undecided']:.0f}",
+    )
+    console.print(table)
+    swapped = sum(row["significant_swapped"] for row in rows)
+    significant = sum(row["significant_pairs"] for row in rows)
+    console.print(
+        f"decided pairs that the finished lists order otherwise: {wrong} of {decided}; pairs "
+        f"significant on the full sort (Wilcoxon, 0.05) ordered otherwise: {swapped} of "
+        f"{significant}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _fragility_name(min_flips: int) -> str:

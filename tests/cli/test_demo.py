@@ -36,6 +36,10 @@ def test_run_demo_runs_every_stage_and_reports_it(tmp_path):
     assert result.flag_recall > 0.5
     scores = result.evaluation.set_index(["system", "measure"])
     assert scores.loc[("sys-A", "ADR@5"), "truth"] > scores.loc[("sys-E", "ADR@5"), "truth"]
+    ranked = result.ranked
+    assert ranked is not None and ranked.answers[1] < ranked.answers[0]
+    assert set(ranked.order) == set(ranked.full_order) == set(scores.index.get_level_values(0))
+    assert ranked.tau >= 0.6 and ranked.decided[1] == 10
 
     again = run_demo(tmp_path / "d", DemoOptions(audio=False))
     assert again.resumed and again.iterations.equals(table)
