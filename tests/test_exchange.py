@@ -179,19 +179,23 @@ def test_answer_ids_follow_the_content_and_number_repeats():
 
 def test_a_long_file_is_checked_once_per_distinct_name_yet_names_the_first_bad_row(tmp_path):
     """Names and labels are checked per distinct value: labels of any case and spacing still
-    read, answer ids still count repeated answers, and a hidden character in a name repeated
-    down the file is reported at its first row."""
+    read, each answer keeps its own id, and a hidden character in a name repeated down the file
+    is reported at its first row."""
     rows = ["worker,query,left,right,label"] + [
-        f"w{i % 3},q,a,b,{label}" for i, label in enumerate([" LEFT", "Equal ", "right"] * 4)
+        f"w{i % 3},q,a{i // 3},b,{label}"
+        for i, label in enumerate([" LEFT", "Equal ", "right"] * 4)
     ]
     path = tmp_path / "answers.csv"
     path.write_text("\n".join(rows) + "\n", "utf-8")
     read = exchange.read_preferences(path)
     assert read["label"].tolist() == ["left", "equal", "right"] * 4
     ids = exchange.answer_ids(read)
-    assert ids.str.endswith("-1").sum() == 3 and ids.str.endswith("-4").sum() == 3
-    assert ids.nunique() == 12 and ids.tolist() == exchange.answer_ids(read).tolist()
-    rows[4] = rows[7] = "w\u200b1,q,a,b,left"  # answers 4 and 7
+    assert (
+        ids.str.endswith("-1").all()
+        and ids.nunique() == 12
+        and ids.tolist() == exchange.answer_ids(read).tolist()
+    )
+    rows[4], rows[7] = "w\u200b1,q,a1,b,left", "w\u200b1,q,a2,b,left"  # answers 4 and 7
     path.write_text("\n".join(rows) + "\n", "utf-8")
     with pytest.raises(InputError, match=r"row 4: worker 'w\\u200b1' holds .*U\+200B"):
         exchange.read_preferences(path)

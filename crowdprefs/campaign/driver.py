@@ -579,12 +579,12 @@ def status(project: Project) -> dict:
 def system_status(project: Project, iteration: int) -> dict | None:
     """With ``[systems]``: the measure, the pairs of systems and how many are undecided at the
     confidence, and what the next batch (``iteration``) asks and costs; ``None`` without."""
+    if not project.section("systems"):  # before the ranking module, which loads pandas
+        return None
     from crowdprefs.campaign.budget import batch_cost
     from crowdprefs.campaign.ranking import RankSettings, project_standing
 
     settings = RankSettings.of(project)
-    if settings is None:
-        return None
     states = sort_states(project)
     standing = project_standing(project, states, iteration)
     needed = [(q, x, y) for q, state in states.items() for x, y in state.needed]

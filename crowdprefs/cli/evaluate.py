@@ -148,7 +148,7 @@ def _project_truth(
     with Project(folder) as project:
         lists = driver.lists(project)
         if lists.empty:
-            if open_campaign:
+            if open_campaign and not resamples:
                 return lists, None
             raise InputError(f"{folder} has no closed list yet")
         if not resamples:
@@ -220,10 +220,12 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def _open_standings(folder: Path, runs: pd.DataFrame, names: list[str], k: int, args) -> list:
+def _open_standings(
+    folder: Path, runs: pd.DataFrame, names: list[str], k: int, args, resamples: int = 0
+) -> list:
     """On a project whose sort is unfinished: per measure systems can be ranked by (ADR, AG,
     nDCG at a cutoff), where the systems stand over drawn finished lists; ``[]`` when every
-    list is closed."""
+    list is closed. ``resamples`` (``--truth-resamples``) needs a closed list."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.campaign.ranking import project_standing
@@ -235,6 +237,11 @@ def _open_standings(folder: Path, runs: pd.DataFrame, names: list[str], k: int, 
         totals = driver.status(project)["totals"]
         if totals["closed"] == totals["queries"]:
             return []
+        if resamples and not totals["closed"]:
+            raise InputError(
+                f"{folder} has no closed list yet: --truth-resamples resamples closed lists "
+                "(without it, the unfinished lists are scored)"
+            )
         standings = []
         for name in names:
             parsed = parse_measure(name, k)
@@ -399,8 +406,7 @@ def evaluate(
     samples: Annotated[
         int,
         typer.Option(
-            min=10,
-            max=100_000,
+            callback=count(10, MAX_RESAMPLES),
             help="With a project whose lists are unfinished: finished lists drawn for the "
             "intervals and the probabilities.",
         ),
@@ -446,7 +452,9 @@ def evaluate(
         step = progress.add_task("reading runs and ground truth", total=4)
         run_table = read_runs(runs)
         if truth.is_dir():
-            standings = _open_standings(truth, run_table, names, k, (confidence, samples, seed))
+            standings = _open_standings(
+                truth, run_table, names, k, (confidence, samples, seed), truth_resamples
+            )
             truth_table, resampled = _project_truth(
                 truth, truth_resamples, seed, Runner.from_options(jobs, scheduler), progress,
                 open_campaign=bool(standings),

@@ -439,7 +439,7 @@ def test_plan_min_flips_shows_the_design_beside_the_others_the_same_on_any_jobs(
     assert means[name] > means["10 answers, margin 2"]
     for extra, says in [
         (["--min-flips", "1"], "min_flips = 1 asks no further answers"),
-        (["--min-flips", "2", "--fragile-step", "0"], "[fragility] step must be"),
+        (["--min-flips", "2", "--fragile-step", "0"], "in [1, 1000] ([fragility] step), got 0"),
         (["--rule", "bradley-terry", "--min-flips", "2"], "turn one of them off"),
     ]:
         done = crowdprefs("plan", "--candidates", tmp_path / "c.csv", "--campaigns", "2", *extra)
