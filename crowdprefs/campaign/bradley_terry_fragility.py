@@ -130,30 +130,84 @@ def verdict_fragility(
     seconds with reliabilities, 3 without) the probes confirmed nothing more and took 1.5–2.5
     times as long, hence off by default.
     """
-    first = np.asarray(first, np.int64)
-    second = np.asarray(second, np.int64)
-    outcome = np.asarray(outcome, np.int64)
-    worker = np.asarray(worker, np.int64)
+    coded = _Answers.of(first, second, outcome, worker, block, len(fit.scores))
     x, y = np.atleast_1d(np.asarray(x, np.int64)), np.atleast_1d(np.asarray(y, np.int64))
-    n, w = len(fit.scores), len(fit.reliability)
-    block = np.zeros(n, np.int64) if block is None else np.asarray(block, np.int64)
+    start = _parameters(fit)
+    influence = _influence(fit, coded, float(start[len(fit.scores)]))
+    verdict, _ = fit.verdicts(x, y, alpha)
+    refits = _Refits(fit, coded, x, y, verdict, alpha, refit_up_to, probe_up_to, start)
     z_critical = float(special.ndtri(1 - alpha / 2))
-    tau = float(_parameters(fit)[n])
-    col = 1 - outcome
-    rows = np.arange(len(first))
-    d = fit.scores[first] - fit.scores[second]
-    eta, noise = fit.reliability[worker][:, None], fit.noise[worker]
+    found: dict[str, list] = {"removals": [None] * len(x), "flips": [None] * len(x)}
+    for code in np.unique(coded.block[x]):
+        targets = np.flatnonzero(coded.block[x] == code)
+        query = _query(fit, coded, influence, code, x[targets], y[targets])
+        if query is None:
+            continue
+        for t, target in enumerate(targets):
+            _target_counts(query, t, target, refits, z_critical, max_answers, found)
+    return _collected(found)
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """The answers of a fragility search as item codes: ``first``, ``second``, ``outcome``,
+    ``worker``, each answer's outcome column ``col`` (0 first preferred, 1 equal, 2 second) and
+    each item's ``block`` (query)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    outcome: np.ndarray
+    worker: np.ndarray
+    col: np.ndarray
+    block: np.ndarray
+
+    @classmethod
+    def of(cls, first, second, outcome, worker, block, items: int) -> _Answers:
+        """The arrays as :func:`verdict_fragility` takes them (``block`` ``None``: one
+        query)."""
+        outcome = np.asarray(outcome, np.int64)
+        block = np.zeros(items, np.int64) if block is None else np.asarray(block, np.int64)
+        return cls(
+            np.asarray(first, np.int64), np.asarray(second, np.int64), outcome,
+            np.asarray(worker, np.int64), 1 - outcome, block,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Influence:
+    """Per answer and outcome ``rg`` and ``rh``, r·∂ln p/∂d and r·∂ln p/∂τ (∂ln P/∂(d, τ));
+    per answer its ``observed`` and ``expected`` information about (d, d), (d, τ), (τ, τ)
+    (3 × answers), its null information about d (``null_weight``, module docstring of
+    :mod:`crowdprefs.campaign.bradley_terry`) and that information's slope in τ
+    (``null_slope``)."""
+
+    rg: np.ndarray
+    rh: np.ndarray
+    observed: np.ndarray
+    expected: np.ndarray
+    null_weight: np.ndarray
+    null_slope: np.ndarray
+
+
+_STEP = 1e-5  # the difference step of the derivatives in d and τ
+
+
+def _influence(fit: BradleyTerryFit, coded: _Answers, tau: float) -> _Influence:
+    """The :class:`_Influence` of every answer at ``fit`` (tie parameter ``tau`` on the log
+    scale), the observed information and the slope by central differences."""
+    d = fit.scores[coded.first] - fit.scores[coded.second]
+    eta, noise = fit.reliability[coded.worker][:, None], fit.noise[coded.worker]
+    rows, col = np.arange(len(coded.first)), coded.col
 
     def gradients(d_shift: float, tau_shift: float) -> tuple[np.ndarray, ...]:
-        """``(p, r·∂ln p/∂d, r·∂ln p/∂τ)`` per answer and outcome: ∂ln P/∂(d, τ)."""
+        """``(p, r·∂ln p/∂d, r·∂ln p/∂τ, r)`` per answer and outcome."""
         p, g, h = _model(d + d_shift, tau + tau_shift, fit.ties)
         r = eta * p / np.maximum(eta * p + (1 - eta) * noise, 1e-300)
         return p, r * g, r * h, r
 
     p, rg, rh, r = gradients(0.0, 0.0)
-    step = 1e-5
-    up_d, down_d = gradients(step, 0.0), gradients(-step, 0.0)
-    up_t, down_t = gradients(0.0, step), gradients(0.0, -step)
+    up_d, down_d = gradients(_STEP, 0.0), gradients(-_STEP, 0.0)
+    up_t, down_t = gradients(0.0, _STEP), gradients(0.0, -_STEP)
     # observed information per answer (its outcome): −∂²ln P/∂(d, τ)², by differences
     observed = np.stack(
         [
@@ -161,142 +215,200 @@ def verdict_fragility(
             (down_t[1] - up_t[1])[rows, col],
             (down_t[2] - up_t[2])[rows, col],
         ]
-    ) / (2 * step)
+    ) / (2 * _STEP)
     g, h = _model(d, tau, fit.ties)[1:]
     r_o = r[rows, col]
     expected = r_o * np.stack([(p * g * g).sum(1), (p * g * h).sum(1), (p * h * h).sum(1)])
 
     def null_weights(shift: float) -> np.ndarray:
-        """Each answer's null information about d (module docstring) at τ + ``shift``."""
+        """Each answer's null information about d at τ + ``shift``."""
         p0, g0, _ = _model(np.zeros(1), tau + shift, fit.ties)
         eta_w = fit.reliability[:, None]
         prob0 = np.maximum(eta_w * p0 + (1 - eta_w) * fit.noise, 1e-300)
-        return ((eta_w * p0 * g0) ** 2 / prob0).sum(axis=1)[worker]
+        return ((eta_w * p0 * g0) ** 2 / prob0).sum(axis=1)[coded.worker]
 
-    null_weight = null_weights(0.0)
-    null_slope = (null_weights(step) - null_weights(-step)) / (2 * step)
-    verdict, _ = fit.verdicts(x, y, alpha)
-    start = _parameters(fit)
+    null_slope = (null_weights(_STEP) - null_weights(-_STEP)) / (2 * _STEP)
+    return _Influence(rg, rh, observed, expected, null_weights(0.0), null_slope)
 
-    def refit_verdict(
-        target: int, chosen: np.ndarray, kind: str, new_col: np.ndarray, cold: bool = False
+
+@dataclass(frozen=True)
+class _Refits:
+    """The refits that bound a count (:func:`verdict_fragility`, "Bound"): the ``fit`` and its
+    answers, the target pairs ``x``, ``y`` and their ``verdict``, the level, the refit settings
+    and the estimate ``start`` (the fit's parameters)."""
+
+    fit: BradleyTerryFit
+    coded: _Answers
+    x: np.ndarray
+    y: np.ndarray
+    verdict: np.ndarray
+    alpha: float
+    refit_up_to: int
+    probe_up_to: int
+    start: np.ndarray
+
+    def verdict_of(
+        self, target: int, chosen: np.ndarray, kind: str, new_col: np.ndarray, cold: bool = False
     ) -> int:
         """The verdict of pair ``target`` refitted without (with changed) answers ``chosen``,
         from ``fit``'s estimate or, ``cold``, from the prior means as the rule fits."""
-        keep = np.ones(len(first), bool)
-        changed_outcome = outcome.copy()
+        c, fit = self.coded, self.fit
+        keep = np.ones(len(c.first), bool)
+        changed_outcome = c.outcome.copy()
         if kind == "removals":
             keep[chosen] = False
         else:
             changed_outcome[chosen] = 1 - new_col[chosen]
         pb = _Problem.build(
-            first[keep], second[keep], 1 - changed_outcome[keep], worker[keep], n, w,
-            fit.ties, fit.with_reliability, block,
+            c.first[keep], c.second[keep], 1 - changed_outcome[keep], c.worker[keep],
+            len(fit.scores), len(fit.reliability), fit.ties, fit.with_reliability, c.block,
         )  # fmt: skip
         with threadpool_limits(BLAS_THREADS):
-            theta, iterations, converged = _maximise(pb, 500, 1e-8, None if cold else start)
-            refitted = _fitted(theta, pb, alpha, iterations, converged)
-        return int(refitted.verdicts(x[target : target + 1], y[target : target + 1], alpha)[0][0])
+            theta, iterations, converged = _maximise(pb, 500, 1e-8, None if cold else self.start)
+            refitted = _fitted(theta, pb, self.alpha, iterations, converged)
+        pair = slice(target, target + 1)
+        return int(refitted.verdicts(self.x[pair], self.y[pair], self.alpha)[0][0])
 
-    def confirm(target: int, order: np.ndarray, count: int, kind: str, new_col) -> tuple:
-        """:func:`search`, its confirmation checked from the prior means when the fit has
+    def changes(self, target: int, chosen: np.ndarray, kind: str, new_col: np.ndarray) -> bool:
+        """Whether the refit without (with changed) ``chosen`` changes the verdict."""
+        return self.verdict_of(target, chosen, kind, new_col) != self.verdict[target]
+
+    def confirm(self, target: int, order: np.ndarray, count: int, kind: str, new_col) -> tuple:
+        """:meth:`search`, its confirmation checked from the prior means when the fit has
         worker reliabilities (the mixture may have other maxima than the one near ``fit``)."""
-        count, confirmed, chosen = search(target, order, count, kind, new_col)
-        if confirmed and fit.with_reliability:
-            confirmed = refit_verdict(target, chosen, kind, new_col, cold=True) != verdict[target]
+        count, confirmed, chosen = self.search(target, order, count, kind, new_col)
+        if confirmed and self.fit.with_reliability:
+            cold = self.verdict_of(target, chosen, kind, new_col, cold=True)
+            confirmed = cold != self.verdict[target]
         return count, confirmed, chosen
 
-    def search(target: int, order: np.ndarray, count: int, kind: str, new_col) -> tuple:
+    def search(self, target: int, order: np.ndarray, count: int, kind: str, new_col) -> tuple:
         """``(count, confirmed, answers)`` for the greedy ``order`` and its estimated count."""
-        if count < 1 or count > refit_up_to:  # far by the estimate: probe the nearest anyway
-            for shorter in range(1, min(probe_up_to, refit_up_to, len(order)) + 1):
-                if refit_verdict(target, order[:shorter], kind, new_col) != verdict[target]:
+        up_to = self.refit_up_to
+        if count < 1 or count > up_to:  # far by the estimate: probe the nearest anyway
+            for shorter in range(1, min(self.probe_up_to, up_to, len(order)) + 1):
+                if self.changes(target, order[:shorter], kind, new_col):
                     return shorter, True, order[:shorter]
             return count, False, order[: max(count, 0)]
-        if refit_verdict(target, order[:count], kind, new_col) != verdict[target]:
-            while (
-                count > 1
-                and refit_verdict(target, order[: count - 1], kind, new_col) != verdict[target]
-            ):
+        if self.changes(target, order[:count], kind, new_col):
+            while count > 1 and self.changes(target, order[: count - 1], kind, new_col):
                 count -= 1
             return count, True, order[:count]
-        for longer in range(count + 1, min(refit_up_to, len(order)) + 1):
-            if refit_verdict(target, order[:longer], kind, new_col) != verdict[target]:
+        for longer in range(count + 1, min(up_to, len(order)) + 1):
+            if self.changes(target, order[:longer], kind, new_col):
                 return longer, True, order[:longer]
-        return refit_up_to + 1, False, order[: refit_up_to + 1]  # the estimate was refuted
+        return up_to + 1, False, order[: up_to + 1]  # the estimate was refuted
 
-    found: dict[str, list] = {"removals": [None] * len(x), "flips": [None] * len(x)}
-    for code in np.unique(block[x]):
-        targets = np.flatnonzero(block[x] == code)
-        items = np.flatnonzero(block == code)
-        local = np.full(n, -1)
-        local[items] = np.arange(len(items))
-        inside = np.flatnonzero(block[first] == code)
-        if not len(inside):
-            continue
-        a, b = local[first[inside]], local[second[inside]]
-        size = len(items)
-        curvature = _extended(a, b, size, observed[:, inside], observed[2].sum())
-        if np.linalg.eigvalsh(curvature)[0] <= 0:
-            curvature = _extended(a, b, size, expected[:, inside], expected[2].sum())
-        contrast = np.zeros((size + 1, len(targets) + 1))  # each c, and e_τ last
-        contrast[local[x[targets]], np.arange(len(targets))] += 1
-        contrast[local[y[targets]], np.arange(len(targets))] -= 1
-        contrast[size, len(targets)] = 1
-        spread = np.linalg.solve(curvature, contrast)
-        on_pair, on_tau = spread[a] - spread[b], spread[size]
 
-        null = np.linalg.solve(_information(a, b, size, null_weight[inside]), contrast[:size, :-1])
-        variance = (contrast[:size, :-1] * null).sum(axis=0)
-        null = null[a] - null[b]  # cᵀΣ₀u_i
-        variance_slope = -(null_slope[inside, None] * null**2).sum(axis=0)  # ∂V/∂τ
-        difference = fit.scores[x[targets]] - fit.scores[y[targets]]
-        z = difference / np.sqrt(variance)
-        removal = _moves(on_pair, on_tau, rg[inside, col[inside]], rh[inside, col[inside]])
-        remove_d = removal[:, :-1]
-        remove_v = null_weight[inside, None] * null**2 + removal[:, -1:] * variance_slope
-        flip_d, flip_v = [], []
-        for other in range(3):  # the answer's outcome changed to ``other``
-            change = _moves(
-                on_pair,
-                on_tau,
-                rg[inside, col[inside]] - rg[inside, other],
-                rh[inside, col[inside]] - rh[inside, other],
-            )
-            flip_d.append(change[:, :-1])
-            flip_v.append(change[:, -1:] * variance_slope)
-        flip_d, flip_v = np.stack(flip_d), np.stack(flip_v)  # (3, answers, targets)
-        across = np.arange(len(inside))
-        for t, target in enumerate(targets):
-            directions = [-1.0 if verdict[target] > 0 else 1.0] if verdict[target] else [1.0, -1.0]
-            for toward in directions:
-                moved = (difference[t] + remove_d[:, t]) / np.sqrt(
-                    np.maximum(variance[t] + remove_v[:, t], 1e-300)
-                )
-                order = _sorted_moves(moved - z[t], toward, max_answers)
-                path = (difference[t] + np.cumsum(remove_d[order, t])) / np.sqrt(
-                    np.maximum(variance[t] + np.cumsum(remove_v[order, t]), 1e-300)
-                )
-                count = _crossing(path, toward, z_critical, verdict[target])
-                removal = confirm(target, inside[order], count, "removals", col)
-                # flips: each answer to the other outcome moving z most that way
-                moved = (difference[t] + flip_d[:, :, t]) / np.sqrt(
-                    np.maximum(variance[t] + flip_v[:, :, t], 1e-300)
-                )
-                gain = (moved - z[t]) * toward
-                gain[col[inside], across] = -np.inf
-                new = np.argmax(gain, axis=0)
-                order = _sorted_moves(gain[new, across], 1.0, max_answers)
-                path = (difference[t] + np.cumsum(flip_d[new[order], order, t])) / np.sqrt(
-                    np.maximum(variance[t] + np.cumsum(flip_v[new[order], order, t]), 1e-300)
-                )
-                count = _crossing(path, toward, z_critical, verdict[target])
-                new_col = col.copy()
-                new_col[inside] = new
-                flip = (*confirm(target, inside[order], count, "flips", new_col), new_col)
-                for kind, candidate in (("removals", removal), ("flips", flip)):
-                    if _better(candidate, found[kind][target]):
-                        found[kind][target] = candidate
+@dataclass(frozen=True)
+class _Query:
+    """One query's first-order picture (:func:`verdict_fragility`, "First order"): the answers
+    ``inside`` it; per target pair the score ``difference``, its null ``variance`` and ``z``;
+    per answer × target the moves of d and V when the answer is removed (``remove_d``,
+    ``remove_v``) and when it is changed to each outcome (``flip_d``, ``flip_v``: outcome ×
+    answer × target)."""
+
+    inside: np.ndarray
+    difference: np.ndarray
+    variance: np.ndarray
+    z: np.ndarray
+    remove_d: np.ndarray
+    remove_v: np.ndarray
+    flip_d: np.ndarray
+    flip_v: np.ndarray
+
+
+def _query(
+    fit: BradleyTerryFit, coded: _Answers, influence: _Influence, code, x, y
+) -> _Query | None:
+    """The :class:`_Query` of the pairs ``(x, y)`` of the query ``code``; ``None`` when no
+    answer compares its candidates."""
+    block, col = coded.block, coded.col
+    items = np.flatnonzero(block == code)
+    local = np.full(len(fit.scores), -1)
+    local[items] = np.arange(len(items))
+    inside = np.flatnonzero(block[coded.first] == code)
+    if not len(inside):
+        return None
+    a, b = local[coded.first[inside]], local[coded.second[inside]]
+    size = len(items)
+    observed, expected = influence.observed, influence.expected
+    curvature = _extended(a, b, size, observed[:, inside], observed[2].sum())
+    if np.linalg.eigvalsh(curvature)[0] <= 0:
+        curvature = _extended(a, b, size, expected[:, inside], expected[2].sum())
+    contrast = np.zeros((size + 1, len(x) + 1))  # each c, and e_τ last
+    contrast[local[x], np.arange(len(x))] += 1
+    contrast[local[y], np.arange(len(x))] -= 1
+    contrast[size, len(x)] = 1
+    spread = np.linalg.solve(curvature, contrast)
+    on_pair, on_tau = spread[a] - spread[b], spread[size]
+
+    null_weight = influence.null_weight[inside]
+    null = np.linalg.solve(_information(a, b, size, null_weight), contrast[:size, :-1])
+    variance = (contrast[:size, :-1] * null).sum(axis=0)
+    null = null[a] - null[b]  # cᵀΣ₀u_i
+    variance_slope = -(influence.null_slope[inside, None] * null**2).sum(axis=0)  # ∂V/∂τ
+    difference = fit.scores[x] - fit.scores[y]
+    rg, rh, own = influence.rg[inside], influence.rh[inside], col[inside]
+    answers = np.arange(len(inside))
+    removal = _moves(on_pair, on_tau, rg[answers, own], rh[answers, own])
+    remove_v = null_weight[:, None] * null**2 + removal[:, -1:] * variance_slope
+    flip_d, flip_v = [], []
+    for other in range(3):  # the answer's outcome changed to ``other``
+        change = _moves(
+            on_pair, on_tau, rg[answers, own] - rg[:, other], rh[answers, own] - rh[:, other]
+        )
+        flip_d.append(change[:, :-1])
+        flip_v.append(change[:, -1:] * variance_slope)
+    return _Query(
+        inside, difference, variance, difference / np.sqrt(variance), removal[:, :-1], remove_v,
+        np.stack(flip_d), np.stack(flip_v),
+    )  # fmt: skip
+
+
+def _target_counts(
+    query: _Query, t: int, target: int, refits: _Refits, z_critical: float, max_answers: int,
+    found: dict[str, list],
+) -> None:  # fmt: skip
+    """The greedy counts of removals and flips of the ``t``-th target pair of ``query`` (pair
+    ``target``), each direction toward another verdict, bounded by ``refits``; the best kept in
+    ``found`` (:func:`_better`)."""
+    verdict, col, inside = refits.verdict[target], refits.coded.col, query.inside
+    difference, variance, z = query.difference[t], query.variance[t], query.z[t]
+    across = np.arange(len(inside))
+    for toward in [-1.0 if verdict > 0 else 1.0] if verdict else [1.0, -1.0]:
+        moved = (difference + query.remove_d[:, t]) / np.sqrt(
+            np.maximum(variance + query.remove_v[:, t], 1e-300)
+        )
+        order = _sorted_moves(moved - z, toward, max_answers)
+        path = (difference + np.cumsum(query.remove_d[order, t])) / np.sqrt(
+            np.maximum(variance + np.cumsum(query.remove_v[order, t]), 1e-300)
+        )
+        count = _crossing(path, toward, z_critical, verdict)
+        removal = refits.confirm(target, inside[order], count, "removals", col)
+        # flips: each answer to the other outcome moving z most that way
+        moved = (difference + query.flip_d[:, :, t]) / np.sqrt(
+            np.maximum(variance + query.flip_v[:, :, t], 1e-300)
+        )
+        gain = (moved - z) * toward
+        gain[col[inside], across] = -np.inf
+        new = np.argmax(gain, axis=0)
+        order = _sorted_moves(gain[new, across], 1.0, max_answers)
+        path = (difference + np.cumsum(query.flip_d[new[order], order, t])) / np.sqrt(
+            np.maximum(variance + np.cumsum(query.flip_v[new[order], order, t]), 1e-300)
+        )
+        count = _crossing(path, toward, z_critical, verdict)
+        new_col = col.copy()
+        new_col[inside] = new
+        flip = (*refits.confirm(target, inside[order], count, "flips", new_col), new_col)
+        for kind, candidate in (("removals", removal), ("flips", flip)):
+            if _better(candidate, found[kind][target]):
+                found[kind][target] = candidate
+
+
+def _collected(found: dict[str, list]) -> VerdictFragility:
+    """The :class:`VerdictFragility` of the best ``(count, confirmed, answers[, new_col])`` found
+    per kind and pair (``None``: none)."""
     counts, confirmed, removed, flipped = {}, {}, [], []
     for kind in found:
         chosen = [c if c is not None else (-1, False, np.zeros(0, np.int64)) for c in found[kind]]
