@@ -39,6 +39,10 @@ the pair's counts alone:
     other candidates. Attention checks, outside the fit, get the Mann-Whitney verdict of their
     own answers at the same α (:func:`fitted_verdicts`).
 
+Each rule is an object of :mod:`crowdprefs.campaign.rules` (one module per rule, looked up by
+name in its registry); :class:`AggregationRule` holds the ``[aggregation]`` settings and its
+:attr:`~AggregationRule.decider` is the rule, which the functions here ask.
+
 Everything is vectorised over pairs: a million pairs are decided without a Python loop.
 """
 
