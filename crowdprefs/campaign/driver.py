@@ -332,10 +332,11 @@ def stopping_rule(project: Project) -> StoppingRule | None:
     rule = StoppingRule.from_section(
         project.section("adaptive"), settings.answers_per_pair, settings.aggregation
     )
-    if rule is not None and settings.aggregation.decider.whole_query:
+    aggregation = settings.aggregation
+    if rule is not None and aggregation.decider.whole_query:
         raise InputError(
-            f"[adaptive] answers stop each pair on its own answers; the {rule.aggregation.rule} "
-            "rule decides pairs from every answer of the query: turn one of them off"
+            f"[adaptive] answers stop each pair on its own answers; the {aggregation.rule} rule "
+            "decides pairs from every answer of the query: turn one of them off"
         )
     return rule
 

@@ -94,7 +94,7 @@ def verdict_costs(
         every = np.ones(len(pairs), bool)
         return Costs(removal, flip, every, every)
     if answers is None:
-        raise InputError("the bradley-terry rule's fragility needs the answers")
+        raise InputError(f"the {rule.rule} rule's fragility needs the answers")
     removal, flip = change_costs(
         pairs["more"], pairs["equal"], pairs["less"], AggregationRule(alpha=rule.alpha)
     )
