@@ -61,6 +61,7 @@ from typing import Any, Literal
 import numpy as np
 
 from crowdprefs.campaign.aggregate import AggregationRule, fewest_changes, verdicts
+from crowdprefs.campaign.rules.mann_whitney import RULE as MANN_WHITNEY
 from crowdprefs.campaign.settings import CONFIG_NAME, check_section, check_values
 from crowdprefs.errors import InputError
 
@@ -141,7 +142,7 @@ def _cube(top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def _test(aggregation: AggregationRule) -> AggregationRule:
     """The Mann-Whitney settings of the sequential test (the project's, when it uses one)."""
-    if aggregation.rule == "mann-whitney":
+    if aggregation.decider is MANN_WHITNEY:
         return aggregation
     return AggregationRule()
 
@@ -409,10 +410,10 @@ class FragilityRule:
                 f"[fragility] min_flips = {self.min_flips} asks no further answers (a verdict "
                 "takes at least one changed answer to flip): use 2 or more, or 0 for off"
             )
-        if self.aggregation.rule == "bradley-terry":
+        if self.aggregation.decider.whole_query:
             raise InputError(
-                "[fragility] judges each pair on its own answers; the bradley-terry rule decides "
-                "pairs from every answer of the query: turn one of them off"
+                f"[fragility] judges each pair on its own answers; the {self.aggregation.rule} "
+                "rule decides pairs from every answer of the query: turn one of them off"
             )
 
     @classmethod

@@ -39,31 +39,46 @@ the pair's counts alone:
     other candidates. Attention checks, outside the fit, get the Mann-Whitney verdict of their
     own answers at the same α (:func:`fitted_verdicts`).
 
+Each rule is an object of :mod:`crowdprefs.campaign.rules` (one module per rule, looked up by
+name in its registry); :class:`AggregationRule` holds the ``[aggregation]`` settings and its
+:attr:`~AggregationRule.decider` is the rule, which the functions here ask.
+
 Everything is vectorised over pairs: a million pairs are decided without a Python loop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import lazy_loader
 import numpy as np
 
+from crowdprefs.campaign import rules
+from crowdprefs.campaign.rules.base import counts_of
+from crowdprefs.campaign.rules.mann_whitney import Alternative, Method, mann_whitney
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 
+if TYPE_CHECKING:
+    from crowdprefs.campaign.rules.base import Rule as RuleObject
+
 pd = lazy_loader.load("pandas")  # imported on first use
 
-Rule = Literal["mann-whitney", "margin", "bradley-terry"]
-Alternative = Literal["two-sided", "greater", "less"]
-Method = Literal["asymptotic", "exact", "auto"]
+__all__ = [
+    "VERDICTS", "AggregationRule", "Alternative", "Method", "Rule", "change_costs", "cheapest",
+    "count_answers", "fewest_changes", "fewest_deciding", "fitted_fragility", "fitted_verdicts",
+    "inter_agreement", "mann_whitney", "pair_verdicts", "tally", "usable", "verdicts",
+]  # fmt: skip
+
+Rule = str
+"""The name of a registered rule (:data:`crowdprefs.campaign.rules.NAMES`)."""
 
 
 @dataclass(frozen=True)
 class AggregationRule:
-    """How answers become a verdict. See the module docstring for the meaning of each rule."""
+    """How answers become a verdict: the ``[aggregation]`` settings. See the module docstring
+    for the meaning of each rule; :attr:`decider` is the rule itself."""
 
     rule: Rule = "mann-whitney"
     alpha: float = 0.05
@@ -76,93 +91,10 @@ class AggregationRule:
     def __post_init__(self) -> None:
         check_values("aggregation", self)
 
-
-def _counts(more, equal, less) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    arrays = [np.asarray(a, dtype=np.int64) for a in (more, equal, less)]
-    if any((a < 0).any() for a in arrays):
-        raise InputError("answer counts must be non-negative")
-    return np.broadcast_arrays(*arrays)
-
-
-@lru_cache(maxsize=64)
-def _mwu_sf_table(n1: int, n2: int) -> np.ndarray:
-    """``P(U ≥ u)`` for u = 0 … n1·n2 under H0 without ties (the exact null distribution).
-
-    Built with the recurrence f(u; m, n) = m/(m+n)·f(u−n; m−1, n) + n/(m+n)·f(u; m, n−1).
-    """
-    size = n1 * n2 + 1
-    # pmf[m][n] for the current m, as a table over n = 0..n2
-    pmf = [np.zeros(size) for _ in range(n2 + 1)]
-    for n in range(n2 + 1):
-        pmf[n][0] = 1.0  # m = 0: U is always 0
-    for m in range(1, n1 + 1):
-        new = [np.zeros(size) for _ in range(n2 + 1)]
-        new[0][0] = 1.0  # n = 0: U is always 0
-        for n in range(1, n2 + 1):
-            shifted = np.zeros(size)
-            shifted[n:] = pmf[n][: size - n]
-            new[n] = (m * shifted + n * new[n - 1]) / (m + n)
-        pmf = new
-    return np.cumsum(pmf[n2][::-1])[::-1]
-
-
-def mann_whitney(
-    more,
-    equal,
-    less,
-    *,
-    alternative: Alternative = "two-sided",
-    method: Method = "asymptotic",
-    continuity: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Mann-Whitney U of x's rank sample against y's, from the answer counts of each pair.
-
-    Returns ``(U1, p)`` arrays equal to ``scipy.stats.mannwhitneyu(x, y, ...)`` for
-    x = [+1]*more + [0]*equal + [−1]*less and y = −x. ``alternative="greater"`` tests that x
-    ranks higher (is more similar). ``method="auto"`` chooses as scipy does: exact when both
-    samples have at most 8 values and there are no ties, asymptotic otherwise. Without the
-    continuity correction, a pair whose answers are all "equal" has p = 0/0 = NaN, as in
-    scipy; :func:`verdicts` reads that as "equal".
-    """
-    p_, e, q = (a.astype(np.float64) for a in _counts(more, equal, less))
-    n = p_ + e + q
-    if (n == 0).any():
-        raise InputError("every pair needs at least one answer to be aggregated")
-    u1 = p_ * p_ + 2 * p_ * e + p_ * q + e * e / 2
-    u2 = n * n - u1
-    if alternative == "greater":
-        u, factor = u1, 1.0
-    elif alternative == "less":
-        u, factor = u2, 1.0
-    else:
-        u, factor = np.maximum(u1, u2), 2.0
-
-    total = 2 * n
-    sides, zeros = p_ + q, 2 * e
-    tie_term = 2 * (sides**3 - sides) + (zeros**3 - zeros)
-    if method == "auto":
-        no_ties = (tie_term == 0) & (n <= 8)
-        exact = no_ties
-    else:
-        exact = np.full(n.shape, method == "exact")
-
-    p = np.empty(n.shape)
-    asym = ~exact
-    if asym.any():
-        s = np.sqrt(
-            n[asym] ** 2
-            / 12
-            * ((total[asym] + 1) - tie_term[asym] / (total[asym] * (total[asym] - 1)))
-        )
-        numerator = u[asym] - n[asym] ** 2 / 2 - (0.5 if continuity else 0.0)
-        from scipy import special  # here: reading a project's state never waits for scipy
-
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p[asym] = special.ndtr(-(numerator / s))
-    for size in np.unique(n[exact]).astype(int):
-        rows = exact & (n == size)
-        p[rows] = _mwu_sf_table(size, size)[u[rows].astype(np.int64)]
-    return u1, np.clip(p * factor, 0.0, 1.0)
+    @property
+    def decider(self) -> RuleObject:
+        """The rule object named by ``rule`` (:mod:`crowdprefs.campaign.rules`)."""
+        return rules.rule_of(self.rule)
 
 
 def verdicts(
@@ -171,31 +103,11 @@ def verdicts(
     """One verdict per pair: +1 (x more similar), 0 (equal) or −1, with the p-value used.
 
     For the margin rule the p-value column is NaN. A one-sided Mann-Whitney test is run in
-    the observed direction (x ≠ y by the side with more votes) at level α. The
-    ``bradley-terry`` rule needs the answers themselves (:func:`fitted_verdicts`) and is refused.
+    the observed direction (x ≠ y by the side with more votes) at level α. A rule that decides
+    a whole query (``bradley-terry``) needs the answers themselves (:func:`fitted_verdicts`)
+    and is refused.
     """
-    if rule.rule == "bradley-terry":
-        raise InputError(
-            "the bradley-terry rule decides a pair from every answer of its query, "
-            "not from the pair's own counts"
-        )
-    more, equal, less = _counts(more, equal, less)
-    lead = more - less
-    if rule.rule == "margin":
-        verdict = np.where(lead >= rule.margin, 1, np.where(-lead >= rule.margin, -1, 0))
-        return verdict.astype(np.int8), np.full(lead.shape, np.nan)
-    if rule.sided == "two-sided":
-        _, p = mann_whitney(more, equal, less, method=rule.method, continuity=rule.continuity)
-    else:
-        _, p_greater = mann_whitney(
-            more, equal, less, alternative="greater", method=rule.method, continuity=rule.continuity
-        )
-        _, p_less = mann_whitney(
-            more, equal, less, alternative="less", method=rule.method, continuity=rule.continuity
-        )
-        p = np.where(lead >= 0, p_greater, p_less)
-    verdict = np.where(p < rule.alpha, np.sign(lead), 0)
-    return verdict.astype(np.int8), p
+    return rule.decider.verdicts(more, equal, less, rule)
 
 
 def fewest_deciding(rule: AggregationRule, most: int = 50) -> int | None:
@@ -204,109 +116,11 @@ def fewest_deciding(rule: AggregationRule, most: int = 50) -> int | None:
     ``bradley-terry`` rule, which decides from every answer of the query. Mann-Whitney's
     smallest p-value shrinks with the answers: two-sided at α = 0.05 it needs 3 answers (4 with
     the exact method, 5 at α = 0.01); the margin rule needs its margin."""
-    if rule.rule == "bradley-terry":
-        return 1
-    for answers in range(1, most + 1):  # the exact test's table grows with the answers
-        verdict, _ = verdicts([answers], [0], [0], rule)
-        if verdict[0] != 0:
-            return answers
-    return None
+    return rule.decider.fewest_deciding(rule, most)
 
 
 VERDICTS = (1, 0, -1)
 """The verdicts in the column order of :func:`change_costs`."""
-
-
-def _decided(rows: np.ndarray, rule: AggregationRule) -> np.ndarray:
-    """The verdicts of count rows (k × 3), 0 for a row without answers."""
-    decided = np.zeros(len(rows), np.int8)
-    answered = rows.sum(axis=1) > 0
-    if answered.any():
-        decided[answered] = verdicts(*rows[answered].T, rule)[0]
-    return decided
-
-
-def _last(start: np.ndarray, step, stop: np.ndarray, holds, rule: AggregationRule) -> np.ndarray:
-    """Per line of count rows ``start + k·step`` (k = 0 … ``stop``), the last k whose verdict
-    ``holds`` (−1 when none), for a ``holds`` true on a prefix of each line: a binary search
-    run in lockstep over every line, about log₂(stop) calls of :func:`verdicts`."""
-    step = np.asarray(step, np.int64)
-    low, high = np.full(len(start), -1, np.int64), stop + 1  # holds at low, not at high
-    while True:
-        open_ = np.flatnonzero(high - low > 1)
-        if not len(open_):
-            return low
-        middle = (low[open_] + high[open_]) // 2
-        true = holds(_decided(start[open_] + middle[:, None] * step, rule))
-        low[open_[true]] = middle[true]
-        high[open_[~true]] = middle[~true]
-
-
-def _lines(counts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per count row, ``lengths`` + 1 lines: the row's index (``owner``) and k = 0 … length."""
-    owner = np.repeat(np.arange(len(counts)), lengths + 1)
-    first = np.cumsum(lengths + 1) - (lengths + 1)
-    return owner, np.arange(len(owner)) - first[owner]
-
-
-def _removal_costs(unique: np.ndarray, rule: AggregationRule) -> np.ndarray:
-    """:func:`change_costs`' removals of distinct count rows, each verdict searched for on
-    every number b of "equal" answers kept. A verdict +1 keeps every "more" answer and the
-    most "less" answers with which x still wins (a "more" answer never takes a win away, a
-    "less" answer never gives one); −1 the mirror; "equal" keeps every answer of both sides
-    when that is equal, else every answer of the losing side and the most of the winning
-    side that leave it equal (the band of "equal" rows widens with the losing side)."""
-    owner, b = _lines(unique, unique[:, 1])
-    more, less = unique[owner, 0], unique[owner, 2]
-    none = np.zeros_like(b)
-    kept = np.full((len(unique), 3), -1, np.int64)
-
-    def keep(column: int, rows: np.ndarray, where) -> None:
-        where = where & (rows.sum(axis=1) > 0)
-        np.maximum.at(kept[:, column], owner[where], rows[where].sum(axis=1))
-
-    wins = np.column_stack([more, b, none])
-    c = _last(wins, (0, 0, 1), less, lambda v: v == 1, rule)
-    keep(0, wins + np.outer(np.maximum(c, 0), (0, 0, 1)), c >= 0)
-    loses = np.column_stack([none, b, less])
-    a = _last(loses, (1, 0, 0), more, lambda v: v == -1, rule)
-    keep(2, loses + np.outer(np.maximum(a, 0), (1, 0, 0)), a >= 0)
-    corner = np.column_stack([more, b, less])
-    decided = _decided(corner, rule)
-    keep(1, corner, decided == 0)
-    for side, start, step, limit in ((1, loses, (1, 0, 0), more), (-1, wins, (0, 0, 1), less)):
-        lines = np.flatnonzero(decided == side)
-        k = _last(start[lines], step, limit[lines], lambda v, s=side: v != s, rule)
-        rows = start[lines] + np.outer(k, step)
-        keep_rows = np.zeros(len(owner), bool)
-        keep_rows[lines] = _decided(rows, rule) == 0
-        full = np.zeros_like(corner)
-        full[lines] = rows
-        keep(1, full, keep_rows)
-    return np.where(kept > 0, unique.sum(axis=1)[:, None] - kept, -1)
-
-
-def _flip_costs(unique: np.ndarray, rule: AggregationRule) -> np.ndarray:
-    """:func:`change_costs`' changes of distinct count rows: for every number b of "equal"
-    answers after the change, the rows (a, b, n − b − a) are decided −1, then equal, then +1
-    as a grows (a "less" answer turned "more" only strengthens x's case at a fixed number of
-    answers and ties), so two searches find the verdicts' ranges of a and the cheapest a in
-    each is the one nearest the pair's own ``more`` (the cost is convex in a)."""
-    total = unique.sum(axis=1)
-    owner, b = _lines(unique, total)
-    rest = total[owner] - b
-    start = np.column_stack([np.zeros_like(b), b, rest])
-    step = (1, 0, -1)
-    up = _last(start, step, rest, lambda v: v != 1, rule) + 1
-    down = _last(start, step, rest, lambda v: v == -1, rule)
-    best = np.full((len(unique), 3), np.iinfo(np.int64).max)
-    more, equal, less = unique[owner].T
-    for column, low, high in ((0, up, rest), (1, down + 1, up - 1), (2, 0 * rest, down)):
-        a = np.clip(more, low, high)
-        cost = np.maximum(a - more, 0) + np.maximum(b - equal, 0) + np.maximum(rest - a - less, 0)
-        reached = low <= high
-        np.minimum.at(best[:, column], owner[reached], cost[reached])
-    return np.where(best == np.iinfo(np.int64).max, -1, best)
 
 
 def change_costs(
@@ -333,23 +147,7 @@ def change_costs(
     The ``bradley-terry`` rule decides from every answer of the query and is refused
     (its approximation: :func:`crowdprefs.campaign.bradley_terry.verdict_fragility`).
     """
-    if rule.rule == "bradley-terry":
-        raise InputError(
-            "the bradley-terry rule decides a pair from every answer of its query: its "
-            "fragility is approximated from the fit"
-        )
-    counts = np.column_stack(_counts(more, equal, less)).reshape(-1, 3)
-    if not len(counts):
-        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
-    unique, inverse = np.unique(counts, axis=0, return_inverse=True)
-    if (unique.sum(axis=1) == 0).any():
-        raise InputError("every pair needs at least one answer to be aggregated")
-    own = 1 - verdicts(*unique.T, rule)[0].astype(np.int64)  # +1, 0, −1 → column 0, 1, 2
-    tables = []
-    for table in (_removal_costs(unique, rule), _flip_costs(unique, rule)):
-        table[np.arange(len(unique)), own] = -1
-        tables.append(table[inverse.ravel()])
-    return tables[0], tables[1]
+    return rule.decider.change_costs(more, equal, less, rule)
 
 
 def fewest_changes(
@@ -380,7 +178,7 @@ def inter_agreement(more, equal, less) -> np.ndarray:
     "equal" and the other picks a side, 0 when they pick opposite sides; divided by n(n−1)
     (90 for 10 answers). NaN for pairs with fewer than two answers.
     """
-    p, e, q = (a.astype(np.float64) for a in _counts(more, equal, less))
+    p, e, q = (a.astype(np.float64) for a in counts_of(more, equal, less))
     n = p + e + q
     agree = p * (p - 1) + e * (e - 1) + q * (q - 1)  # 2 points × C(k, 2) for each option
     partial = e * (p + q)
@@ -437,7 +235,7 @@ def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule
     good = usable(answers)
     info = good.groupby("pair_id")[["iteration", "query", "x", "y", "kind", "pivot_known"]].first()
     pairs = info.join(count_answers(good.assign(score=good["score"].astype(int))))
-    if rule.rule == "bradley-terry":  # each iteration's pairs from the answers so far
+    if rule.decider.whole_query:  # each iteration's pairs from the answers so far
         pairs["verdict"], pairs["p_value"] = np.int8(0), np.nan
         for iteration in pairs["iteration"].unique():
             batch = pairs.index[pairs["iteration"] == iteration]
@@ -452,127 +250,29 @@ def pair_verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule
     return pairs
 
 
-@dataclass(frozen=True)
-class _Coded:
-    """Sorting answers coded for the Bradley–Terry fit: each answer's shown ``first``,
-    ``second``, ``outcome`` and ``worker``, each item's ``block`` (query), the sorting pairs'
-    ``x`` and ``y`` items (indexed like ``pairs``), and the counts of items and workers."""
-
-    first: np.ndarray
-    second: np.ndarray
-    outcome: np.ndarray
-    worker: np.ndarray
-    block: np.ndarray
-    pairs: pd.Index
-    x: np.ndarray
-    y: np.ndarray
-    items: int
-    workers: int
-
-
-def _coded_answers(answers: pd.DataFrame, sorting: pd.DataFrame) -> _Coded | None:
-    """The usable ``answers`` of the ``sorting`` pairs, coded (each answer read on the sides it
-    was shown); ``None`` when there are none."""
-    row = sorting.index.get_indexer(answers["pair_id"])
-    fitted = row >= 0
-    if not fitted.any():
-        return None
-    query = sorting["query"].to_numpy()
-    items = pd.MultiIndex.from_arrays(
-        [np.concatenate([query, query]), np.concatenate([sorting["x"], sorting["y"]])]
-    )
-    codes, unique = pd.factorize(items)
-    x, y = codes[: len(sorting)], codes[len(sorting) :]
-    row = row[fitted]
-    a_is_x = answers["a_is_x"].to_numpy()[fitted].astype(bool)
-    score = answers["score"].to_numpy()[fitted].astype(np.int64)
-    workers, names = pd.factorize(answers["worker_id"].to_numpy()[fitted])
-    return _Coded(
-        first=np.where(a_is_x, x[row], y[row]),
-        second=np.where(a_is_x, y[row], x[row]),
-        outcome=np.where(a_is_x, score, -score),
-        worker=workers,
-        block=pd.factorize(unique.get_level_values(0))[0],
-        pairs=sorting.index,
-        x=x,
-        y=y,
-        items=len(unique),
-        workers=len(names),
-    )
-
-
-def _fitted(coded: _Coded, rule: AggregationRule):
-    """One fit of the tie-aware Bradley–Terry model on the coded answers; the line saying the
-    fit dropped worker reliabilities, once per process."""
-    from crowdprefs.campaign import bradley_terry  # here: scipy loads only for this rule
-
-    fit = bradley_terry.fit_bradley_terry(
-        coded.first, coded.second, coded.outcome, coded.worker, coded.block,
-        n_items=coded.items, n_workers=coded.workers, ties=rule.ties, alpha=rule.alpha,
-    )  # fmt: skip
-    line = bradley_terry.fallback_line(fit)  # once per process, however many refits
-    if line is not None:
-        from crowdprefs import progress
-
-        progress.note(f"bradley-terry: {line}")
-    return fit
-
-
 def fitted_fragility(
     answers: pd.DataFrame, pairs: pd.DataFrame, rule: AggregationRule
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the ``bradley-terry`` rule: per sorting pair of ``pairs`` (in their order), the
-    approximate fewest answers whose removal, resp. change, changes its verdict in one fit on
-    every answer, and whether a refit confirmed both (an upper bound;
+    """For a rule that decides a whole query (``bradley-terry``): per sorting pair of ``pairs``
+    (in their order), the approximate fewest answers whose removal, resp. change, changes its
+    verdict in one fit on every answer, and whether a refit confirmed both (an upper bound;
     :func:`crowdprefs.campaign.bradley_terry.verdict_fragility`). −1 where none was found;
     inputs as for :func:`fitted_verdicts`."""
-    from crowdprefs.campaign import bradley_terry
-
-    sorting = pairs[pairs["kind"] == "sort"]
-    empty = np.full(len(sorting), -1, np.int64)
-    coded = _coded_answers(answers, sorting)
-    if coded is None:
-        return empty, empty.copy(), np.zeros(len(sorting), bool)
-    fit = _fitted(coded, rule)
-    found = bradley_terry.verdict_fragility(
-        fit, coded.first, coded.second, coded.outcome, coded.worker, coded.block,
-        coded.x, coded.y, alpha=rule.alpha,
-    )  # fmt: skip
-    confirmed = found.removals_confirmed & found.flips_confirmed
-    return found.removals, found.flips, confirmed
+    return rule.decider.fragility(answers, pairs, rule)
 
 
 def fitted_verdicts(
     answers: pd.DataFrame, pairs: pd.DataFrame, decide, rule: AggregationRule
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``bradley-terry`` rule's verdicts and p-values of the pairs ``decide`` (pair ids).
+    """The verdicts and p-values of the pairs ``decide`` (pair ids) under a rule that decides a
+    whole query (``bradley-terry``).
 
     ``answers``: usable answers ``pair_id, worker_id, score`` (from x's point of view) and
     ``a_is_x`` *as the judge was shown it*; ``pairs``: every pair they or ``decide`` name,
     indexed by ``pair_id``, with ``query, x, y, kind``. Sorting pairs are decided by one fit on
-    every sorting answer (:func:`crowdprefs.campaign.bradley_terry.pair_verdicts`), attention
+    every sorting answer (:func:`crowdprefs.campaign.bradley_terry.fit_verdicts`), attention
     checks by the Mann-Whitney test of their own answers at the same α (module docstring).
     When worker reliabilities are not identifiable the fit drops them and one line on stderr
     says so (once per process).
     """
-    decide = pd.Index(decide)
-    verdict, p = np.zeros(len(decide), np.int8), np.full(len(decide), np.nan)
-    is_sort = pairs["kind"] == "sort"
-    sort = is_sort.reindex(decide).fillna(False).to_numpy(bool)
-    coded = _coded_answers(answers, pairs[is_sort])
-    if sort.any() and coded is not None:
-        fit = _fitted(coded, rule)
-        target = coded.pairs.get_indexer(decide[sort])
-        verdict[sort], p[sort] = fit.verdicts(coded.x[target], coded.y[target], rule.alpha)
-    checks = decide[~sort]
-    if len(checks):
-        own = answers[answers["pair_id"].isin(checks)]
-        counts = count_answers(own.assign(score=own["score"].astype(int)))
-        counts = counts.reindex(checks, fill_value=0).to_numpy()
-        answered = counts.sum(axis=1) > 0
-        decided = np.zeros(len(checks), np.int8), np.full(len(checks), np.nan)
-        decided[0][answered], decided[1][answered] = verdicts(
-            *counts[answered].T, AggregationRule(alpha=rule.alpha)
-        )
-        verdict[~sort], p[~sort] = decided
-    return verdict, p
+    return rule.decider.decide(answers, pairs, decide, rule)

@@ -332,9 +332,10 @@ def stopping_rule(project: Project) -> StoppingRule | None:
     rule = StoppingRule.from_section(
         project.section("adaptive"), settings.answers_per_pair, settings.aggregation
     )
-    if rule is not None and settings.aggregation.rule == "bradley-terry":
+    aggregation = settings.aggregation
+    if rule is not None and aggregation.decider.whole_query:
         raise InputError(
-            "[adaptive] answers stop each pair on its own answers; the bradley-terry rule "
+            f"[adaptive] answers stop each pair on its own answers; the {aggregation.rule} rule "
             "decides pairs from every answer of the query: turn one of them off"
         )
     return rule
@@ -489,7 +490,7 @@ def aggregate(project: Project) -> pd.DataFrame:
     pairs = store.pairs(iteration, ("pair_id", "kind")).set_index("pair_id")
     counts = store.answer_counts(iteration).reindex(pairs.index)
     aggregation = project.settings.aggregation
-    if aggregation.rule == "bradley-terry":  # one fit on every answer so far
+    if aggregation.decider.whole_query:  # one fit on every answer so far
         every = store.pairs().set_index("pair_id")
         verdict, p = fitted_verdicts(store.shown_answers(), every, pairs.index, aggregation)
     else:

@@ -88,10 +88,11 @@ def prior_policy(project: Project) -> PriorPolicy:
             "[prior] weight weighs the adaptive stopping rule: set [adaptive] method, or remove "
             "weight"
         )
-    if policy.active and project.settings.aggregation.rule == "bradley-terry":
+    aggregation = project.settings.aggregation
+    if policy.active and aggregation.decider.whole_query:
         raise InputError(
-            "[prior] skip and weight judge each pair on its own answers; the bradley-terry rule "
-            "decides pairs from every answer of the query: turn one of them off"
+            f"[prior] skip and weight judge each pair on its own answers; the {aggregation.rule} "
+            "rule decides pairs from every answer of the query: turn one of them off"
         )
     return policy
 

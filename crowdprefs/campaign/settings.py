@@ -23,10 +23,12 @@ import difflib
 import json
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from crowdprefs.campaign import rules
 from crowdprefs.errors import InputError, shown
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ class Key:
     kind: str
     low: float | None = None
     high: float | None = None
-    choices: tuple[str, ...] = ()
+    choices: Sequence[str] = ()
     prefixes: tuple[str, ...] = ()
     open_low: bool = False
     open_high: bool = False
@@ -129,7 +131,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "budget": Key("float", 0, 1e9),
     },
     "aggregation": {
-        "rule": Key("str", choices=("mann-whitney", "margin", "bradley-terry")),
+        "rule": Key("str", choices=rules.NAMES),  # the registry's list: a new rule joins it
         "alpha": OPEN_SHARE,
         "sided": Key("str", choices=("two-sided", "one-sided")),
         "method": Key("str", choices=("asymptotic", "exact", "auto")),

@@ -240,7 +240,7 @@ def warn_if_undecidable(settings: Settings) -> None:
     fewest = fewest_deciding(rule)
     if fewest is not None and answers >= fewest:
         return
-    named = f"margin {rule.margin}" if rule.rule == "margin" else f"α = {rule.alpha:g}"
+    named = rule.decider.strength(rule)
     note(
         f"warning: with {answers} answer(s) per pair the {rule.rule} rule ({named}) never "
         "splits a pair: every verdict will be 'equal' and every list one group; "

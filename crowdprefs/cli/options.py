@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from crowdprefs.campaign import rules
+
 if TYPE_CHECKING:
     from crowdprefs.results_file import Columns
 
 
-def one_of(value: str, allowed: tuple[str, ...]) -> str:
+def one_of(value: str, allowed: Sequence[str]) -> str:
     """An option's value checked against its allowed values (one line naming them)."""
     if value not in allowed:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}")
@@ -303,7 +305,7 @@ Rule = Annotated[
     str,
     typer.Option(
         "--rule",
-        callback=lambda value: one_of(value, ("mann-whitney", "margin", "bradley-terry")),
+        callback=lambda value: one_of(value, rules.NAMES),
         help="How answers give a pair's verdict: mann-whitney (a test of the pair's answers at "
         "level --alpha), margin (one side needs --margin more votes) or bradley-terry (a "
         "tie-aware model with one reliability per worker, fitted on every answer so far; a "

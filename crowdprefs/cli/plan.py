@@ -275,7 +275,7 @@ def plan(
     hidden = hidden.merge(frame[["query", "document"]], on=["query", "document"])
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
     fixed = Design(answers_per_pair, aggregation, None, reward, pivot_b_share=pivot_b_share)
-    designs = {f"{answers_per_pair} answers, {_rule_name(rule, level, margin)}": fixed}
+    designs = {f"{answers_per_pair} answers, {aggregation.decider.title(aggregation)}": fixed}
     stopping = None
     if adaptive != "off":
         most = maximum or answers_per_pair
@@ -440,11 +440,6 @@ def _fragility_name(min_flips: int) -> str:
     """``no verdict one answer flips`` (min_flips = 2), ``no verdict 2 answers flip`` (3)…"""
     fewest = min_flips - 1
     return "no verdict " + ("one answer flips" if fewest == 1 else f"{fewest} answers flip")
-
-
-def _rule_name(rule: str, level: float, margin: int) -> str:
-    names = {"margin": f"margin {margin}", "bradley-terry": f"Bradley-Terry {level:g}"}
-    return names.get(rule, f"Mann-Whitney {level:g}")
 
 
 def _check_prior_options(
@@ -669,7 +664,7 @@ def fit(
     design = check.attrs["design"]
     report = Table(
         title=f"predictive check: {campaigns} simulated campaigns of the recorded design "
-        f"({design.answers_per_pair} answers per pair, {_rule_name(rule, level, margin)}, "
+        f"({design.answers_per_pair} answers per pair, {aggregation.decider.title(aggregation)}, "
         f"pivot shown as B in "
         f"{design.pivot_b_share:.0%} of pairs) against the lists"
     )

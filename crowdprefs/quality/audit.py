@@ -131,9 +131,9 @@ def how_sure(
     )
     summary = fragility.summary(pairs, lists) | {"exact": bool(pairs["exact"].all())}
     boundaries = pd.DataFrame(columns=stability.BOUNDARY_COLUMNS)
-    if campaign.rule.rule == "bradley-terry":
+    if campaign.rule.decider.whole_query:
         resamples = 0  # one refit per resample: not offered (stability.resample_groups)
-        summary["stability"] = "not computed for the bradley-terry rule"
+        summary["stability"] = f"not computed for the {campaign.rule.rule} rule"
     if resamples and campaign.orders:
         resampled = stability.resample_groups(
             campaign.answers, campaign.pairs, campaign.orders, campaign.rule,

@@ -89,12 +89,12 @@ def verdict_costs(
     verdict (from a side to "equal", from "equal" to either side); the attention checks, which
     the rule decides by the Mann-Whitney test of their own answers, get that test's figures.
     """
-    if rule.rule != "bradley-terry":
+    if not rule.decider.whole_query:
         removal, flip = change_costs(pairs["more"], pairs["equal"], pairs["less"], rule)
         every = np.ones(len(pairs), bool)
         return Costs(removal, flip, every, every)
     if answers is None:
-        raise InputError("the bradley-terry rule's fragility needs the answers")
+        raise InputError(f"the {rule.rule} rule's fragility needs the answers")
     removal, flip = change_costs(
         pairs["more"], pairs["equal"], pairs["less"], AggregationRule(alpha=rule.alpha)
     )

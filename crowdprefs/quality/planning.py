@@ -162,27 +162,27 @@ class Design:
             raise InputError(
                 f"the share of pivots shown as B must lie in [0, 1], got {self.pivot_b_share}"
             )
-        if self.adaptive is not None and self.aggregation.rule == "bradley-terry":
+        whole_query = self.aggregation.decider.whole_query
+        if self.adaptive is not None and whole_query:
             raise InputError(
-                "adaptive answers stop each pair on its own answers; the bradley-terry rule "
-                "decides pairs from every answer of the query: use one or the other"
+                "adaptive answers stop each pair on its own answers; the "
+                f"{self.aggregation.rule} rule decides pairs from every answer of the query: "
+                "use one or the other"
             )
         if self.fragility is not None and self.fragility.aggregation != self.aggregation:
             raise InputError("the fragility rule must judge verdicts by the design's own rule")
         if self.machine.active and self.prior is None:
             raise InputError("skipping or weighing answers by a prior needs a prior to plan with")
-        if self.machine.active and (
-            self.flag_each_round or self.aggregation.rule == "bradley-terry"
-        ):
+        if self.machine.active and (self.flag_each_round or whole_query):
             raise InputError(
                 "plan simulates a prior that skips pairs or weighs answers with the margin or "
                 "mann-whitney rule and without flagging each round"
             )
-        if self.flag_each_round and self.aggregation.rule == "bradley-terry":
+        if self.flag_each_round and whole_query:
             raise InputError(
-                "plan cannot simulate flagging each round with the bradley-terry rule (its fit "
-                "would keep the dropped answers); the rule weighs each worker's reliability "
-                "itself: plan one or the other"
+                f"plan cannot simulate flagging each round with the {self.aggregation.rule} rule "
+                "(its fit would keep the dropped answers); the rule weighs each worker's "
+                "reliability itself: plan one or the other"
             )
 
     @property
@@ -431,14 +431,11 @@ class _Fitted:
 
     def verdicts(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Verdicts of the pairs (x, y) from one fit on every answer so far."""
-        from crowdprefs.campaign.bradley_terry import pair_verdicts
-
         columns = zip(*self.parts, strict=True)
         first, second, outcome, worker = (np.concatenate(column) for column in columns)
-        return pair_verdicts(
+        return self.rule.decider.coded_verdicts(
             first, second, outcome, worker, self.collection.query, x, y,
-            n_items=len(self.collection.query), n_workers=self.workers,
-            ties=self.rule.ties, alpha=self.rule.alpha,
+            n_items=len(self.collection.query), n_workers=self.workers, settings=self.rule,
         )[0]  # fmt: skip
 
 
@@ -766,7 +763,7 @@ def simulate_campaign(
     rows: list[dict] = []
     logs: list[pd.DataFrame] = []
     fitted = None
-    if design.aggregation.rule == "bradley-terry":
+    if design.aggregation.decider.whole_query:
         fitted = _Fitted(collection, len(crowd.pool.weight), design.aggregation)
 
     score, machine = None, None

@@ -100,7 +100,7 @@ def verdicts(answers: pd.DataFrame, rule: AggregationRule = AggregationRule()) -
     table = pd.DataFrame(
         {"query": info["query"], "left": info["x"], "right": info["y"]}, index=counts.index
     ).join(counts)
-    if rule.rule == "bradley-terry":
+    if rule.decider.whole_query:
         shown = oriented.rename(columns={"worker": "worker_id"})
         table["verdict"], table["p_value"] = aggregate.fitted_verdicts(
             shown, info.assign(kind="sort"), table.index, rule

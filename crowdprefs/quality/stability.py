@@ -138,9 +138,9 @@ def resample_groups(
     machine prior's, when the campaign had one (its pivots). The published lists are the replay
     of the published verdicts. Identical for any ``runner``.
     """
-    if rule.rule == "bradley-terry":
+    if rule.decider.whole_query:
         raise InputError(
-            "resampling the crowd refits the bradley-terry model once per resample: use the "
+            f"resampling the crowd refits the {rule.rule} model once per resample: use the "
             "margin or mann-whitney rule for the resamples"
         )
     if not 1 <= resamples <= MAX_RESAMPLES:
