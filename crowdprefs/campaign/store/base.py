@@ -187,6 +187,12 @@ def _sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+POOL_SIZE = 4
+"""Connections an engine of the store keeps open for reuse."""
+POOL_OVERFLOW = 16
+"""Connections an engine opens beyond :data:`POOL_SIZE` when that many are in use at once."""
+
+
 def _sqlite_pool(path: Path) -> Engine:
     """A pooled engine on the file: a connection (and its set-up) is reused by the store's
     calls instead of opened for each (a web server's answer makes several calls)."""
@@ -196,8 +202,8 @@ def _sqlite_pool(path: Path) -> Engine:
         f"sqlite:///{path}",
         connect_args={"timeout": BUSY_SECONDS, "check_same_thread": False},
         poolclass=QueuePool,
-        pool_size=4,
-        max_overflow=16,
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
     )
     _ENGINES.add(engine)
     return engine
@@ -244,8 +250,8 @@ def _postgresql_engine(location: Location) -> Engine:
     engine = create_engine(
         location.url,
         pool_pre_ping=True,  # a server restarted meanwhile costs a reconnect, not a failure
-        pool_size=4,
-        max_overflow=16,
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
         connect_args={"application_name": command_line()[:63], "connect_timeout": 10},
     )
     _ENGINES.add(engine)
