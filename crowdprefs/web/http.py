@@ -43,7 +43,7 @@ Result = TypeVar("Result")
 
 
 async def store_call(app: Any, work: Callable[..., Result], *args: Any) -> Result:
-    """``work(*args)`` on the app's store threads (:data:`app.state.store_threads`, a limiter
+    """``work(*args)`` on the app's store threads (``app.state.store_threads``, a limiter
     as large as the store's connection pool), awaited without holding the event loop."""
     call = functools.partial(work, *args)
     return await anyio.to_thread.run_sync(call, limiter=app.state.store_threads)
