@@ -24,10 +24,12 @@ and SQL mistakes are bugs, not storage failures, and keep their traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -282,6 +284,12 @@ class StoreBase:
         if location.path is not None and not create and not location.path.exists():
             raise StateError(f"no project state at {location.path}: run 'crowdprefs init' first")
         self.takes_lock = lock
+        self.writers: contextlib.AbstractContextManager[Any] = (
+            threading.RLock() if location.path is not None else contextlib.nullcontext()
+        )
+        """Where this store's threads wait for each other's write transactions on SQLite, in
+        turn (a web server's requests run on several): not in SQLite's busy handler, which polls
+        with growing sleeps. PostgreSQL queues them itself (the writers' advisory lock)."""
         try:
             if location.path is not None:
                 self.engine = _sqlite_engine(location.path)
@@ -451,7 +459,7 @@ class StoreBase:
         if self.takes_lock:
             self.lock.acquire()
         try:
-            with self.engine.connect() as conn:
+            with self.writers, self.engine.connect() as conn:
                 conn.execution_options(writer=True)
                 with conn.begin():
                     if self.dialect == "postgresql":
