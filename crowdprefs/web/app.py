@@ -38,8 +38,9 @@ each answer more the open batch wants, raises the study's places by itself (toke
 ``PROLIFIC_TOKEN``; :func:`create_app`'s ``prolific`` says how to reach Prolific).
 
 Every state change is a POST (a GET changes nothing but the session cookie, and a study
-participant's token). A request body may not exceed :data:`MAX_BODY` bytes: refused (413) from
-its Content-Length, or while it streams in when it has none. Failed token attempts are limited
+participant's token). A request body may not exceed
+:data:`~crowdprefs.web.middleware.MAX_BODY` bytes: refused (413) from its Content-Length, or
+while it streams in when it has none. Failed token attempts are limited
 per client address (429), and only they: a valid token always passes, so the judges behind a
 shared address (a proxy, a lab's NAT) are never locked out by a guesser among them. A request's
 store calls run off the event loop, on a thread pool as large as the store's connection pool
@@ -123,9 +124,6 @@ from crowdprefs.web.security import (
 )
 
 log = logging.getLogger("crowdprefs.web")
-
-__all__ = ["MAX_BODY", "create_app", "serve"]
-
 
 # --- judges ----------------------------------------------------------------------------------
 # Each handler awaits what it must (the posted form), then runs its work on the store in one
