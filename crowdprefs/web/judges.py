@@ -60,8 +60,8 @@ CLIP = re.compile(r'<audio [^>]*src="(/clip/[^"]+)"')
 
 
 class LocalServer:
-    """The judges' site in a background thread on ``127.0.0.1`` and a free port, telling time
-    by ``clock`` (:mod:`crowdprefs.web.clock`)."""
+    """The judges' site (its application: ``app``) in a background thread on ``127.0.0.1`` and
+    a free port, telling time by ``clock`` (:mod:`crowdprefs.web.clock`)."""
 
     def __init__(self, root: Path, researcher_token: str, clock: Clock = wall_clock) -> None:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
