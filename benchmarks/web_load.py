@@ -14,12 +14,15 @@ aggregated and the next one built (or the campaign ends, or ``--seconds`` pass).
 a throwaway cluster of Debian's ``postgresql`` on a Unix socket in a temporary folder, durable
 as deployed (``fsync`` on; SQLite commits with ``synchronous=FULL``).
 
-Measured per run: answers per second; p50/p95/p99 of the answer post and of the hand-out
-(``POST /next`` and the question page); 503 "come back in a minute" pages (refusals, retried,
-not errors); errors (HTTP ≥ 500 but 503, failed connections); CPU seconds per answer of the
-server's processes (from ``/proc``) and of PostgreSQL's; the judges' own CPU (one process: when
-it nears one core, the client is the bottleneck); the load average at the end; and, as the
-baseline measured in the same run, ``GET /healthz`` latency from as many concurrent clients.
+Measured per run: answers per second; p50/p95/p99 of the answer post, of the hand-out
+(``POST /next`` and the question page) and of the clip downloads; the *longest stall*: the
+slowest of the home page (no store call) asked every 0.1 s during the run (:class:`Probe`),
+how long a process's event loop left a request waiting; 503 "come back in a minute" pages
+(refusals, retried, not errors); errors (HTTP ≥ 500 but 503, failed connections); CPU
+seconds per answer of the server's processes (from ``/proc``) and of PostgreSQL's; the judges'
+own CPU (one process: when it nears one core, the client is the bottleneck); the load average
+at the end; and, as the baseline measured in the same run, ``GET /healthz`` latency from as
+many concurrent clients.
 Checked afterwards in the store (an ``AssertionError`` otherwise): every answer the server
 accepted is stored, once, and nothing else; no pair has more answers than it wants, nor two from
 one judge; each aggregated batch's pairs have exactly theirs.
@@ -265,6 +268,30 @@ def baseline(url: str, clients: int, requests: int) -> list[float]:
     return latencies
 
 
+class Probe(threading.Thread):
+    """Asks the server for its home page (no store call) every :data:`PROBE_EVERY` seconds
+    while the judges answer; the slowest answer is the run's *longest stall*: how long the
+    server's event loop left a request unanswered (a store call on the loop holds up every
+    request of that process)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.latencies = url, list[float]()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=60.0) as client:
+            while not self.stop.wait(PROBE_EVERY):
+                started = time.perf_counter()
+                with contextlib.suppress(httpx.TransportError):
+                    client.get("/")
+                    self.latencies.append(time.perf_counter() - started)
+
+
+PROBE_EVERY = 0.1
+"""Seconds between two probes of the home page (:class:`Probe`)."""
+
+
 def batch_progress(project: Project) -> tuple[int, int]:
     """Batches aggregated, and batches built."""
     batches = project.store.batches()
@@ -365,6 +392,8 @@ def load_test(
         server_cpu, database_cpu = cpu_seconds(server.process.pid), _cpu(database_pid)
         client_cpu, started = time.process_time(), time.perf_counter()
         killer.start()
+        probe = Probe(server.url)
+        probe.start()
         run_judges(
             server.url,
             tokens,
@@ -376,7 +405,9 @@ def load_test(
         )
         elapsed = time.perf_counter() - started
         killer.stop.set()
+        probe.stop.set()
         killer.join()
+        probe.join()
         client_cpu = time.process_time() - client_cpu
         server_cpu = cpu_seconds(server.process.pid) - server_cpu
         if killer.kills and config.workers == 1:
@@ -399,6 +430,9 @@ def load_test(
         **percentiles(report.handouts, "handout"),
         **percentiles(report.clips, "clip"),
         **percentiles(floor, "healthz"),
+        **percentiles(probe.latencies, "probe"),
+        "stall_s": max(probe.latencies, default=math.nan),
+        "answer_max_s": max(report.latencies, default=math.nan),
         "busy": report.busy,
         "errors": len(report.errors),
         "refused": len(report.refused),
@@ -420,7 +454,8 @@ def _cpu(pid: int | None) -> float:
 HEADER = (
     f"{'config':<12} {'judges':>6} {'who':<6} {'answers':>7} {'/s':>6} "
     f"{'answer p50/p95/p99 ms':>22} {'hand-out p50/p95/p99':>21} {'healthz p95':>11} "
-    f"{'503':>5} {'err':>4} {'4xx':>4} {'batches':>7} {'server ms CPU/ans':>17} {'db':>5} "
+    f"{'clip p95':>8} {'probe p95':>9} {'stall':>6} {'503':>5} {'err':>4} {'4xx':>4} "
+    f"{'batches':>7} {'server ms CPU/ans':>17} {'db':>5} "
     f"{'client':>6} {'load':>5}"
 )
 
@@ -435,7 +470,9 @@ def row(config: Config, judges: int, who: str, f: dict[str, float]) -> str:
     return (
         f"{f'{config.engine} x{config.workers}':<12} {judges:>6} {who:<6} {f['answers']:>7} "
         f"{f['rate']:>6.1f} {ms('answer'):>22} {ms('handout'):>21} "
-        f"{1000 * f['healthz_p95_s']:>11.0f} {f['busy']:>5} {f['errors']:>4} {f['refused']:>4} "
+        f"{1000 * f['healthz_p95_s']:>11.0f} {1000 * f['clip_p95_s']:>8.0f} "
+        f"{1000 * f['probe_p95_s']:>9.0f} "
+        f"{1000 * f['stall_s']:>6.0f} {f['busy']:>5} {f['errors']:>4} {f['refused']:>4} "
         f"{f['batches']:>7} "
         f"{1000 * f['server_cpu_per_answer_s']:>17.1f} {db:>5} {f['client_cpu_cores']:>6.2f} "
         f"{f['load_average']:>5.1f}"

@@ -9,7 +9,11 @@
               store (:mod:`crowdprefs.campaign.store.web`).
 ``headphones`` the Huggins-pitch headphone screen's noises (numpy, from a secret seed) and
               its scoring; who must pass it, and per-judge caps, are ``[web]`` settings.
-``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn), and
-              :func:`~crowdprefs.web.app.serve`; ``python -m crowdprefs.web`` runs it alone.
+``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn): the judges'
+              routes, and :func:`~crowdprefs.web.app.serve`; ``python -m crowdprefs.web``
+              runs it alone. Beside it: ``http`` (what every handler uses, and the store calls
+              off the event loop), ``middleware`` (body limit, admission), ``researcher`` (the
+              researcher's pages), ``advancing`` (moving the campaign on, on a worker thread)
+              and ``clock`` (the site's time: the wall clock, or a simulation's time lapse).
 ``judges``    simulated judges that answer over HTTP (the web demo and the load test).
 """

@@ -41,15 +41,13 @@ Quality control in the style of ITU-T Rec. P.808 (crowdsourced listening tests),
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import secrets
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,6 +70,7 @@ from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import HitSettings
 from crowdprefs.rng import counter_uniform
 from crowdprefs.web import headphones
+from crowdprefs.web.clock import stamp, wall_clock
 from crowdprefs.web.security import completion_code, judge_key, new_token, same, token_hash
 
 if TYPE_CHECKING:
@@ -133,38 +132,10 @@ class TooManyAttempts(WebError):
         self.retry_after = retry_after
 
 
-def _stamp(at: datetime) -> str:
-    return at.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-_LAPSE: list[tuple[datetime, float, float]] = []
-"""The time lapse in force (:func:`time_lapse`): its start, the wall clock's then, its speed."""
-
-
 def _now(at: datetime | None) -> datetime:
-    """``at``, else the site's clock: the wall clock, or the time lapse in force."""
-    if at is not None:
-        return at
-    if not _LAPSE:
-        return datetime.now(UTC)
-    start, wall, speed = _LAPSE[-1]
-    return start + timedelta(seconds=(time.monotonic() - wall) * speed)
-
-
-@contextlib.contextmanager
-def time_lapse(speed: float) -> Iterator[None]:
-    """Within it, the judges' site of this process tells time ``speed`` times faster than the
-    wall clock, from now on: hand-outs, answers and their seconds. Simulated judges
-    (:mod:`crowdprefs.web.judges`) then take realistic times in a fraction of them, and the
-    listening check and the audit judge those times. For simulations only (the demo): a real
-    site's times are its judges'."""
-    if not speed > 0:
-        raise InputError(f"a time lapse needs a speed above 0, got {speed}")
-    _LAPSE.append((datetime.now(UTC), time.monotonic(), speed))
-    try:
-        yield
-    finally:
-        _LAPSE.pop()
+    """``at``, else the wall clock's time (the server gives its own clock's, see
+    :mod:`crowdprefs.web.clock`)."""
+    return wall_clock() if at is None else at
 
 
 @dataclass(frozen=True)
@@ -234,7 +205,7 @@ def invite(project: Project, judges: int) -> list[tuple[str, str]]:
         raise InputError(f"the number of judges to invite must be at least 1, got {judges}")
     tokens = [new_token() for _ in range(judges)]
     ids = project.store.add_invited_judges(
-        [(token_hash(t), completion_code()) for t in tokens], _stamp(_now(None))
+        [(token_hash(t), completion_code()) for t in tokens], stamp(_now(None))
     )
     return list(zip(ids, tokens, strict=True))
 
@@ -328,7 +299,9 @@ def study_terms(project: Project) -> StudyTerms:
     )
 
 
-def join_study(project: Project, key: str, participant: str) -> tuple[WebJudge, str]:
+def join_study(
+    project: Project, key: str, participant: str, at: datetime | None = None
+) -> tuple[WebJudge, str]:
     """The judge of a study participant (created on first visit) and a fresh session token.
 
     Raises :class:`Forbidden` for a wrong study key and :class:`WebError` for a malformed
@@ -342,7 +315,7 @@ def join_study(project: Project, key: str, participant: str) -> tuple[WebJudge, 
         raise WebError("the study link carries no valid participant id")
     token = new_token()
     judge = project.store.join_web_participant(
-        participant, token_hash(token), completion_code(), _stamp(_now(None))
+        participant, token_hash(token), completion_code(), stamp(_now(at))
     )
     return judge, token
 
@@ -370,8 +343,8 @@ def hand_out(judge: WebJudge, settings: WebSettings, at: datetime | None = None)
     return HandOut(
         assignment_id=secrets.token_urlsafe(12),
         csrf=new_token(),
-        issued_at=_stamp(at),
-        expires_at=_stamp(at + timedelta(minutes=settings.timeout_minutes)),
+        issued_at=stamp(at),
+        expires_at=stamp(at + timedelta(minutes=settings.timeout_minutes)),
         limit=settings.questions_per_judge,
         batch_limit=settings.questions_per_batch,
         choose=lambda pair_id, filled, wanted: choose_pair(pair_id, filled, wanted, key),
@@ -417,7 +390,7 @@ def start_screen(
         trials=settings.headphone_trials,
         pass_mark=settings.headphone_pass,
         csrf=new_token(),
-        started_at=_stamp(_now(at)),
+        started_at=stamp(_now(at)),
     )
 
 
@@ -461,7 +434,7 @@ def answer_screen(
         answers=json.dumps([c + 1 for c in chosen]),
         correct=right,
         passed=right >= screen.pass_mark,
-        finished_at=_stamp(_now(at)),
+        finished_at=stamp(_now(at)),
     )
 
 
@@ -670,7 +643,7 @@ def submit(
         choice=on_pair_sides(answer.choice, a_is_x, int(pair["a_is_x"])),
         score=SCORES[answer.choice, a_is_x],
         seconds=round((at - issued).total_seconds(), 3),
-        submitted_at=_stamp(at),
+        submitted_at=stamp(at),
         background=answer.background,
         comment=answer.comment,
         raw=answer.raw(order, clip_seconds(shown)),

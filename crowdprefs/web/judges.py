@@ -48,6 +48,7 @@ from crowdprefs.errors import CrowdError
 from crowdprefs.quality.crowd_model import simulate_answers
 from crowdprefs.web import assign, headphones
 from crowdprefs.web.app import KEEP_ALIVE_SECONDS, create_app
+from crowdprefs.web.clock import Clock, TimeLapse, wall_clock
 from crowdprefs.web.security import RESEARCHER_TOKEN_ENV, new_token
 
 Oracle = Callable[[str, int], dict[str, str]]
@@ -59,15 +60,17 @@ CLIP = re.compile(r'<audio [^>]*src="(/clip/[^"]+)"')
 
 
 class LocalServer:
-    """The judges' site in a background thread on ``127.0.0.1`` and a free port."""
+    """The judges' site (its application: ``app``) in a background thread on ``127.0.0.1`` and
+    a free port, telling time by ``clock`` (:mod:`crowdprefs.web.clock`)."""
 
-    def __init__(self, root: Path, researcher_token: str) -> None:
+    def __init__(self, root: Path, researcher_token: str, clock: Clock = wall_clock) -> None:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.app = create_app(root, researcher_token, clock=clock)
         config = uvicorn.Config(
-            create_app(root, researcher_token),
+            self.app,
             log_level="warning",
             access_log=False,
             timeout_keep_alive=KEEP_ALIVE_SECONDS,
@@ -208,7 +211,7 @@ class Behaviour:
     speed: float = 0.0
     """With a speed, the judge also stays on each question the time its answer's play log
     reports (``seconds_on_page``), that many times faster: the speed of the site's
-    :func:`~crowdprefs.web.assign.time_lapse`, which then sees that time pass."""
+    :class:`~crowdprefs.web.clock.TimeLapse`, which then sees that time pass."""
 
 
 def read_wav(data: bytes) -> np.ndarray:
@@ -512,15 +515,15 @@ def run_web_campaign(
 
     The judges are new ones, so what judges of an earlier run still hold (a run that crashed)
     is released first; each answers as its pool worker (:func:`judge_worker`), taking its work
-    time on a site whose clock runs ``speed`` times faster (:func:`~crowdprefs.web.assign.
-    time_lapse`)."""
+    time on a site whose clock runs ``speed`` times faster (a
+    :class:`~crowdprefs.web.clock.TimeLapse` given to the app)."""
     with Project(root) as project:
         release_held(project)
         invited = assign.invite(project, judges)
     oracle = simulated_oracle(root)
     tokens = [token for _, token in invited]
     indices = [int(judge_id.lstrip("J")) - 1 for judge_id, _ in invited]
-    with assign.time_lapse(speed), LocalServer(root, new_token()) as server:
+    with LocalServer(root, new_token(), TimeLapse(speed)) as server:
         return run_judges(
             server.url,
             tokens,

@@ -56,13 +56,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import LEFT, SUBMISSION_STATUS, ProlificEvent
 from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV
+from crowdprefs.web.advancing import move_on
+from crowdprefs.web.clock import stamp
+from crowdprefs.web.http import store_call
 
 log = logging.getLogger("crowdprefs.web")
 
@@ -272,12 +273,6 @@ def _moves_on(request: Request, event: ProlificEvent, outcome: str) -> bool:
     return event.event_type == SUBMISSION_STATUS and event.status in LEFT
 
 
-async def _move_on(app: Any) -> None:
-    from crowdprefs.web.app import _advance_apart  # the app imports this module
-
-    await run_in_threadpool(_advance_apart, app)
-
-
 async def prolific_event(request: Request) -> JSONResponse:
     """Take one event from Prolific (see the module): 200 with what became of it, else a 4xx
     (or 503 without the secret) and one log line."""
@@ -303,7 +298,8 @@ async def prolific_event(request: Request) -> JSONResponse:
             status_code=429,
             headers={"Retry-After": wait},
         )
-    result = request.app.state.project.store.record_prolific_event(event, now())
+    store, at = request.app.state.project.store, stamp(request.app.state.clock())
+    result = await store_call(request.app, store.record_prolific_event, event, at)
     log.info(
         "Prolific event %s %s %s: %s%s",
         event.event_type,
@@ -313,5 +309,5 @@ async def prolific_event(request: Request) -> JSONResponse:
         f", {result.released} questions back to the pool" if result.released else "",
     )
     moves_on = _moves_on(request, event, result.outcome)
-    task = BackgroundTask(_move_on, request.app) if moves_on else None
+    task = BackgroundTask(move_on, request.app) if moves_on else None
     return JSONResponse({"event": result.outcome, "released": result.released}, background=task)

@@ -622,6 +622,6 @@ def test_the_done_page_sends_a_judge_to_the_question_they_hold_or_says_one_is_fr
 def test_the_researcher_page_tells_the_campaign_with_its_batch(line, progress, advance, said):
     """The class "the campaign said 'waiting' while a batch was published": the server's last
     line is told with the batch's progress."""
-    from crowdprefs.web.app import campaign_status
+    from crowdprefs.web.researcher import campaign_status
 
     assert campaign_status(line, progress, advance) == said

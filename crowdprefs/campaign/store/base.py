@@ -24,10 +24,12 @@ and SQL mistakes are bugs, not storage failures, and keep their traceback.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
 import sqlite3
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -187,6 +189,12 @@ def _sqlite_engine(path: Path) -> Engine:
     return engine
 
 
+POOL_SIZE = 4
+"""Connections an engine of the store keeps open for reuse."""
+POOL_OVERFLOW = 16
+"""Connections an engine opens beyond :data:`POOL_SIZE` when that many are in use at once."""
+
+
 def _sqlite_pool(path: Path) -> Engine:
     """A pooled engine on the file: a connection (and its set-up) is reused by the store's
     calls instead of opened for each (a web server's answer makes several calls)."""
@@ -196,8 +204,8 @@ def _sqlite_pool(path: Path) -> Engine:
         f"sqlite:///{path}",
         connect_args={"timeout": BUSY_SECONDS, "check_same_thread": False},
         poolclass=QueuePool,
-        pool_size=4,
-        max_overflow=16,
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
     )
     _ENGINES.add(engine)
     return engine
@@ -244,8 +252,8 @@ def _postgresql_engine(location: Location) -> Engine:
     engine = create_engine(
         location.url,
         pool_pre_ping=True,  # a server restarted meanwhile costs a reconnect, not a failure
-        pool_size=4,
-        max_overflow=16,
+        pool_size=POOL_SIZE,
+        max_overflow=POOL_OVERFLOW,
         connect_args={"application_name": command_line()[:63], "connect_timeout": 10},
     )
     _ENGINES.add(engine)
@@ -276,6 +284,12 @@ class StoreBase:
         if location.path is not None and not create and not location.path.exists():
             raise StateError(f"no project state at {location.path}: run 'crowdprefs init' first")
         self.takes_lock = lock
+        self.writers: contextlib.AbstractContextManager[Any] = (
+            threading.RLock() if location.path is not None else contextlib.nullcontext()
+        )
+        """Where this store's threads wait for each other's write transactions on SQLite, in
+        turn (a web server's requests run on several): not in SQLite's busy handler, which polls
+        with growing sleeps. PostgreSQL queues them itself (the writers' advisory lock)."""
         try:
             if location.path is not None:
                 self.engine = _sqlite_engine(location.path)
@@ -445,7 +459,7 @@ class StoreBase:
         if self.takes_lock:
             self.lock.acquire()
         try:
-            with self.engine.connect() as conn:
+            with self.writers, self.engine.connect() as conn:
                 conn.execution_options(writer=True)
                 with conn.begin():
                     if self.dialect == "postgresql":
