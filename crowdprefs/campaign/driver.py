@@ -26,15 +26,7 @@ import numpy as np
 
 from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, decide, fragile, wanted_next
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
-from crowdprefs.campaign.budget import (
-    batch_cost,
-    check_budget,
-    check_spending,
-    hit_costs,
-    project_budget,
-    remember_budget,
-    remembered_budget,
-)
+from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
 from crowdprefs.campaign.prior import (
@@ -46,7 +38,15 @@ from crowdprefs.campaign.prior import (
     triage_needed,
 )
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.settings import note_settings_changes, remember_settings
+from crowdprefs.campaign.project_state import (
+    check_spending,
+    committed_cost,
+    note_settings_changes,
+    project_budget,
+    remember_budget,
+    remember_settings,
+    remembered_budget,
+)
 from crowdprefs.campaign.sorting import (
     SortState,
     StateCounts,
@@ -224,15 +224,6 @@ def affordable(project: Project, sizes: np.ndarray, *, partial: bool = False) ->
         return fits
     remember_budget(project)
     return len(sizes)
-
-
-def committed_cost(project: Project) -> float:
-    """What every published HIT of the project costs, at the price it was published at (HITs
-    published before prices were stored: at the configured reward and fees)."""
-    prices = project.store.hit_prices()
-    settings = project.settings
-    costs = hit_costs(prices, prices["size"], settings.reward, settings.fees)
-    return round(float(np.sum(costs * prices["hits"])), 2)
 
 
 @dataclass(frozen=True)

@@ -224,10 +224,6 @@ def machine_audit(project: Project) -> dict | None:
     (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
     expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
     expected_adr_loss`, at the audit's wrong share, or ``max_wrong`` before any audit)."""
-    from crowdprefs.campaign.driver import lists
-    from crowdprefs.campaign.sorting import initial_orders
-    from crowdprefs.machine.loss import expected_adr_loss, flip_shares
-    from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
     store = project.store
@@ -238,6 +234,11 @@ def machine_audit(project: Project) -> dict | None:
         return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
                 "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,
                 "adr_loss": 0.0}  # fmt: skip
+    from crowdprefs.campaign.driver import lists
+    from crowdprefs.campaign.sorting import initial_orders
+    from crowdprefs.machine.loss import expected_adr_loss, flip_shares
+    from crowdprefs.machine.overturn import SkipRule
+
     verdicts = store.machine_verdicts()
     rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()
     audited = verdicts[(verdicts["asked"] == 1) & verdicts["human"].notna()]

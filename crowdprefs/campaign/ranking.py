@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.sorting import SortState
@@ -27,6 +27,8 @@ from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
+
+pd = lazy_loader.load("pandas")  # imported on first use: status checks [systems] without it
 
 SECTION = "systems"
 RUNS_NAME = "runs.txt"
