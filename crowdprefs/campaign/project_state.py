@@ -5,24 +5,31 @@ The value modules below this one know nothing of a :class:`~crowdprefs.campaign.
 answers and :mod:`~crowdprefs.campaign.clips` probes and measures clips. The functions here take
 the open project and join those values with what its store remembers: the settings the open
 batch was built under, the budget the project last spent under (a budget removed from the
-settings stops spending instead of lifting the limit), and the clips it holds.
+settings stops spending instead of lifting the limit), what its published HITs cost, the clips
+it holds, and each query's sort replayed from its verdicts (:func:`sort_states`, through the
+store's sort cache) with the lists it gives. The driver, the ranking of systems, the machine
+prior's audit and the quality reports read them here, so none of them imports the driver.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import lazy_loader
 
 from crowdprefs.campaign.budget import BUDGET_KEY, check_budget, hit_costs
 from crowdprefs.campaign.settings import CONFIG_NAME, SETTINGS_KEY, settings_changes
+from crowdprefs.campaign.sorting import SortState, StateCounts, initial_orders, replay
 from crowdprefs.errors import BudgetError, StateError
 
 if TYPE_CHECKING:
     from audio_prep import PrepareOptions
     from crowdprefs.campaign.project import Project
+
+State = TypeVar("State")
 
 np = lazy_loader.load("numpy")  # imported on first use: the budget and settings checks need
 pd = lazy_loader.load("pandas")  # neither
@@ -153,3 +160,84 @@ def prepare_project(
     for row in clips[changed].itertuples(index=False):
         project.store.set_clip(row.query, row.document, row.audio, float(row.seconds))
     return clips[["query", "document", "source", "audio", "seconds", "error"]]
+
+
+def prior_scores(project: Project) -> dict[str, dict[str, float]] | None:
+    """The state's prior per query and document (``None`` without one): what the sort reads."""
+    return project.store.prior_map()
+
+
+def sort_states(project: Project) -> dict[str, SortState]:
+    """Every query's current segments and needed pairs, replayed from the aggregated verdicts.
+
+    The replay is the truth; the ``sort_cache`` table only saves redoing it: a cached state is
+    used while the fingerprint of its query's verdicts is unchanged, and the other queries are
+    replayed (loading only their verdicts) and cached again.
+    """
+    fingerprints = project.store.verdict_fingerprints()
+    return cached_sort(project, fingerprints, SortState.from_json, lambda state: state)
+
+
+def sort_counts(project: Project) -> dict[str, StateCounts]:
+    """Every query's sort in counts (candidates, open segments, needed pairs): what
+    :func:`sort_states` gives, without rebuilding the cached states' segments."""
+    fingerprints = project.store.verdict_fingerprints()
+    return cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
+
+
+def cached_sort(
+    project: Project,
+    fingerprints: Mapping[str, str],
+    read: Callable[[str], State],
+    convert: Callable[[SortState], State],
+) -> dict[str, State]:
+    """Per query, its cached state ``read`` from JSON, or replayed, cached and ``convert``-ed
+    when its verdicts' fingerprint changed since (:func:`sort_states`)."""
+    states, stale = replayed_sort(project, fingerprints, read, convert)
+    if stale:
+        project.store.cache_states(stale)
+    return states
+
+
+def replayed_sort(
+    project: Project,
+    fingerprints: Mapping[str, str],
+    read: Callable[[str], State],
+    convert: Callable[[SortState], State],
+) -> tuple[dict[str, State], list[tuple[str, str, str]]]:
+    """:func:`cached_sort` without writing: the states, and the rows the cache lacks."""
+    store = project.store
+    cached = store.cached_states()
+    states: dict[str, State | None] = {}
+    stale: dict[str, str] = {}
+    for query in store.query_names():
+        fingerprint = fingerprints.get(query, "0:0")
+        hit = cached.get(query)
+        if hit is not None and hit[0] == fingerprint:
+            states[query] = read(hit[1])
+        else:
+            states[query] = None
+            stale[query] = fingerprint
+    if stale:
+        documents = store.candidate_orders()
+        orders = initial_orders({q: documents[q] for q in stale}, project.seed)
+        few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
+        verdicts = store.verdict_maps(list(stale) if few else None)
+        scores = prior_scores(project) or {}
+        fresh = {q: replay(orders[q], verdicts.get(q, {}), scores.get(q)) for q in stale}
+        states.update({q: convert(state) for q, state in fresh.items()})
+        return states, [(q, stale[q], state.to_json()) for q, state in fresh.items()]
+    return states, []
+
+
+def lists(project: Project, *, partial: bool = False) -> pd.DataFrame:
+    """The partially ordered lists ``query, document, group`` (group 1 = most similar).
+
+    Only closed queries are listed unless ``partial``, which lists open segments as groups too.
+    """
+    rows = []
+    for query, state in sort_states(project).items():
+        if state.closed or partial:
+            for group, members in enumerate(state.groups(), start=1):
+                rows.extend((query, document, group) for document in members)
+    return pd.DataFrame(rows, columns=["query", "document", "group"])

@@ -230,7 +230,7 @@ def project_standing(
     """:func:`standing` of a project: its ``[systems]`` setting unless ``runs`` (and the
     others) are given; ``None`` when it has neither. Draws are fixed by the project seed and
     ``iteration``."""
-    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project_state import sort_states
 
     settings = RankSettings.of(project)
     if runs is None:
@@ -241,7 +241,7 @@ def project_standing(
     confidence = confidence or (settings.confidence if settings else DEFAULT_CONFIDENCE)
     samples = samples or (settings.samples if settings else DEFAULT_SAMPLES)
     store = project.store
-    states = states if states is not None else driver.sort_states(project)
+    states = states if states is not None else sort_states(project)
     return standing(
         store.candidate_orders(),
         states,
