@@ -1,4 +1,7 @@
-"""A project's clips: prepare every query and candidate clip and record each clip's duration.
+"""Clips as values: probe them, map prepared clips back to their sources, time the listening.
+
+:func:`~crowdprefs.campaign.project_state.prepare_project` prepares a project's query and
+candidate clips with these helpers and records each clip's duration in its store.
 
 The preference-judgments paper §4.1: the trimmed MP3s are what the HITs play, and a HIT's
 listening time (the query and two variations, each heard once) bounds how fast an honest worker
