@@ -177,3 +177,20 @@ def test_help_through_the_console_script_imports_no_sqlalchemy_numpy_or_pandas(a
     roots = {name.split(".")[0] for name in modules}
     assert not roots & {"sqlalchemy", "numpy", "pandas", "scipy"}, sorted(roots)
     assert "http.server" not in modules  # mturk preview --open's server, imported when used
+
+
+def test_a_sqlite_state_loads_no_postgresql_dialect(tmp_path):
+    """The pairs table's PostgreSQL fill factor is set by DDL once the table exists, so a
+    SQLite project's commands never load SQLAlchemy's PostgreSQL dialect."""
+    code = (
+        "import sys\nfrom crowdprefs.campaign.store import Store\n"
+        f"Store({str(tmp_path / 'state.sqlite')!r}, create=True).close()\n"
+        "print([m for m in sys.modules if m.startswith('sqlalchemy.dialects.')])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    dialects = eval(done.stdout)  # noqa: S307 (our own child's printed list)
+    assert "sqlalchemy.dialects.sqlite" in dialects
+    assert not [m for m in dialects if m.startswith("sqlalchemy.dialects.postgresql")]
