@@ -490,7 +490,7 @@ def _prior_campaign(
 
 
 def _prepare_clips(project: Project, jobs: int) -> Clips:
-    from crowdprefs.campaign.clips import prepare_project
+    from crowdprefs.campaign.project_state import prepare_project
 
     clips = prepare_project(project, jobs=jobs)
     failed = clips[clips["error"] != ""]

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from crowdprefs.campaign.settings import CONFIG_NAME, check_values
+from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError
-
-if TYPE_CHECKING:
-    from crowdprefs.campaign.project import Project
 
 PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
 """A HIT's price as stored when it was published: the reward and the :class:`FeeModel` terms."""
@@ -106,39 +102,14 @@ BUDGET_KEY = "budget"
 """The state's ``meta`` key remembering the budget the project last spent under."""
 
 
-def project_budget(project: Project) -> float | None:
-    """The budget a command that spends checks against: ``[crowd] budget``. A missing budget
-    never means no budget for a project that had one: when the project remembers a budget
-    (:func:`remember_budget`) and ``crowdprefs.toml`` has none (the key removed, the file
-    emptied), :class:`BudgetError` names the budget it had."""
-    budget = project.settings.budget
-    remembered = remembered_budget(project)
-    if budget is None and remembered is not None:
-        raise BudgetError(
-            f"{project.root / CONFIG_NAME} has no [crowd] budget, but this project had a budget "
-            f"of ${remembered:.2f}: a missing budget is not 'no budget'; set [crowd] "
-            "budget again (up to 1e9 to spend without a practical limit)"
-        )
-    return budget
+MOVED = frozenset({"project_budget", "remembered_budget", "remember_budget", "check_spending"})
+"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project); importable here under their old names."""
 
 
-def remembered_budget(project: Project) -> float | None:
-    """The budget the project last spent under (:func:`remember_budget`); ``None`` when it
-    never had one."""
-    remembered = project.store.meta(BUDGET_KEY)
-    return None if remembered is None else float(remembered)
+def __getattr__(name: str) -> object:
+    if name in MOVED:
+        from crowdprefs.campaign import project_state
 
-
-def remember_budget(project: Project) -> None:
-    """Store the configured budget in the state once a spend was checked against it, so that
-    :func:`project_budget` refuses to spend if it later disappears from the settings."""
-    budget = project.settings.budget
-    if budget is not None and project.store.meta(BUDGET_KEY) != repr(budget):
-        project.store.set_meta(BUDGET_KEY, repr(budget))
-
-
-def check_spending(project: Project, cost: float, committed: float) -> None:
-    """:func:`check_budget` against :func:`project_budget`, remembering the budget when the
-    spend passes (the one check of every command that spends)."""
-    check_budget(cost, committed, project_budget(project))
-    remember_budget(project)
+        return getattr(project_state, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,7 @@
-"""A project's clips: prepare every query and candidate clip and record each clip's duration.
+"""Clips as values: probe them, map prepared clips back to their sources, time the listening.
+
+:func:`~crowdprefs.campaign.project_state.prepare_project` prepares a project's query and
+candidate clips with these helpers and records each clip's duration in its store.
 
 The preference-judgments paper §4.1: the trimmed MP3s are what the HITs play, and a HIT's
 listening time (the query and two variations, each heard once) bounds how fast an honest worker
@@ -24,17 +27,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from crowdprefs.errors import InputError, StateError
+from crowdprefs.errors import InputError
 from crowdprefs.progress import make_progress, track
-
-if TYPE_CHECKING:
-    from audio_prep import PrepareOptions
-    from crowdprefs.campaign.project import Project
 
 CLIPS_FOLDER = "clips"
 #: The candidates' columns that name clips, as the messages call them.
@@ -138,18 +136,6 @@ def check_clip_files(frame: pd.DataFrame, csv: Path | None = None) -> None:
     )
 
 
-def project_clips(project: Project) -> pd.DataFrame:
-    """Every clip of the project: ``query``, ``document`` (``None`` for the query's own clip),
-    ``audio`` and ``seconds`` as stored."""
-    store = project.store
-    columns = ["query", "document", "audio", "seconds"]
-    queries = store.queries().assign(document=None)[columns]
-    clips = pd.concat([queries, store.candidates()[columns]], ignore_index=True)
-    text = ["query", "document", "audio"]
-    clips[text] = clips[text].astype(object).where(clips[text].notna(), None)
-    return clips
-
-
 def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
     """The local source file of each stored ``audio`` (``None`` for URLs and missing clips);
     a clip prepared earlier into ``dst`` maps back to its source through the manifest."""
@@ -170,48 +156,6 @@ def source_paths(audio: pd.Series, dst: Path) -> pd.Series:
         return back.get(path, path)
 
     return audio.map(source)
-
-
-def prepare_project(
-    project: Project,
-    options: PrepareOptions | None = None,
-    jobs: int = 1,
-    *,
-    dst: Path | None = None,
-    progress: bool = True,
-) -> pd.DataFrame:
-    """Prepare the project's clips into ``dst`` (default ``PROJECT/clips``) and store each
-    prepared clip's path and duration; sources used by several clips are prepared once.
-
-    Returns one row per clip: ``query, document, source`` (``None`` for URLs and missing
-    audio), ``audio`` and ``seconds`` as now stored, and ``error`` (empty when prepared or
-    skipped). :class:`StateError` when no clip has a local file.
-    """
-    dst = Path(dst) if dst is not None else project.root / CLIPS_FOLDER
-    clips = project_clips(project)
-    clips["source"] = source_paths(clips["audio"], dst)
-    local = clips["source"].notna()
-    if not local.any():
-        raise StateError(f"{project.root}: no query or candidate has a local audio file to prepare")
-    from audio_prep import prepare_clips
-
-    with audio_errors(), progress_callback("preparing clips", visible=progress) as report:
-        manifest = prepare_clips(
-            sorted(set(clips.loc[local, "source"])), dst, options, jobs, progress=report
-        )
-    by_source = manifest.set_index("source")
-    result = by_source.reindex(clips["source"].where(local, ""))
-    clips["error"] = np.where(local, result["error"].fillna("").to_numpy(), "")
-    ready = local & (clips["error"] == "").to_numpy()
-    seconds = np.where(ready, result["seconds_after"].to_numpy(), clips["seconds"])
-    prepared = [str(dst.resolve() / out) for out in result["output"].fillna("")]
-    audio = np.where(ready, prepared, clips["audio"])
-    changed = ready & ((audio != clips["audio"]) | (seconds != clips["seconds"]))
-    clips["audio"], clips["seconds"] = audio, seconds.astype(float)
-    clips["source"] = clips["source"].astype(object).where(local, None)
-    for row in clips[changed].itertuples(index=False):
-        project.store.set_clip(row.query, row.document, row.audio, float(row.seconds))
-    return clips[["query", "document", "source", "audio", "seconds", "error"]]
 
 
 def listening_seconds(queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
@@ -236,3 +180,16 @@ def listening_seconds(queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.Dat
     query_seconds = queries.set_index("query")["seconds"].reindex(table.index)
     table[timed] = table[timed].add(query_seconds, axis=0)
     return table.rename_axis("query").reset_index()
+
+
+MOVED = frozenset({"project_clips", "prepare_project"})
+"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project); importable here under their old names."""
+
+
+def __getattr__(name: str) -> object:
+    if name in MOVED:
+        from crowdprefs.campaign import project_state
+
+        return getattr(project_state, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

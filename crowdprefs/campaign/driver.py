@@ -17,112 +17,48 @@ orchestrates, the crowd adapter only offers the calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import lazy_loader
 import numpy as np
 
 from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, decide, fragile, wanted_next
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
-from crowdprefs.campaign.budget import (
-    batch_cost,
-    check_budget,
-    check_spending,
-    hit_costs,
-    project_budget,
-    remember_budget,
-    remembered_budget,
-)
+from crowdprefs.campaign.budget import batch_cost, check_budget, hit_costs
 from crowdprefs.campaign.checks import add_checks
 from crowdprefs.campaign.crowd import Crowd, Review, reachable_size
 from crowdprefs.campaign.prior import (
     fix_prior,
     machine_audit,
     prior_policy,
-    prior_scores,
     pseudo_answers,
     triage_needed,
 )
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.settings import note_settings_changes, remember_settings
+from crowdprefs.campaign.project_state import (
+    cached_sort,
+    check_spending,
+    committed_cost,
+    lists,  # noqa: F401  (driver.lists: where the commands and the API reference find it)
+    note_settings_changes,
+    project_budget,
+    remember_budget,
+    remember_settings,
+    remembered_budget,
+    replayed_sort,
+    sort_counts,
+    sort_states,
+)
 from crowdprefs.campaign.sorting import (
     SortState,
     StateCounts,
     contradictions,
-    initial_orders,
-    replay,
 )
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.progress import note
 
 pd = lazy_loader.load("pandas")  # imported on first use
-
-State = TypeVar("State")
-
-
-def sort_states(project: Project) -> dict[str, SortState]:
-    """Every query's current segments and needed pairs, replayed from the aggregated verdicts.
-
-    The replay is the truth; the ``sort_cache`` table only saves redoing it: a cached state is
-    used while the fingerprint of its query's verdicts is unchanged, and the other queries are
-    replayed (loading only their verdicts) and cached again.
-    """
-    fingerprints = project.store.verdict_fingerprints()
-    return _cached_sort(project, fingerprints, SortState.from_json, lambda state: state)
-
-
-def sort_counts(project: Project) -> dict[str, StateCounts]:
-    """Every query's sort in counts (candidates, open segments, needed pairs): what
-    :func:`sort_states` gives, without rebuilding the cached states' segments."""
-    fingerprints = project.store.verdict_fingerprints()
-    return _cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
-
-
-def _cached_sort(
-    project: Project,
-    fingerprints: Mapping[str, str],
-    read: Callable[[str], State],
-    convert: Callable[[SortState], State],
-) -> dict[str, State]:
-    """Per query, its cached state ``read`` from JSON, or replayed, cached and ``convert``-ed
-    when its verdicts' fingerprint changed since (:func:`sort_states`)."""
-    states, stale = _replayed(project, fingerprints, read, convert)
-    if stale:
-        project.store.cache_states(stale)
-    return states
-
-
-def _replayed(
-    project: Project,
-    fingerprints: Mapping[str, str],
-    read: Callable[[str], State],
-    convert: Callable[[SortState], State],
-) -> tuple[dict[str, State], list[tuple[str, str, str]]]:
-    """:func:`_cached_sort` without writing: the states, and the rows the cache lacks."""
-    store = project.store
-    cached = store.cached_states()
-    states: dict[str, State | None] = {}
-    stale: dict[str, str] = {}
-    for query in store.query_names():
-        fingerprint = fingerprints.get(query, "0:0")
-        hit = cached.get(query)
-        if hit is not None and hit[0] == fingerprint:
-            states[query] = read(hit[1])
-        else:
-            states[query] = None
-            stale[query] = fingerprint
-    if stale:
-        documents = store.candidate_orders()
-        orders = initial_orders({q: documents[q] for q in stale}, project.seed)
-        few = len(stale) <= 500  # a few stale queries: load only theirs (bounded SQL parameters)
-        verdicts = store.verdict_maps(list(stale) if few else None)
-        scores = prior_scores(project) or {}
-        fresh = {q: replay(orders[q], verdicts.get(q, {}), scores.get(q)) for q in stale}
-        states.update({q: convert(state) for q, state in fresh.items()})
-        return states, [(q, stale[q], state.to_json()) for q, state in fresh.items()]
-    return states, []
 
 
 def next_batch(
@@ -153,7 +89,7 @@ def next_batch(
     iteration = 1 if last is None else last["iteration"] + 1
     while True:
         fingerprints = store.verdict_fingerprints()
-        states, stale = _replayed(project, fingerprints, SortState.from_json, lambda s: s)
+        states, stale = replayed_sort(project, fingerprints, SortState.from_json, lambda s: s)
         needed = [(query, x, y) for query, state in states.items() for x, y in state.needed]
         if needed and ranked:  # only what can still change how two systems compare
             needed = project_standing(project, states, iteration).wanted(needed)
@@ -224,15 +160,6 @@ def affordable(project: Project, sizes: np.ndarray, *, partial: bool = False) ->
         return fits
     remember_budget(project)
     return len(sizes)
-
-
-def committed_cost(project: Project) -> float:
-    """What every published HIT of the project costs, at the price it was published at (HITs
-    published before prices were stored: at the configured reward and fees)."""
-    prices = project.store.hit_prices()
-    settings = project.settings
-    costs = hit_costs(prices, prices["size"], settings.reward, settings.fees)
-    return round(float(np.sum(costs * prices["hits"])), 2)
 
 
 @dataclass(frozen=True)
@@ -511,19 +438,6 @@ def aggregate(project: Project) -> pd.DataFrame:
     return result.reset_index()
 
 
-def lists(project: Project, *, partial: bool = False) -> pd.DataFrame:
-    """The partially ordered lists ``query, document, group`` (group 1 = most similar).
-
-    Only closed queries are listed unless ``partial``, which lists open segments as groups too.
-    """
-    rows = []
-    for query, state in sort_states(project).items():
-        if state.closed or partial:
-            for group, members in enumerate(state.groups(), start=1):
-                rows.extend((query, document, group) for document in members)
-    return pd.DataFrame(rows, columns=["query", "document", "group"])
-
-
 def query_contradictions(project: Project) -> pd.DataFrame:
     """Non-transitive verdict triples met by the driver, per query: ``query, a, b, c``."""
     orders = project.store.candidate_orders()
@@ -540,7 +454,7 @@ def status(project: Project) -> dict:
     store = project.store
     progress = store.query_progress()
     fingerprints = {query: fingerprint for query, (_, _, fingerprint) in progress.items()}
-    states = _cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
+    states = cached_sort(project, fingerprints, StateCounts.from_json, StateCounts.of)
     queries = []
     for query, state in states.items():
         iterations, judged, _ = progress.get(query, (0, 0, "0:0"))
@@ -580,12 +494,12 @@ def status(project: Project) -> dict:
 def system_status(project: Project, iteration: int) -> dict | None:
     """With ``[systems]``: the measure, the pairs of systems and how many are undecided at the
     confidence, and what the next batch (``iteration``) asks and costs; ``None`` without."""
-    if not project.section("systems"):  # before the ranking module, which loads pandas
-        return None
     from crowdprefs.campaign.budget import batch_cost
     from crowdprefs.campaign.ranking import RankSettings, project_standing
 
     settings = RankSettings.of(project)
+    if settings is None:
+        return None
     states = sort_states(project)
     standing = project_standing(project, states, iteration)
     needed = [(q, x, y) for q, state in states.items() for x, y in state.needed]

@@ -18,6 +18,7 @@ import lazy_loader
 import numpy as np
 
 from crowdprefs.campaign.project import Project
+from crowdprefs.campaign.project_state import prior_scores
 from crowdprefs.errors import InputError, StateError
 from crowdprefs.machine.scores import fingerprint, read_prior
 
@@ -65,11 +66,6 @@ def fix_prior(project: Project) -> None:
             f"{path}: the scores differ from the prior fixed in the state when the campaign "
             "started; restore the file (or remove [prior] scores: the state keeps its prior)"
         )
-
-
-def prior_scores(project: Project) -> dict[str, dict[str, float]] | None:
-    """The state's prior per query and document (``None`` without one): what the sort reads."""
-    return project.store.prior_map()
 
 
 def prior_policy(project: Project) -> PriorPolicy:
@@ -225,7 +221,6 @@ def machine_audit(project: Project) -> dict | None:
     (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
     expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
     expected_adr_loss`, at the audit's wrong share, or ``max_wrong`` before any audit)."""
-    from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
     store = project.store
@@ -236,9 +231,10 @@ def machine_audit(project: Project) -> dict | None:
         return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
                 "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,
                 "adr_loss": 0.0}  # fmt: skip
-    from crowdprefs.campaign.driver import lists
+    from crowdprefs.campaign.project_state import lists
     from crowdprefs.campaign.sorting import initial_orders
     from crowdprefs.machine.loss import expected_adr_loss, flip_shares
+    from crowdprefs.machine.overturn import SkipRule
 
     verdicts = store.machine_verdicts()
     rule = PriorPolicy.from_section(project.section("prior")).skip or SkipRule()

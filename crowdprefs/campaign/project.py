@@ -295,7 +295,7 @@ def init_project(
             store.initialise(seed, frame)
             if scores is not None:
                 store.set_prior(scores)
-            if settings.budget is not None:  # remembered: see campaign.budget.project_budget
+            if settings.budget is not None:  # remembered: see campaign.project_state.project_budget
                 store.set_meta(BUDGET_KEY, repr(settings.budget))
         except BaseException:
             store.discard()

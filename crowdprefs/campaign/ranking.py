@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.sorting import SortState
@@ -27,6 +27,8 @@ from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
+
+pd = lazy_loader.load("pandas")  # imported on first use: status checks [systems] without it
 
 SECTION = "systems"
 RUNS_NAME = "runs.txt"
@@ -228,7 +230,7 @@ def project_standing(
     """:func:`standing` of a project: its ``[systems]`` setting unless ``runs`` (and the
     others) are given; ``None`` when it has neither. Draws are fixed by the project seed and
     ``iteration``."""
-    from crowdprefs.campaign import driver
+    from crowdprefs.campaign.project_state import sort_states
 
     settings = RankSettings.of(project)
     if runs is None:
@@ -239,7 +241,7 @@ def project_standing(
     confidence = confidence or (settings.confidence if settings else DEFAULT_CONFIDENCE)
     samples = samples or (settings.samples if settings else DEFAULT_SAMPLES)
     store = project.store
-    states = states if states is not None else driver.sort_states(project)
+    states = states if states is not None else sort_states(project)
     return standing(
         store.candidate_orders(),
         states,

@@ -20,19 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from crowdprefs.campaign import rules
 from crowdprefs.errors import InputError, shown
-
-if TYPE_CHECKING:
-    from crowdprefs.campaign.project import Project
 
 CONFIG_NAME = "crowdprefs.toml"
 
@@ -395,20 +391,14 @@ def settings_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     ]
 
 
-def remember_settings(project: Project) -> None:
-    """Store the project's settings as those its newly built batch was built under."""
-    current = project.settings.to_toml(project.seed)
-    project.store.set_meta(SETTINGS_KEY, json.dumps(current, sort_keys=True))
+MOVED = frozenset({"remember_settings", "note_settings_changes"})
+"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project); importable here under their old names."""
 
 
-def note_settings_changes(project: Project, iteration: int) -> None:
-    """One note naming the settings changed since ``next`` built the open batch ``iteration``
-    (a new reward, rule or budget applies to the rest of the batch: the user should know)."""
-    stored = project.store.meta(SETTINGS_KEY)
-    if stored is None:
-        return
-    changes = settings_changes(json.loads(stored), project.settings.to_toml(project.seed))
-    if changes:
-        from crowdprefs.progress import note
+def __getattr__(name: str) -> object:
+    if name in MOVED:
+        from crowdprefs.campaign import project_state
 
-        note(f"{CONFIG_NAME} changed since 'next' built batch {iteration}: {'; '.join(changes)}")
+        return getattr(project_state, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -38,15 +38,18 @@ is chosen at once for a whole collection.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+import lazy_loader
 import numpy as np
-import pandas as pd
 
 from crowdprefs.campaign.sorting import SortState
 from crowdprefs.errors import InputError
+
+pd = lazy_loader.load("pandas")  # imported on first use: status checks [systems] without it
 
 MEASURES = ("ADR", "AG", "nDCG")
 """The measures a campaign can rank systems by (each with a cutoff ``@k``)."""
@@ -262,7 +265,7 @@ class VerdictModel:
     more/less. :meth:`fit` estimates ``β, c`` from the verdicts known so far."""
 
     slope: float = 0.0
-    cut: float = float(np.log(2.0))  # P(equal) = 1/3 at β = 0
+    cut: float = math.log(2.0)  # P(equal) = 1/3 at β = 0
 
     def shares(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``P(less)`` and ``P(less) + P(equal)`` at the differences ``d``."""

@@ -193,8 +193,9 @@ def prepare_project(
     given as URLs is left alone.
     """
     options = _options(**locals())
-    from crowdprefs.campaign.clips import CLIPS_FOLDER, listening_seconds, prepare_project
+    from crowdprefs.campaign.clips import CLIPS_FOLDER, listening_seconds
     from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign.project_state import prepare_project
 
     with Project(directory) as project:
         clips = prepare_project(project, options, jobs, dst=dst)

@@ -11,8 +11,6 @@ import functools
 import html
 import shlex
 import threading
-import webbrowser
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qsl
@@ -131,30 +129,40 @@ def preview(
         _serve(pages.path, port)
 
 
-class _PreviewHandler(SimpleHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        length = int(self.headers.get("Content-Length", 0))
-        fields = parse_qsl(self.rfile.read(length).decode("utf-8", "replace"))
-        rows = "".join(
-            f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in fields
-        )
-        body = (
-            "<!DOCTYPE html><meta charset='utf-8'><title>Submitted</title>"
-            f"<h1>The HIT would have sent:</h1><table>{rows}</table>"
-            "<p><a href='index.html'>back to the batch</a></p>"
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def _preview_handler() -> type:
+    """The preview server's request handler, which shows what a submitted HIT would send (the
+    standard library's HTTP server is imported only by ``mturk preview --open``)."""
+    from http.server import SimpleHTTPRequestHandler
 
-    def log_message(self, *args: object) -> None:
-        pass
+    class PreviewHandler(SimpleHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length", 0))
+            fields = parse_qsl(self.rfile.read(length).decode("utf-8", "replace"))
+            rows = "".join(
+                f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in fields
+            )
+            body = (
+                "<!DOCTYPE html><meta charset='utf-8'><title>Submitted</title>"
+                f"<h1>The HIT would have sent:</h1><table>{rows}</table>"
+                "<p><a href='index.html'>back to the batch</a></p>"
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return PreviewHandler
 
 
 def _serve(folder: Path, port: int) -> None:
-    handler = functools.partial(_PreviewHandler, directory=str(folder))
+    import webbrowser
+    from http.server import ThreadingHTTPServer
+
+    handler = functools.partial(_preview_handler(), directory=str(folder))
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     console.print(f"serving {folder} at {url} (Ctrl-C to stop)")

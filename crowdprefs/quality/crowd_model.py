@@ -47,7 +47,7 @@ import pandas as pd
 from scipy import special
 
 from crowdprefs.campaign.settings import check_section, check_values
-from crowdprefs.campaign.store import now
+from crowdprefs.clock import now
 from crowdprefs.errors import InputError
 from crowdprefs.files import read_text
 from crowdprefs.rng import counter_uniform

@@ -54,9 +54,9 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.campaign.aggregate import AggregationRule
-from crowdprefs.campaign.budget import check_spending, hit_costs
+from crowdprefs.campaign.budget import hit_costs
 from crowdprefs.campaign.crowd import Crowd, ReviewedCrowd, reachable_size
-from crowdprefs.campaign.driver import committed_cost
+from crowdprefs.campaign.project_state import check_spending, committed_cost
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.hits.render import HitSettings

@@ -35,8 +35,7 @@ class SortedCampaign:
         """A project's campaign: its answers (``answers``, else
         :func:`~crowdprefs.quality.frames.project_answers`), stored verdicts, seeded initial
         orders (closed queries only) and aggregation rule."""
-        from crowdprefs.campaign.driver import sort_states
-        from crowdprefs.campaign.prior import prior_scores
+        from crowdprefs.campaign.project_state import prior_scores, sort_states
         from crowdprefs.campaign.sorting import initial_orders
         from crowdprefs.quality.frames import project_answers, project_verdicts
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -235,3 +236,44 @@ def test_volunteers_read_no_reward_line(tmp_path, reward, line):
     ]
     assert ("Reward:" in page) == (line is not None)
     assert line is None or line in page
+
+
+def test_preview_open_serves_the_batch_and_shows_what_a_hit_would_send(tmp_path):
+    """``preview --open`` serves the pages on localhost (its HTTP server is imported only
+    there): a page is served as written, and a submitted form comes back as a table."""
+    import signal
+    import subprocess
+    import urllib.request
+
+    from console_script import crowdprefs, script
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("q", "a", "b"):
+        scipy.io.wavfile.write(clips / f"{name}.wav", 8000, np.zeros(800, np.int16))
+    rows = ["query,document,audio,query_audio"]
+    rows += [f"Q1,{d},{clips / d}.wav,{clips / 'q.wav'}" for d in ("a", "b")]
+    (tmp_path / "candidates.csv").write_text("\n".join(rows) + "\n")
+    root = tmp_path / "p"
+    made = crowdprefs("init", root, "--candidates", tmp_path / "candidates.csv")
+    assert made.returncode == 0, made.stderr
+    env = {**os.environ, "BROWSER": "true", "PYTHONUNBUFFERED": "1", "COLUMNS": "400"}
+    server = subprocess.Popen(
+        [script(), "preview", str(root), "-o", str(tmp_path / "out"), "--open", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = [server.stdout.readline() for _ in range(2)]
+        url = re.search(r"(http://127\.0\.0\.1:\d+)/index\.html", lines[1]).group(1)
+        with urllib.request.urlopen(f"{url}/index.html", timeout=30) as page:
+            assert page.read() == (tmp_path / "out" / "index.html").read_bytes()
+        sent = urllib.request.Request(f"{url}/submitted", data=b"answer=%3Cmore%3E&worker=w1")
+        with urllib.request.urlopen(sent, timeout=30) as reply:
+            body = reply.read().decode()
+        assert "<th>answer</th><td>&lt;more&gt;</td>" in body and "<th>worker</th>" in body
+    finally:
+        server.send_signal(signal.SIGINT)  # Ctrl-C: the server closes and the command ends
+        assert server.wait(timeout=30) == 0, server.stderr.read()

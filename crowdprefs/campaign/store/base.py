@@ -33,7 +33,6 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -47,8 +46,16 @@ from sqlalchemy.types import Text
 
 from crowdprefs.campaign.store import tables
 from crowdprefs.campaign.store.location import Location
-from crowdprefs.campaign.store.lock import AdvisoryLock, ProjectLock, command_line
+from crowdprefs.campaign.store.lock import (
+    LOCK_NAMESPACE,  # noqa: F401  (importable here, as the API reference lists it)
+    WRITER_NAMESPACE,
+    AdvisoryLock,
+    ProjectLock,
+    campaign_key,
+    command_line,
+)
 from crowdprefs.campaign.store.schema import LEGACY_SQLITE, MIGRATIONS, SCHEMA_VERSION
+from crowdprefs.clock import now  # noqa: F401  (the store's modules stamp with it)
 from crowdprefs.errors import StateError
 
 pd = lazy_loader.load("pandas")  # imported on first use
@@ -59,14 +66,6 @@ BUSY_SECONDS = 60.0
 CACHE_MB = 64
 """SQLite's page cache per connection, at most (its default, 2 MB, thrashes on the indexes of a
 10,000-query project: building a batch inserts into them all over)."""
-
-LOCK_NAMESPACE = 0x63707266
-"""The first key of the project lock on PostgreSQL ('cprf'), a session-level advisory lock; the
-second is the campaign's (its database and schema), see :func:`campaign_key`."""
-
-WRITER_NAMESPACE = 0x63707277
-"""The first key of the writers' transaction-scoped advisory lock ('cprw'), on the same
-campaign key: held by each write transaction, so writers of a campaign run one at a time."""
 
 CAUSES = {
     "SQLITE_NOTADB": "it is not a SQLite database (corrupt or overwritten); restore it from a "
@@ -93,16 +92,6 @@ COLUMNS_QUERY = {
 }
 """(table, column) of every table of the state, in one statement per engine (the schema check
 of every opening: SQLAlchemy's reflection takes a statement per table)."""
-
-
-def now() -> str:
-    """The current UTC time as ISO 8601 text (how every timestamp is stored)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def campaign_key() -> Any:
-    """SQL for the campaign's advisory-lock key on PostgreSQL: its database and schema."""
-    return func.hashtext(func.current_database() + "." + func.current_schema())
 
 
 FULL_DISK = 1 << 20

@@ -23,6 +23,20 @@ from sqlalchemy import Connection, Engine, func, select, text
 
 from crowdprefs.errors import StateError, os_cause
 
+LOCK_NAMESPACE = 0x63707266
+"""The first key of the project lock on PostgreSQL ('cprf'), a session-level advisory lock; the
+second is the campaign's (its database and schema), see :func:`campaign_key`."""
+
+WRITER_NAMESPACE = 0x63707277
+"""The first key of the writers' transaction-scoped advisory lock ('cprw'), on the same
+campaign key: held by each write transaction, so writers of a campaign run one at a time."""
+
+
+def campaign_key() -> Any:
+    """SQL for the campaign's advisory-lock key on PostgreSQL: its database and schema."""
+    return func.hashtext(func.current_database() + "." + func.current_schema())
+
+
 _HELD: dict[tuple[int, str], list[Any]] = {}
 """``(process id, lock) → [handle, holders]`` of the locks this process holds (keyed by process
 id too, so a forked child never mistakes its parent's lock for its own)."""
@@ -136,8 +150,6 @@ class AdvisoryLock(ProcessLock):
 
     @staticmethod
     def _keys() -> tuple[Any, Any]:
-        from crowdprefs.campaign.store.base import LOCK_NAMESPACE, campaign_key
-
         return LOCK_NAMESPACE, campaign_key()
 
     def _take(self) -> Connection:

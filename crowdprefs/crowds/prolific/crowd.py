@@ -56,9 +56,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from crowdprefs.campaign.budget import project_budget, remember_budget
+from crowdprefs.campaign.project_state import project_budget, remember_budget
 from crowdprefs.campaign.settings import check_values
-from crowdprefs.campaign.store import now
 from crowdprefs.campaign.store.prolific import (
     LEFT,
     STUDY_PROGRESS,
@@ -66,6 +65,7 @@ from crowdprefs.campaign.store.prolific import (
     SUBMISSION_STATUS,
     ProlificStudy,
 )
+from crowdprefs.clock import now
 from crowdprefs.crowds.prolific.client import (
     WORKSPACE_ENV,
     ProlificClient,
