@@ -152,7 +152,8 @@ def test_moved_functions_keep_their_old_names():
 
     for module in (budget, clips, settings):
         for name in module.MOVED:
-            assert getattr(module, name) is getattr(project_state, name)
+            with pytest.warns(DeprecationWarning, match=f"{name} moved to .*project_state"):
+                assert getattr(module, name) is getattr(project_state, name)
     assert driver.committed_cost is project_state.committed_cost
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         budget.nothing  # noqa: B018

@@ -87,8 +87,6 @@ first order and checked by refitting (see the function).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from threadpoolctl import threadpool_limits
 
@@ -114,6 +112,7 @@ from crowdprefs.campaign.bradley_terry_model import (
     outcome_probabilities,
 )
 from crowdprefs.errors import InputError
+from crowdprefs.moved import moved_names
 
 __all__ = [
     "BLAS_THREADS", "MIN_ANSWERS_PER_WORKER", "MIN_RELIABILITY_INFORMATION", "NOISE_PRIOR_SD",
@@ -242,15 +241,6 @@ def fallback_line(fit: BradleyTerryFit) -> str | None:
     return fit.fallback
 
 
-def __getattr__(name: str):
-    """``pair_verdicts``, the old name of :func:`fit_verdicts`, still answers (with a
-    deprecation warning): the one ``pair_verdicts`` is
-    :func:`crowdprefs.campaign.aggregate.pair_verdicts`."""
-    if name == "pair_verdicts":
-        warnings.warn(
-            "crowdprefs.campaign.bradley_terry.pair_verdicts is now fit_verdicts",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return fit_verdicts
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, {"pair_verdicts": f"{__name__}:fit_verdicts"})
+"""``pair_verdicts``, the old name of :func:`fit_verdicts` (the one ``pair_verdicts`` is
+:func:`crowdprefs.campaign.aggregate.pair_verdicts`)."""

@@ -22,6 +22,7 @@ from numpy.typing import ArrayLike
 
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError
+from crowdprefs.moved import moved_names
 
 PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
 """A HIT's price as stored when it was published: the reward and the :class:`FeeModel` terms."""
@@ -102,14 +103,10 @@ BUDGET_KEY = "budget"
 """The state's ``meta`` key remembering the budget the project last spent under."""
 
 
-MOVED = frozenset({"project_budget", "remembered_budget", "remember_budget", "check_spending"})
-"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
-module imports no project); importable here under their old names."""
-
-
-def __getattr__(name: str) -> object:
-    if name in MOVED:
-        from crowdprefs.campaign import project_state
-
-        return getattr(project_state, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+MOVED = dict.fromkeys(
+    ("project_budget", "remembered_budget", "remember_budget", "check_spending"),
+    "crowdprefs.campaign.project_state",
+)
+"""Functions that take a project, moved to :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project): name → its module."""
+__getattr__ = moved_names(__name__, MOVED)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
+from crowdprefs.moved import moved_names
 from crowdprefs.progress import make_progress, track
 
 CLIPS_FOLDER = "clips"
@@ -182,14 +183,7 @@ def listening_seconds(queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.Dat
     return table.rename_axis("query").reset_index()
 
 
-MOVED = frozenset({"project_clips", "prepare_project"})
-"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
-module imports no project); importable here under their old names."""
-
-
-def __getattr__(name: str) -> object:
-    if name in MOVED:
-        from crowdprefs.campaign import project_state
-
-        return getattr(project_state, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+MOVED = dict.fromkeys(("project_clips", "prepare_project"), "crowdprefs.campaign.project_state")
+"""Functions that take a project, moved to :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project): name → its module."""
+__getattr__ = moved_names(__name__, MOVED)

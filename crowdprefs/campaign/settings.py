@@ -29,6 +29,7 @@ from typing import Any
 
 from crowdprefs.campaign import rules
 from crowdprefs.errors import InputError, shown
+from crowdprefs.moved import moved_names
 
 CONFIG_NAME = "crowdprefs.toml"
 
@@ -391,14 +392,9 @@ def settings_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     ]
 
 
-MOVED = frozenset({"remember_settings", "note_settings_changes"})
-"""Functions that take a project, now in :mod:`crowdprefs.campaign.project_state` (a value
-module imports no project); importable here under their old names."""
-
-
-def __getattr__(name: str) -> object:
-    if name in MOVED:
-        from crowdprefs.campaign import project_state
-
-        return getattr(project_state, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+MOVED = dict.fromkeys(
+    ("remember_settings", "note_settings_changes"), "crowdprefs.campaign.project_state"
+)
+"""Functions that take a project, moved to :mod:`crowdprefs.campaign.project_state` (a value
+module imports no project): name → its module."""
+__getattr__ = moved_names(__name__, MOVED)

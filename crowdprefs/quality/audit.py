@@ -20,9 +20,7 @@ The names that lived here before those modules were split off (:data:`MOVED`) st
 
 from __future__ import annotations
 
-import importlib
 import re
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,6 +31,7 @@ from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts, usable
 from crowdprefs.campaign.budget import FeeModel
 from crowdprefs.errors import InputError
 from crowdprefs.io import csv_frame, csv_text
+from crowdprefs.moved import moved_names
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.quality import fragility, stability
 from crowdprefs.quality.agreement import agreement_summary, reference_agreement
@@ -79,19 +78,7 @@ MOVED = {
 }
 """Public names moved from this module to another: name → the module that now holds it."""
 
-
-def __getattr__(name: str) -> object:
-    """A moved public name (:data:`MOVED`), from its new module, with a DeprecationWarning."""
-    module = MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"crowdprefs.quality.audit.{name} moved to {module}.{name}: import it from there "
-        "(the old name goes in the next release)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(module), name)
+__getattr__ = moved_names(__name__, MOVED)
 
 
 FRAGILE_COLUMNS = ["query", "x", "y", "kind", "more", "equal", "less", "verdict", "removals",

@@ -19,11 +19,23 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from crowdprefs.campaign.aggregate import AggregationRule
-
 Verdicts = tuple[np.ndarray, np.ndarray]
 """Per pair, the verdict (+1 x more similar, 0 equal, −1; int8) and the p-value used (NaN when
 the rule has none)."""
+
+
+class RuleSettings(Protocol):
+    """The ``[aggregation]`` settings a rule reads, as
+    :class:`~crowdprefs.campaign.aggregate.AggregationRule` holds them (a rule never imports
+    the settings that name it)."""
+
+    rule: str
+    alpha: float
+    sided: str
+    method: str
+    continuity: bool
+    margin: int
+    ties: str
 
 
 class Rule(Protocol):
@@ -39,23 +51,23 @@ class Rule(Protocol):
     keys: tuple[str, ...]
     """The ``[aggregation]`` keys it reads (its settings section)."""
 
-    def title(self, settings: AggregationRule) -> str:
+    def title(self, settings: RuleSettings) -> str:
         """Its name and level in words, e.g. ``Mann-Whitney 0.05`` or ``margin 2``."""
         ...
 
-    def strength(self, settings: AggregationRule) -> str:
+    def strength(self, settings: RuleSettings) -> str:
         """What sets how easily it splits a pair, e.g. ``α = 0.05`` or ``margin 2``."""
         ...
 
-    def verdicts(self, more, equal, less, settings: AggregationRule) -> Verdicts:
+    def verdicts(self, more, equal, less, settings: RuleSettings) -> Verdicts:
         """One verdict per pair from its answer counts."""
         ...
 
-    def fewest_deciding(self, settings: AggregationRule, most: int = 50) -> int | None:
+    def fewest_deciding(self, settings: RuleSettings, most: int = 50) -> int | None:
         """The fewest answers per pair that can give a verdict other than equal."""
         ...
 
-    def change_costs(self, more, equal, less, settings: AggregationRule) -> tuple:
+    def change_costs(self, more, equal, less, settings: RuleSettings) -> tuple:
         """Per pair and verdict (+1, 0, −1), the fewest answers whose removal, resp. change,
         gives the pair that verdict."""
         ...
@@ -79,19 +91,19 @@ class PairRule:
     keys: ClassVar[tuple[str, ...]]
     whole_query: ClassVar[bool] = False
 
-    def title(self, settings: AggregationRule) -> str:
+    def title(self, settings: RuleSettings) -> str:
         """``<name> <α>`` unless a subclass says otherwise."""
         return f"{self.name} {settings.alpha:g}"
 
-    def strength(self, settings: AggregationRule) -> str:
+    def strength(self, settings: RuleSettings) -> str:
         """``α = <alpha>`` unless a subclass says otherwise."""
         return f"α = {settings.alpha:g}"
 
-    def verdicts(self, more, equal, less, settings: AggregationRule) -> Verdicts:
+    def verdicts(self, more, equal, less, settings: RuleSettings) -> Verdicts:
         """One verdict per pair from its counts (:data:`Verdicts`)."""
         raise NotImplementedError
 
-    def fewest_deciding(self, settings: AggregationRule, most: int = 50) -> int | None:
+    def fewest_deciding(self, settings: RuleSettings, most: int = 50) -> int | None:
         """The fewest answers, all preferring one side, with which a pair gets a verdict other
         than equal; ``None`` when not even ``most`` can."""
         for answers in range(1, most + 1):  # the exact test's table grows with the answers
@@ -100,7 +112,7 @@ class PairRule:
                 return answers
         return None
 
-    def change_costs(self, more, equal, less, settings: AggregationRule) -> tuple:
+    def change_costs(self, more, equal, less, settings: RuleSettings) -> tuple:
         """:func:`crowdprefs.campaign.aggregate.change_costs` (its docstring: a binary search
         per number of "equal" answers, exact for a monotone rule)."""
         counts = np.column_stack(counts_of(more, equal, less)).reshape(-1, 3)
@@ -130,26 +142,26 @@ class QueryRule:
     keys: ClassVar[tuple[str, ...]]
     whole_query: ClassVar[bool] = True
 
-    def title(self, settings: AggregationRule) -> str:
+    def title(self, settings: RuleSettings) -> str:
         """``<name> <α>`` unless a subclass says otherwise."""
         return f"{self.name} {settings.alpha:g}"
 
-    def strength(self, settings: AggregationRule) -> str:
+    def strength(self, settings: RuleSettings) -> str:
         """``α = <alpha>``."""
         return f"α = {settings.alpha:g}"
 
-    def verdicts(self, more, equal, less, settings: AggregationRule) -> Verdicts:
+    def verdicts(self, more, equal, less, settings: RuleSettings) -> Verdicts:
         """Refused: the rule needs the answers themselves (:meth:`decide`)."""
         raise InputError(
             f"the {self.name} rule decides a pair from every answer of its query, "
             "not from the pair's own counts"
         )
 
-    def fewest_deciding(self, settings: AggregationRule, most: int = 50) -> int | None:
+    def fewest_deciding(self, settings: RuleSettings, most: int = 50) -> int | None:
         """1: the rule decides from every answer of the query."""
         return 1
 
-    def change_costs(self, more, equal, less, settings: AggregationRule) -> tuple:
+    def change_costs(self, more, equal, less, settings: RuleSettings) -> tuple:
         """Refused: the fragility is approximated from the fit (:meth:`fragility`)."""
         raise InputError(
             f"the {self.name} rule decides a pair from every answer of its query: its "
@@ -157,14 +169,14 @@ class QueryRule:
         )
 
     def decide(
-        self, answers: pd.DataFrame, pairs: pd.DataFrame, decide, settings: AggregationRule
+        self, answers: pd.DataFrame, pairs: pd.DataFrame, decide, settings: RuleSettings
     ) -> Verdicts:
         """The verdicts of the pairs ``decide`` (pair ids) from the shown ``answers``
         (:func:`crowdprefs.campaign.aggregate.fitted_verdicts`)."""
         raise NotImplementedError
 
     def fragility(
-        self, answers: pd.DataFrame, pairs: pd.DataFrame, settings: AggregationRule
+        self, answers: pd.DataFrame, pairs: pd.DataFrame, settings: RuleSettings
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per sorting pair, the approximate fewest removals and changes that change its verdict
         and whether a refit confirmed both
@@ -173,7 +185,7 @@ class QueryRule:
 
     def coded_verdicts(
         self, first, second, outcome, worker, block, x, y, *, n_items: int, n_workers: int,
-        settings: AggregationRule,
+        settings: RuleSettings,
     ) -> Verdicts:  # fmt: skip
         """The verdicts of item pairs ``(x, y)`` from answers already coded as items (as
         :func:`crowdprefs.campaign.bradley_terry.fit_bradley_terry` takes them): a simulated

@@ -5,15 +5,12 @@ what it means for groups)."""
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
-from crowdprefs.campaign.rules.base import PairRule, Verdicts, counts_of
+from crowdprefs.campaign.rules.base import PairRule, RuleSettings, Verdicts, counts_of
 from crowdprefs.errors import InputError
-
-if TYPE_CHECKING:
-    from crowdprefs.campaign.aggregate import AggregationRule
 
 Alternative = Literal["two-sided", "greater", "less"]
 Method = Literal["asymptotic", "exact", "auto"]
@@ -107,11 +104,11 @@ class MannWhitney(PairRule):
     name = "mann-whitney"
     keys = ("alpha", "sided", "method", "continuity")
 
-    def title(self, settings: AggregationRule) -> str:
+    def title(self, settings: RuleSettings) -> str:
         """``Mann-Whitney <α>``."""
         return f"Mann-Whitney {settings.alpha:g}"
 
-    def verdicts(self, more, equal, less, settings: AggregationRule) -> Verdicts:
+    def verdicts(self, more, equal, less, settings: RuleSettings) -> Verdicts:
         """The test's verdicts and p-values (module docstring)."""
         more, equal, less = counts_of(more, equal, less)
         lead = more - less

@@ -4,14 +4,9 @@ preference-judgments paper."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from crowdprefs.campaign.rules.base import PairRule, Verdicts, counts_of
-
-if TYPE_CHECKING:
-    from crowdprefs.campaign.aggregate import AggregationRule
+from crowdprefs.campaign.rules.base import PairRule, RuleSettings, Verdicts, counts_of
 
 
 class Margin(PairRule):
@@ -20,13 +15,13 @@ class Margin(PairRule):
     name = "margin"
     keys = ("margin",)
 
-    def title(self, settings: AggregationRule) -> str:
+    def title(self, settings: RuleSettings) -> str:
         """``margin <m>``."""
         return f"margin {settings.margin}"
 
     strength = title
 
-    def verdicts(self, more, equal, less, settings: AggregationRule) -> Verdicts:
+    def verdicts(self, more, equal, less, settings: RuleSettings) -> Verdicts:
         """+1 when more − less ≥ m, −1 when less − more ≥ m, else 0."""
         more, equal, less = counts_of(more, equal, less)
         lead = more - less
