@@ -292,6 +292,22 @@ def latent_of(
     return np.where(check, top + 3.0, sx), sy
 
 
+def _shown_gaps(
+    pairs: pd.DataFrame, similarity: dict[tuple[str, str], float], a_is_x: np.ndarray
+) -> np.ndarray:
+    """Each pair's latent ``s_A − s_B`` as shown (:func:`latent_of`); a pair the truth has no
+    similarity for is refused, naming the first."""
+    sx, sy = latent_of(similarity, pairs)
+    missing = np.isnan(sx) | np.isnan(sy)
+    if missing.any():
+        bad = pairs.loc[missing].iloc[0]
+        raise InputError(
+            f"the simulated crowd's truth has no similarity for query {bad['query']!r}, "
+            f"pair {bad['x']!r}/{bad['y']!r}"
+        )
+    return np.where(a_is_x, sx - sy, sy - sx)
+
+
 def answer_chunks(
     pairs: pd.DataFrame,
     similarity: dict[tuple[str, str], float],
@@ -319,16 +335,8 @@ def answer_chunks(
         )
     if not (wanted > first).any():
         return iter(())
-    sx, sy = latent_of(similarity, pairs)
-    missing = np.isnan(sx) | np.isnan(sy)
-    if missing.any():
-        bad = pairs.loc[missing].iloc[0]
-        raise InputError(
-            f"the simulated crowd's truth has no similarity for query {bad['query']!r}, "
-            f"pair {bad['x']!r}/{bad['y']!r}"
-        )
     a_is_x = pairs["a_is_x"].to_numpy(dtype=bool)
-    gap = np.where(a_is_x, sx - sy, sy - sx)  # s_A − s_B
+    gap = _shown_gaps(pairs, similarity, a_is_x)
     pair_ids = pairs["pair_id"].to_numpy(dtype=np.int64)
     listen_seconds = (
         pairs["listen_seconds"].to_numpy(dtype=np.float64)
@@ -368,9 +376,8 @@ def answer_chunks(
             seconds = pool.median_seconds[worker] * np.exp(
                 model.answer_seconds_spread * special.ndtri(draw(3))
             )
-            listen = listen_seconds[part][
-                row
-            ]  # an honest worker hears the three clips, then decides
+            # an honest worker hears the three clips, then decides
+            listen = listen_seconds[part][row]
             floor = listen - model.think_seconds * np.log(draw(7))
             seconds = np.where(np.isnan(listen), seconds, np.maximum(seconds, floor))
             careless, bots = careless_worker[worker], bot_worker[worker]

@@ -10,7 +10,9 @@ flags with them too, against the verdicts of the project's aggregation rule.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -227,47 +229,19 @@ FLAGS = (
 )
 
 
-def flag_workers(
-    answers: pd.DataFrame,
-    verdicts: pd.DataFrame | AggregationRule,
-    rules: FlagRules = FlagRules(),
-    profiles: pd.DataFrame | None = None,
-    *,
-    select: tuple[str, ...] = FLAGS,
-) -> pd.DataFrame:
-    """``worker_id, flag, evidence``: one row per rule of ``select`` a worker breaks (see
-    :class:`FlagRules`).
-
-    ``verdicts`` are the pairs' verdicts to judge agreement against (:func:`pair_verdicts`,
-    e.g. a project's own), or the aggregation rule that makes them from ``answers`` (a
-    project's rule: a margin-rule project's workers are judged against margin verdicts). The
-    evidence is one line a person can check; workers are in profile order (most answers first).
-    Both the audit and the MTurk review (:mod:`crowdprefs.quality.review`) flag with it.
-    """
-    unknown = set(select) - set(FLAGS)
-    if unknown:
-        raise InputError(f"unknown worker flag(s) {', '.join(sorted(unknown))}")
-    validate(answers)
-    pairs = pair_verdicts(answers, verdicts) if isinstance(verdicts, AggregationRule) else verdicts
-    if profiles is None:
-        profiles = worker_profiles(answers, pairs)
-    good = usable(answers)
-    times = good.groupby("worker_id")["seconds"].agg(["nunique", "first"])
-    choice = good.groupby("worker_id")["choice"].agg(["nunique", "first"])
-    p = profiles.join(times.add_prefix("time_")).join(choice.add_prefix("choice_"))
+def _flag_rules(
+    p: pd.DataFrame, rules: FlagRules, chance: pd.Series, mean: float, z: pd.Series
+) -> dict[str, tuple[pd.Series, Callable[[Any], str]]]:
+    """Each flag's ``(mask of the workers of profile table p who break it, evidence of a
+    profile row)``: ``chance`` each worker's chance of constant answers at the crowd's shares,
+    ``z`` the worker's agreement score against the crowd's ``mean`` (see :class:`FlagRules`)."""
     enough = p["answers"] >= rules.min_answers
-    shares = good["choice"].value_counts(normalize=True)
-    chance = p["choice_first"].map(shares).astype(float) ** p["answers"]
-    sort = good[(good["kind"] == "sort") & good["pair_id"].isin(pairs.index)]
-    points = answer_agreement(sort["score"], sort["pair_id"].map(pairs["verdict"]))
-    mean, sd = (float(np.mean(points)), float(np.std(points))) if len(points) else (np.nan, np.nan)
-    z = (p["verdict_agreement"] - mean) / (sd / np.sqrt(p["verdict_answers"].clip(lower=1)))
     known_listen = p["listen_ratio"].notna()
 
     def seconds(v: float) -> str:
         return f"{v:g} s"
 
-    rules_met = {
+    return {
         "constant-answer": (
             enough & (p["choice_nunique"] == 1) & (chance < rules.constant_p),
             lambda r: (
@@ -329,6 +303,43 @@ def flag_workers(
             ),
         ),
     }
+
+
+def flag_workers(
+    answers: pd.DataFrame,
+    verdicts: pd.DataFrame | AggregationRule,
+    rules: FlagRules = FlagRules(),
+    profiles: pd.DataFrame | None = None,
+    *,
+    select: tuple[str, ...] = FLAGS,
+) -> pd.DataFrame:
+    """``worker_id, flag, evidence``: one row per rule of ``select`` a worker breaks (see
+    :class:`FlagRules`).
+
+    ``verdicts`` are the pairs' verdicts to judge agreement against (:func:`pair_verdicts`,
+    e.g. a project's own), or the aggregation rule that makes them from ``answers`` (a
+    project's rule: a margin-rule project's workers are judged against margin verdicts). The
+    evidence is one line a person can check; workers are in profile order (most answers first).
+    Both the audit and the MTurk review (:mod:`crowdprefs.quality.review`) flag with it.
+    """
+    unknown = set(select) - set(FLAGS)
+    if unknown:
+        raise InputError(f"unknown worker flag(s) {', '.join(sorted(unknown))}")
+    validate(answers)
+    pairs = pair_verdicts(answers, verdicts) if isinstance(verdicts, AggregationRule) else verdicts
+    if profiles is None:
+        profiles = worker_profiles(answers, pairs)
+    good = usable(answers)
+    times = good.groupby("worker_id")["seconds"].agg(["nunique", "first"])
+    choice = good.groupby("worker_id")["choice"].agg(["nunique", "first"])
+    p = profiles.join(times.add_prefix("time_")).join(choice.add_prefix("choice_"))
+    shares = good["choice"].value_counts(normalize=True)
+    chance = p["choice_first"].map(shares).astype(float) ** p["answers"]
+    sort = good[(good["kind"] == "sort") & good["pair_id"].isin(pairs.index)]
+    points = answer_agreement(sort["score"], sort["pair_id"].map(pairs["verdict"]))
+    mean, sd = (float(np.mean(points)), float(np.std(points))) if len(points) else (np.nan, np.nan)
+    z = (p["verdict_agreement"] - mean) / (sd / np.sqrt(p["verdict_answers"].clip(lower=1)))
+    rules_met = _flag_rules(p, rules, chance, mean, z)
     rows = []
     for flag in select:
         mask, evidence = rules_met[flag]

@@ -25,7 +25,9 @@ from scipy import stats
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.quality.crowd_model import CrowdModel
-from crowdprefs.quality.planning import Collection, Design, _Crowd, _decide_batch, _widest_gap
+from crowdprefs.quality.plan_batch import _decide_batch
+from crowdprefs.quality.plan_crowd import _Crowd, _widest_gap
+from crowdprefs.quality.planning import Collection, Design
 
 SUMMARY_COLUMNS = [
     "answers",

@@ -20,12 +20,11 @@ from crowdprefs.demo import create_demo_project, make_collection
 from crowdprefs.errors import InputError
 from crowdprefs.io import write_lists
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, simulate_answers
+from crowdprefs.quality.plan_campaign import _campaign_adr, _relations
 from crowdprefs.quality.planning import (
     SUMMARY_COLUMNS,
     Collection,
     Design,
-    _campaign_adr,
-    _relations,
     compare_designs,
     list_adr,
     simulate,
