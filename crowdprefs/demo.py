@@ -264,6 +264,35 @@ class DemoResult:
     seconds: float = 0.0
 
 
+def _demo_project(folder: Path, path: Path, options: DemoOptions, resumed: bool) -> Project:
+    """The demo's project at ``path``: resumed, or created with its melodies in ``folder``
+    (refused when the folder holds anything but a demo)."""
+    if resumed:
+        return Project(path)
+    if folder.exists() and any(folder.iterdir()):
+        raise InputError(f"{folder} exists and holds no demo; choose another folder")
+    from crowdprefs.quality.crowd_model import load_crowd_model
+
+    model = load_crowd_model(options.crowd_model) if options.crowd_model else None
+    return create_demo_project(folder, seed=options.seed, melodies=True, crowd_model=model)
+
+
+def _score_systems(runs: pd.DataFrame, lists: pd.DataFrame, truth: pd.DataFrame, path: Path):
+    """``(the systems scored against the crowd's lists, their means against the lists and the
+    truth side by side)``; the per-query scores against the lists written to ``path``."""
+    from crowdprefs.evaluation.evaluate import evaluate
+
+    by_crowd = evaluate(runs, lists, list(DEMO_MEASURES), test=None)
+    by_truth = evaluate(runs, truth, list(DEMO_MEASURES), test=None)
+    path.write_text(csv_text(by_crowd.scores), encoding="utf-8")
+    evaluation = by_crowd.summary[["system", "measure", "mean"]].merge(
+        by_truth.summary[["system", "measure", "mean"]],
+        on=["system", "measure"],
+        suffixes=("_crowd", "_truth"),
+    )
+    return by_crowd, evaluation
+
+
 def run_demo(
     folder: Path,
     options: DemoOptions = DemoOptions(),
@@ -278,7 +307,7 @@ def run_demo(
     the campaign; ``stage`` hears of each stage of :data:`STAGES` as it ends.
     """
     from crowdprefs.campaign import driver
-    from crowdprefs.evaluation.evaluate import compare_lists, evaluate
+    from crowdprefs.evaluation.evaluate import compare_lists
     from crowdprefs.hits.render import write_preview
     from crowdprefs.io import read_lists, write_runs
     from crowdprefs.quality import audit as auditing
@@ -296,15 +325,7 @@ def run_demo(
         if stage is not None:
             stage(name, produced)
 
-    if resumed:
-        project = Project(files["project"])
-    else:
-        if folder.exists() and any(folder.iterdir()):
-            raise InputError(f"{folder} exists and holds no demo; choose another folder")
-        from crowdprefs.quality.crowd_model import load_crowd_model
-
-        model = load_crowd_model(options.crowd_model) if options.crowd_model else None
-        project = create_demo_project(folder, seed=options.seed, melodies=True, crowd_model=model)
+    project = _demo_project(folder, files["project"], options, resumed)
     truth = read_lists(files["truth"])
     with project:
         frame = project.store.candidates()
@@ -347,14 +368,7 @@ def run_demo(
         )
     runs = example_runs(truth, seed=options.seed)
     write_runs(runs, files["runs"])
-    by_crowd = evaluate(runs, lists, list(DEMO_MEASURES), test=None)
-    by_truth = evaluate(runs, truth, list(DEMO_MEASURES), test=None)
-    files["evaluation"].write_text(csv_text(by_crowd.scores), encoding="utf-8")
-    evaluation = by_crowd.summary[["system", "measure", "mean"]].merge(
-        by_truth.summary[["system", "measure", "mean"]],
-        on=["system", "measure"],
-        suffixes=("_crowd", "_truth"),
-    )
+    by_crowd, evaluation = _score_systems(runs, lists, truth, files["evaluation"])
     ranked = None
     if options.crowd == "simulated":
         full_order = by_crowd.summary[by_crowd.summary["measure"] == "ADR@5"].sort_values(

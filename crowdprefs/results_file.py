@@ -358,6 +358,93 @@ def _one_answer_per_worker(
         )
 
 
+def _check_columns(raw: pd.DataFrame, source: str, columns: Columns) -> None:
+    """Refuse a results file without the required columns (naming each with its option) or
+    without answers."""
+    missing = [f for f in REQUIRED if getattr(columns, f) not in raw.columns]
+    if missing:
+        named = ", ".join(f"{getattr(columns, f)} ({COLUMN_OPTIONS[f]})" for f in missing)
+        raise InputError(
+            f"{source}: missing column(s) {named}; the file has "
+            f"{', '.join(raw.columns[:12])}{'...' if len(raw.columns) > 12 else ''}"
+        )
+    if raw.empty:
+        raise InputError(f"{source}: no answers in the file")
+
+
+def _sides(doc_a: pd.Series, doc_b: pd.Series, pivot: pd.Series, choice: pd.Series, source: str):
+    """``(a_is_x, x, y, score)`` of each answer: y is the pivot when known, otherwise variation
+    B; the score is +1 when x is preferred, −1 when y is, 0 for equal. A pivot that is neither
+    A nor B is refused."""
+    bad_pivot = (pivot != "") & (pivot != doc_a) & (pivot != doc_b)
+    _first(bad_pivot, source, "pivot {value} is neither A nor B", pivot)
+    a_is_x = (pivot != doc_a).astype(int)
+    x = doc_a.where(a_is_x == 1, doc_b)
+    y = doc_b.where(a_is_x == 1, doc_a)
+    side = choice.map({"A": 1, "B": -1, "equal": 0, "": np.nan})
+    return a_is_x, x, y, side * np.where(a_is_x == 1, 1, -1)
+
+
+def _choice(answer: pd.Series, values: dict[str, str], source: str, columns: Columns) -> pd.Series:
+    """Each answer's choice (A, B, equal; empty when unanswered) by the file's ``values``; an
+    unknown answer is refused, naming the options that set the values."""
+    choice = answer.map(values)
+    _first(
+        choice.isna(),
+        source,
+        f"unknown answer {{value}} in {columns.answer} (expected "
+        f"{columns.a_value!r}, {columns.b_value!r} or {columns.equal_value!r}: set --a-value, "
+        "--b-value and --equal-value)",
+        answer,
+    )
+    return choice
+
+
+def _status(status_text: pd.Series, source: str, columns: Columns) -> pd.Series:
+    """Each answer's review status (approved, rejected, submitted; empty: submitted); another
+    value is refused."""
+    statuses = {"approved": "approved", "rejected": "rejected", "submitted": "submitted"}
+    status = status_text.str.lower().map({**statuses, "": "submitted"})
+    _first(
+        status.isna(),
+        source,
+        f"unknown {columns.status} {{value}} (expected Approved, Rejected or Submitted)",
+        status_text,
+    )
+    return status
+
+
+def _identity(
+    hit: pd.Series,
+    worker: pd.Series,
+    assignment: pd.Series | None,
+    choice: pd.Series,
+    source: str,
+    columns: Columns,
+) -> tuple[str, pd.Series]:
+    """``(the column(s) identifying an answer, each answer's id)``: the assignment id when the
+    file has one, else ``hit/worker``. The same answer twice is refused, and with assignment ids
+    a worker answering a HIT twice."""
+    assigned = assignment is not None
+    if assigned:
+        identity, key = columns.assignment, assignment.to_frame()
+    else:
+        identity = f"({columns.hit}, {columns.worker})"
+        assignment = hit + "/" + worker
+        key = pd.DataFrame({"hit": hit, "worker": worker})
+    repeated = key.duplicated(keep=False).to_numpy()
+    if repeated.any():
+        first = key[repeated].iloc[0]
+        rows = np.flatnonzero((key == first).all(axis=1).to_numpy()) + 1
+        raise InputError(
+            f"{source}: rows {rows[0]} and {rows[1]}: the same answer twice "
+            f"({identity} {', '.join(map(repr, first.tolist()))})"
+        )
+    if assigned:
+        _one_answer_per_worker(hit, worker, choice != "", source, columns)
+    return identity, assignment
+
+
 def read_results(
     path: str | os.PathLike, columns: Columns = Columns(), keep: Sequence[str] = ()
 ) -> pd.DataFrame:
@@ -373,15 +460,7 @@ def read_results(
     """
     raw, encoding = read_table(path)
     source = str(path)
-    missing = [f for f in REQUIRED if getattr(columns, f) not in raw.columns]
-    if missing:
-        named = ", ".join(f"{getattr(columns, f)} ({COLUMN_OPTIONS[f]})" for f in missing)
-        raise InputError(
-            f"{source}: missing column(s) {named}; the file has "
-            f"{', '.join(raw.columns[:12])}{'...' if len(raw.columns) > 12 else ''}"
-        )
-    if raw.empty:
-        raise InputError(f"{source}: no answers in the file")
+    _check_columns(raw, source, columns)
 
     def text(field: str) -> pd.Series:
         name = getattr(columns, field)
@@ -405,63 +484,24 @@ def read_results(
     _one_pair_per_hit(text("hit"), query, doc_a, doc_b, source, columns)
 
     values = {columns.a_value: "A", columns.b_value: "B", columns.equal_value: "equal", "": ""}
-    answer = text("answer")
-    choice = answer.map(values)
-    _first(
-        choice.isna(),
-        source,
-        f"unknown answer {{value}} in {columns.answer} (expected "
-        f"{columns.a_value!r}, {columns.b_value!r} or {columns.equal_value!r}: set --a-value, "
-        "--b-value and --equal-value)",
-        answer,
-    )
+    choice = _choice(text("answer"), values, source, columns)
 
     pivot = text("pivot")
-    bad_pivot = (pivot != "") & (pivot != doc_a) & (pivot != doc_b)
-    _first(bad_pivot, source, "pivot {value} is neither A nor B", pivot)
-    # y is the pivot when known, otherwise variation B
-    a_is_x = (pivot != doc_a).astype(int)
-    x = doc_a.where(a_is_x == 1, doc_b)
-    y = doc_b.where(a_is_x == 1, doc_a)
-    side = choice.map({"A": 1, "B": -1, "equal": 0, "": np.nan})
-    score = side * np.where(a_is_x == 1, 1, -1)
+    a_is_x, x, y, score = _sides(doc_a, doc_b, pivot, choice, source)
 
     check = text("check").map(values)
     _first(check.isna(), source, f"unknown expected answer in {columns.check}")
     expected = check.map({"A": 1, "B": -1, "equal": 0, "": np.nan}) * np.where(a_is_x == 1, 1, -1)
 
-    statuses = {"approved": "approved", "rejected": "rejected", "submitted": "submitted"}
-    status_text = text("status")
-    status = status_text.str.lower().map({**statuses, "": "submitted"})
-    _first(
-        status.isna(),
-        source,
-        f"unknown {columns.status} {{value}} (expected Approved, Rejected or Submitted)",
-        status_text,
-    )
+    status = _status(text("status"), source, columns)
     background = text("background")
     lowered = background.str.lower()
     background = background.mask(lowered == columns.background_yes.lower(), "yes").mask(
         lowered == columns.background_no.lower(), "no"
     )
     hit, worker = text("hit"), text("worker")
-    if columns.assignment in raw.columns:
-        identity, assignment = columns.assignment, text("assignment")
-        key = assignment.to_frame()
-    else:
-        identity = f"({columns.hit}, {columns.worker})"
-        assignment = hit + "/" + worker
-        key = pd.DataFrame({"hit": hit, "worker": worker})
-    repeated = key.duplicated(keep=False).to_numpy()
-    if repeated.any():
-        first = key[repeated].iloc[0]
-        rows = np.flatnonzero((key == first).all(axis=1).to_numpy()) + 1
-        raise InputError(
-            f"{source}: rows {rows[0]} and {rows[1]}: the same answer twice "
-            f"({identity} {', '.join(map(repr, first.tolist()))})"
-        )
-    if columns.assignment in raw.columns:
-        _one_answer_per_worker(hit, worker, choice != "", source, columns)
+    assigned = text("assignment") if columns.assignment in raw.columns else None
+    identity, assignment = _identity(hit, worker, assigned, choice, source, columns)
     seconds = numbers("seconds", high=MAX_SECONDS)
     frame = pd.DataFrame(
         {

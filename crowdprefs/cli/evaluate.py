@@ -321,6 +321,53 @@ def _show_open(standings: list, confidence: float, output_format: Format) -> Non
                 console.print(table)
 
 
+def _show_result(
+    result, uncertainty, standings: list, output_format: Format, wide: bool, confidence: float,
+    testing: tuple[Test, float, bool],
+) -> None:  # fmt: skip
+    """Write ``evaluate``'s scores (csv), everything (json), or the tables: the summary, each
+    measure's significance matrix (``testing``: the test, its level and sidedness), the truth's
+    uncertainty and the unfinished lists' standings."""
+    import pandas as pd
+
+    test, alpha, one_sided = testing
+    if output_format is Format.csv:
+        from crowdprefs.io import csv_text
+
+        _write(csv_text(result.scores))
+    elif output_format is Format.json:
+        payload = {
+            "scores": _records(result.scores),
+            "summary": _records(result.summary),
+            "tests": _records(result.tests),
+        }
+        if standings:
+            payload["unfinished"] = _open_payload(standings, confidence)
+        if uncertainty is not None:
+            payload["truth_uncertainty"] = {
+                "resamples": uncertainty.resamples,
+                "summary": _records(uncertainty.summary),
+                "pairs": _records(uncertainty.pairs),
+            }
+        _write(json.dumps(payload, indent=1) + "\n")
+    else:
+        console.print(_summary_table(result.summary, wide))
+        if not result.tests.empty:
+            sided = "one-sided" if one_sided else "two-sided"
+            for name in pd.unique(result.summary["measure"]):
+                title = f"{name}: {test.value} ({sided}), α = {alpha:g}; ▲ row better than column"
+                if result.summary["system"].nunique() <= MATRIX_MAX_SYSTEMS:
+                    console.print(f"[italic]{escape(title)}", highlight=False)
+                    console.print(_tests_table(result.tests, result.summary, name))
+                else:
+                    count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
+                    console.print(f"{name}: {count} significant pairs (see --format json)")
+        if uncertainty is not None:
+            console.print(_uncertainty_table(uncertainty, wide))
+            console.print(_kept_table(uncertainty))
+        _show_open(standings, confidence, output_format)
+
+
 @app.command()
 def evaluate(
     truth: Annotated[
@@ -427,7 +474,6 @@ def evaluate(
     sure) is scored over finished lists drawn from its verdicts (ADR@k, AG@k, nDCG@k): each
     system's mean with an interval, and for each pair of systems the probability that their
     order holds once the lists are finished, decided or not at --confidence."""
-    import pandas as pd
 
     from crowdprefs.evaluation import evaluate as E
     from crowdprefs.evaluation.measures import parse_measures
@@ -504,41 +550,9 @@ def evaluate(
         err_console.print(
             "note: the scores below are on the closed lists only; the unfinished lists follow"
         )
-    if output_format is Format.csv:
-        from crowdprefs.io import csv_text
-
-        _write(csv_text(result.scores))
-    elif output_format is Format.json:
-        payload = {
-            "scores": _records(result.scores),
-            "summary": _records(result.summary),
-            "tests": _records(result.tests),
-        }
-        if standings:
-            payload["unfinished"] = _open_payload(standings, confidence)
-        if uncertainty is not None:
-            payload["truth_uncertainty"] = {
-                "resamples": uncertainty.resamples,
-                "summary": _records(uncertainty.summary),
-                "pairs": _records(uncertainty.pairs),
-            }
-        _write(json.dumps(payload, indent=1) + "\n")
-    else:
-        console.print(_summary_table(result.summary, wide))
-        if not result.tests.empty:
-            sided = "one-sided" if one_sided else "two-sided"
-            for name in pd.unique(result.summary["measure"]):
-                title = f"{name}: {test.value} ({sided}), α = {alpha:g}; ▲ row better than column"
-                if result.summary["system"].nunique() <= MATRIX_MAX_SYSTEMS:
-                    console.print(f"[italic]{escape(title)}", highlight=False)
-                    console.print(_tests_table(result.tests, result.summary, name))
-                else:
-                    count = int(result.tests[result.tests["measure"] == name]["significant"].sum())
-                    console.print(f"{name}: {count} significant pairs (see --format json)")
-        if uncertainty is not None:
-            console.print(_uncertainty_table(uncertainty, wide))
-            console.print(_kept_table(uncertainty))
-        _show_open(standings, confidence, output_format)
+    _show_result(
+        result, uncertainty, standings, output_format, wide, confidence, (test, alpha, one_sided)
+    )
     if figure is not None:
         err_console.print(f"figure saved to {escape(str(figure))}")
 

@@ -240,18 +240,15 @@ def plan(
     from crowdprefs.parallel import Runner
 
     runner = Runner.from_options(jobs, scheduler)
-    from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, nominal_level
+    from crowdprefs.campaign.adaptive import nominal_level
     from crowdprefs.campaign.aggregate import AggregationRule
-    from crowdprefs.campaign.project import read_candidates
-    from crowdprefs.errors import InputError
     from crowdprefs.files import output as output_file
-    from crowdprefs.io import read_lists
     from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
     from crowdprefs.machine.simulated import SimulatedPrior
     from crowdprefs.progress import make_progress
-    from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model, random_truth
-    from crowdprefs.quality.planning import Design, compare_designs, simulate_designs
+    from crowdprefs.quality.crowd_model import CrowdModel, load_crowd_model
+    from crowdprefs.quality.planning import compare_designs, simulate_designs
 
     out = output_file(
         csv_out,
@@ -263,57 +260,16 @@ def plan(
         },
     )
     ranked = _ranked_systems(runs, measure, confidence)
-    frame = read_candidates(candidates)
-    hidden = read_lists(truth) if truth else random_truth(frame, seed)
-    known = set(zip(hidden["query"], hidden["document"], strict=True))
-    pairs = zip(frame["query"], frame["document"], strict=True)
-    lacking = [(q, d) for q, d in pairs if (q, d) not in known]
-    if lacking:
-        raise InputError(
-            f"{truth}: no group for query {lacking[0][0]!r}, document {lacking[0][1]!r}"
-        )
-    hidden = hidden.merge(frame[["query", "document"]], on=["query", "document"])
+    frame, hidden = _hidden_truth(candidates, truth, seed)
     aggregation = AggregationRule(rule=rule, alpha=level, margin=margin)
-    fixed = Design(answers_per_pair, aggregation, None, reward, pivot_b_share=pivot_b_share)
-    designs = {f"{answers_per_pair} answers, {aggregation.decider.title(aggregation)}": fixed}
-    stopping = None
-    if adaptive != "off":
-        most = maximum or answers_per_pair
-        stopping = StoppingRule(
-            method=adaptive,  # type: ignore[arg-type]
-            initial=min(initial, most),
-            step=step,
-            maximum=most,
-            alpha=alpha,
-            futility=futility,
-            prior=prior,
-            epsilon=epsilon,
-            aggregation=aggregation,
-        )
-        name = (
-            f"{adaptive}{f' ε={epsilon:g}' if epsilon else ''} ({stopping.initial}+{step}…{most})"
-        )
-        designs[name] = Design(most, aggregation, stopping, reward, pivot_b_share=pivot_b_share)
-    if min_flips:
-        fragility = FragilityRule(
-            min_flips=min_flips,
-            step=fragile_step,
-            maximum=fragile_maximum or 2 * answers_per_pair,
-            aggregation=aggregation,
-        )
-        last_name, last = list(designs.items())[-1]
-        designs[f"{last_name} + {_fragility_name(min_flips)}"] = replace(last, fragility=fragility)
-    if flag_each_round:
-        last_name, last = list(designs.items())[-1]
-        designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
+    designs, stopping = _human_designs(
+        aggregation, answers_per_pair, reward, pivot_b_share, adaptive=adaptive,
+        initial=initial, step=step, maximum=maximum, alpha=alpha, futility=futility, prior=prior,
+        epsilon=epsilon, min_flips=min_flips, fragile_step=fragile_step,
+        fragile_maximum=fragile_maximum, flag_each_round=flag_each_round,
+    )  # fmt: skip
     human_name, human = list(designs.items())[-1]
-    removed_options = (("--skip-confidence", skip_confidence), ("--max-overturn", max_overturn))
-    for removed, value in removed_options:
-        if value is not None:
-            raise InputError(
-                f"{removed} was removed: --max-wrong bounds the expected share of wrong "
-                "machine verdicts (docs/tasks/prior.md)"
-            )
+    _refuse_removed(skip_confidence, max_overturn)
     skip_set = (max_wrong, audit_share) != (MAX_WRONG, AUDIT_SHARE)
     _check_prior_options(
         prior_correlation, prior_bias, prior_skip, prior_weight, human.adaptive is not None,
@@ -363,6 +319,88 @@ def plan(
             f"sequential rule: per-look Mann-Whitney level {per_look:.4f}; false 'different' "
             f"rate on truly equal pairs at most {worst:.3f} (stated {stopping.alpha})"
         )
+
+
+def _hidden_truth(candidates: Path, truth: Path | None, seed: int):
+    """``(candidates, hidden truth)`` for ``plan``: the truth read from ``truth`` (a random one
+    of about three candidates per group without it), refused if a candidate has no group."""
+    from crowdprefs.campaign.project import read_candidates
+    from crowdprefs.errors import InputError
+    from crowdprefs.io import read_lists
+    from crowdprefs.quality.crowd_model import random_truth
+
+    frame = read_candidates(candidates)
+    hidden = read_lists(truth) if truth else random_truth(frame, seed)
+    known = set(zip(hidden["query"], hidden["document"], strict=True))
+    pairs = zip(frame["query"], frame["document"], strict=True)
+    lacking = [(q, d) for q, d in pairs if (q, d) not in known]
+    if lacking:
+        raise InputError(
+            f"{truth}: no group for query {lacking[0][0]!r}, document {lacking[0][1]!r}"
+        )
+    return frame, hidden.merge(frame[["query", "document"]], on=["query", "document"])
+
+
+def _human_designs(
+    aggregation, answers_per_pair: int, reward: float, pivot_b_share: float, *, adaptive: str,
+    initial: int, step: int, maximum: int | None, alpha: float, futility: float, prior: float,
+    epsilon: float, min_flips: int, fragile_step: int, fragile_maximum: int | None,
+    flag_each_round: bool,
+):  # fmt: skip
+    """``({name: Design}, stopping rule or None)`` of ``plan``'s options: the fixed design,
+    then the adaptive rule, further answers for fragile verdicts and flagging during the
+    campaign, each added to the design before it."""
+    from dataclasses import replace
+
+    from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule
+    from crowdprefs.quality.planning import Design
+
+    fixed = Design(answers_per_pair, aggregation, None, reward, pivot_b_share=pivot_b_share)
+    designs = {f"{answers_per_pair} answers, {aggregation.decider.title(aggregation)}": fixed}
+    stopping = None
+    if adaptive != "off":
+        most = maximum or answers_per_pair
+        stopping = StoppingRule(
+            method=adaptive,  # type: ignore[arg-type]
+            initial=min(initial, most),
+            step=step,
+            maximum=most,
+            alpha=alpha,
+            futility=futility,
+            prior=prior,
+            epsilon=epsilon,
+            aggregation=aggregation,
+        )
+        name = (
+            f"{adaptive}{f' ε={epsilon:g}' if epsilon else ''} ({stopping.initial}+{step}…{most})"
+        )
+        designs[name] = Design(most, aggregation, stopping, reward, pivot_b_share=pivot_b_share)
+    if min_flips:
+        fragility = FragilityRule(
+            min_flips=min_flips,
+            step=fragile_step,
+            maximum=fragile_maximum or 2 * answers_per_pair,
+            aggregation=aggregation,
+        )
+        last_name, last = list(designs.items())[-1]
+        designs[f"{last_name} + {_fragility_name(min_flips)}"] = replace(last, fragility=fragility)
+    if flag_each_round:
+        last_name, last = list(designs.items())[-1]
+        designs[f"{last_name} + flag and block"] = replace(last, flag_each_round=True)
+    return designs, stopping
+
+
+def _refuse_removed(skip_confidence: float | None, max_overturn: float | None) -> None:
+    """Refuse ``plan``'s removed options, naming the one that replaced them."""
+    from crowdprefs.errors import InputError
+
+    removed_options = (("--skip-confidence", skip_confidence), ("--max-overturn", max_overturn))
+    for removed, value in removed_options:
+        if value is not None:
+            raise InputError(
+                f"{removed} was removed: --max-wrong bounds the expected share of wrong "
+                "machine verdicts (docs/tasks/prior.md)"
+            )
 
 
 def _ranked_systems(runs: Path | None, measure: str, confidence: float):
