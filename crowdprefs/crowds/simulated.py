@@ -54,6 +54,11 @@ class SimulatedCrowd:
         """Whether the crowd may answer a project holding other crowds' answers (said so)."""
 
     @classmethod
+    def for_crowd(cls, name: str, project: Project, **_: object) -> SimulatedCrowd:
+        """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): :meth:`for_project`."""
+        return cls.for_project(project)
+
+    @classmethod
     def for_project(cls, project: Project, *, on_real: bool = False) -> SimulatedCrowd:
         """From the project's ``[simulated]`` section: ``truth`` (group qrels) and model fields;
         ``on_real``: see :meth:`check`."""

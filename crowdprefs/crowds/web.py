@@ -24,6 +24,11 @@ class WebCrowd:
     name = "web"
     extension_barrier = None
 
+    @classmethod
+    def for_crowd(cls, name: str, project: Project, **_: object) -> WebCrowd:
+        """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): it needs nothing."""
+        return cls()
+
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         settings = project.settings
         project.store.add_hits(self.name, pairs, settings.reward, settings.fees)

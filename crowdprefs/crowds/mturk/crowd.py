@@ -206,7 +206,7 @@ class MTurkCrowd:
         self.client = client or self._client(endpoint_url or ENDPOINTS[target])
 
     @classmethod
-    def for_crowd_name(cls, name: str, project: Project) -> MTurkCrowd:
+    def for_crowd(cls, name: str, project: Project, **_: object) -> MTurkCrowd:
         """``mturk-sandbox``, or ``mturk-fake`` (starts the project's local fake); live MTurk is
         built only explicitly, with ``MTurkCrowd(project, target="live")``."""
         if name == "mturk-fake":

@@ -367,6 +367,19 @@ class ProlificCrowd:
         self.web = WebCrowd()
 
     @classmethod
+    def for_crowd(
+        cls, name: str, project: Project, *, study_terms: StudyTerms | None = None
+    ) -> ProlificCrowd:
+        """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): :meth:`for_project`
+        with the ``study_terms`` of the judges' site, which the caller computes."""
+        if study_terms is None:
+            raise InputError(
+                "the prolific crowd needs the study terms of the judges' site "
+                "(crowdprefs.web.assign.study_terms(project))"
+            )
+        return cls.for_project(project, study_terms)
+
+    @classmethod
     def for_project(cls, project: Project, terms: StudyTerms) -> ProlificCrowd:
         """The crowd on Prolific's API with the token from ``PROLIFIC_TOKEN``; ``terms`` come
         from the judges' site (:func:`crowdprefs.web.assign.study_terms`), which the caller
