@@ -28,6 +28,7 @@ from crowdprefs.quality.crowd_model import (
 )
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
 
@@ -71,6 +72,11 @@ class SimulatedCrowd:
             truth = random_truth(project.store.candidates(), seed)
         return cls(truth, CrowdModel.from_dict(section), seed, on_real=on_real)
 
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model this crowd prices its HITs with: MTurk's commission of ``[fees]``, so
+        that a campaign reports what the same answers would cost on MTurk."""
+        return project.settings.fees
+
     def check(self, project: Project, pairs: pd.DataFrame) -> None:
         """Raise :class:`InputError` when the crowd cannot answer ``pairs``: the project holds
         answers of other crowds (people's, or a stand-in's for them: invented answers would mix
@@ -109,8 +115,7 @@ class SimulatedCrowd:
             )
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        settings = project.settings
-        project.store.add_hits(self.name, pairs, settings.reward, settings.fees)
+        project.store.add_hits(self.name, pairs, project.settings.reward, self.fees(project))
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:

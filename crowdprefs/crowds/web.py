@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
 
@@ -29,9 +30,13 @@ class WebCrowd:
         """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): it needs nothing."""
         return cls()
 
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model this crowd prices its HITs with: MTurk's commission of ``[fees]``, so
+        that a campaign reports what the same answers would cost on MTurk."""
+        return project.settings.fees
+
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        settings = project.settings
-        project.store.add_hits(self.name, pairs, settings.reward, settings.fees)
+        project.store.add_hits(self.name, pairs, project.settings.reward, self.fees(project))
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:

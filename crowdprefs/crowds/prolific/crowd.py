@@ -77,6 +77,7 @@ from crowdprefs.hits.render import HitSettings
 from crowdprefs.progress import note
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
 MIN_HOURLY = {"GBP": 600, "USD": 800}
@@ -387,6 +388,11 @@ class ProlificCrowd:
         return cls(project, ProlificClient(token_from_environment()), terms)
 
     # --- the Crowd port ---------------------------------------------------------------------
+
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model of the pairs' HITs: the web crowd's, which holds them (Prolific's own
+        service fee, ``[prolific] fee_rate``, is charged on the study's places)."""
+        return self.web.fees(project)
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
         """Give the study the places the open batch needs, then offer ``pairs`` on the web
