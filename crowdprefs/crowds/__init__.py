@@ -24,7 +24,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     from crowdprefs.campaign.crowd import Crowd
     from crowdprefs.campaign.project import Project
-    from crowdprefs.crowds.prolific.crowd import StudyTerms
+    from crowdprefs.crowds.prolific.study import StudyTerms
 
 REGISTRY = {
     "simulated": "crowdprefs.crowds.simulated:SimulatedCrowd",

@@ -32,12 +32,12 @@ from test_prolific import (
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store import Store, tables
-from crowdprefs.campaign.store.prolific import ProlificEvent, ProlificStudy
 from crowdprefs.cli.prolific import FAKE_TOKEN
 from crowdprefs.crowds import get_crowd
 from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV, TOKEN_ENV
-from crowdprefs.crowds.prolific.crowd import HOOK_EVENTS, HOOK_PATH
 from crowdprefs.crowds.prolific.fake import FakeProlific
+from crowdprefs.crowds.prolific.store import ProlificEvent, ProlificStudy
+from crowdprefs.crowds.prolific.study import HOOK_EVENTS, HOOK_PATH
 from crowdprefs.errors import CrowdError
 from crowdprefs.web.app import create_app
 from crowdprefs.web.judges import ServerProcess

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 if TYPE_CHECKING:
+    import pandas as pd
+
     from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
