@@ -72,3 +72,19 @@ def test_the_store_imports_no_crowds_fee_model():
         imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         imported = {alias.name for node in imports for alias in node.names}
         assert "FeeModel" not in imported, path.name
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "new"),
+    [
+        ("crowdprefs.campaign.store.web", "WebStore", "crowdprefs.crowds.web.store"),
+        ("crowdprefs.campaign.store.web_records", "WebJudge", "crowdprefs.crowds.web.records"),
+        ("crowdprefs.campaign.store.web_sql", "SQL", "crowdprefs.crowds.web.sql"),
+        ("crowdprefs.campaign.store.prolific", "ProlificStore", "crowdprefs.crowds.prolific.store"),
+        ("crowdprefs.crowds.prolific.crowd", "MIN_HOURLY", "crowdprefs.crowds.prolific.study"),
+    ],
+)
+def test_a_moved_name_answers_at_its_old_address_with_a_warning(old, name, new):
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to {new}.{name}"):
+        found = getattr(importlib.import_module(old), name)
+    assert found is getattr(importlib.import_module(new), name)
