@@ -35,7 +35,8 @@ with ``{{%PROLIFIC_PID%}}``, ``{{%STUDY_ID%}}`` and ``{{%SESSION_ID%}}`` filled 
 :meth:`FakeProlific.complete` follows the completion redirect to ``app.prolific.com``. The state
 is kept in SQLite (a file, so it outlives a command, or memory). ``fault_rate`` answers some
 calls with throttling or a server fault, half of them after the call took effect (the reply is
-lost).
+lost). The events and the participants are :class:`FakeProlific`'s mixins in
+:mod:`crowdprefs.crowds.prolific.fake_workspace`.
 """
 
 from __future__ import annotations
