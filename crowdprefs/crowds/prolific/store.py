@@ -18,8 +18,8 @@ from typing import Literal
 import lazy_loader
 from sqlalchemy import bindparam, func, select, update
 
-from crowdprefs.campaign.store import tables
 from crowdprefs.campaign.store.base import StoreBase, insert_ignore, now
+from crowdprefs.crowds.prolific import tables as pt
 from crowdprefs.crowds.web.sql import release_participants
 
 pd = lazy_loader.load("pandas")  # imported on first use
@@ -88,11 +88,11 @@ class EventResult:
     released: int = 0
 
 
-_STUDY_COLUMNS = [tables.prolific_studies.c[field.name] for field in fields(ProlificStudy)]
+_STUDY_COLUMNS = [pt.prolific_studies.c[field.name] for field in fields(ProlificStudy)]
 
 
 _DECISION = tuple(
-    tables.prolific_reviews.c[name]
+    pt.prolific_reviews.c[name]
     for name in ("submission_id", "participant_id", "decision", "category", "message")
 )
 """A submission's review decision, as the study is told it."""
@@ -105,7 +105,7 @@ class ProlificStore(StoreBase):
 
     def prolific_study(self) -> ProlificStudy | None:
         """The project's latest Prolific study, if any."""
-        studies = tables.prolific_studies
+        studies = pt.prolific_studies
         row = self.rows(
             select(*_STUDY_COLUMNS)
             .order_by(studies.c.created_at.desc(), studies.c.study_id.desc())
@@ -116,7 +116,7 @@ class ProlificStore(StoreBase):
     def add_prolific_study(self, study: ProlificStudy) -> None:
         """Record a study just created on Prolific."""
         with self.transaction() as conn:
-            conn.execute(tables.prolific_studies.insert().values(**asdict(study)))
+            conn.execute(pt.prolific_studies.insert().values(**asdict(study)))
 
     def update_prolific_study(
         self,
@@ -127,7 +127,7 @@ class ProlificStore(StoreBase):
         published_at: str | None = None,
     ) -> None:
         """Record what Prolific now says of the study (``None``: unchanged)."""
-        studies = tables.prolific_studies
+        studies = pt.prolific_studies
         changes = {"places": places, "status": status}
         values = {name: value for name, value in changes.items() if value is not None}
         with self.transaction() as conn:
@@ -140,7 +140,7 @@ class ProlificStore(StoreBase):
     def prolific_committed(self) -> float:
         """Everything the project's Prolific studies may cost, in minor units: every place at
         its study's reward and every bonus set up, each with its service fee."""
-        studies, bonuses = tables.prolific_studies, tables.prolific_bonuses
+        studies, bonuses = pt.prolific_studies, pt.prolific_bonuses
         places = select(
             func.coalesce(
                 func.sum(studies.c.places * studies.c.reward * (1 + studies.c.fee_rate)), 0
@@ -157,7 +157,7 @@ class ProlificStore(StoreBase):
         event sets the project's study's status; a submission whose participant left
         (:data:`LEFT`) releases the questions their judge holds, so other judges get them at
         once; a progress event changes nothing here (the caller polls the study)."""
-        events, studies = tables.prolific_events, tables.prolific_studies
+        events, studies = pt.prolific_events, pt.prolific_studies
         with self.transaction() as conn:
             stored = conn.execute(
                 insert_ignore(conn, events)
@@ -206,7 +206,7 @@ class ProlificStore(StoreBase):
     def prolific_events(self) -> pd.DataFrame:
         """Every event received, in Prolific's order: ``event_id, event_type, resource_id,
         status, participant_id, event_at, received_at, applied_at``."""
-        events = tables.prolific_events
+        events = pt.prolific_events
         return self.frame(select(events).order_by(events.c.event_at, events.c.received_at))
 
     # --- review decisions -----------------------------------------------------------------------
@@ -221,12 +221,12 @@ class ProlificStore(StoreBase):
         if not len(rows):
             return
         with self.transaction() as conn:
-            conn.execute(insert_ignore(conn, tables.prolific_reviews), rows.to_dict("records"))
+            conn.execute(insert_ignore(conn, pt.prolific_reviews), rows.to_dict("records"))
 
     def pending_prolific_reviews(self) -> pd.DataFrame:
         """Decisions not yet sent: ``submission_id, participant_id, decision, category,
         message``."""
-        reviews = tables.prolific_reviews
+        reviews = pt.prolific_reviews
         return self.frame(
             select(*_DECISION)
             .where(reviews.c.applied_at.is_(None))
@@ -236,7 +236,7 @@ class ProlificStore(StoreBase):
     def prolific_reviews(self) -> pd.DataFrame:
         """Every decision: ``submission_id, participant_id, decision, category, message,
         decided_at, applied_at``."""
-        reviews = tables.prolific_reviews
+        reviews = pt.prolific_reviews
         return self.frame(
             select(
                 *_DECISION,
@@ -249,7 +249,7 @@ class ProlificStore(StoreBase):
         """Mark decisions as sent to Prolific."""
         if not len(submission_ids):
             return
-        reviews = tables.prolific_reviews
+        reviews = pt.prolific_reviews
         with self.transaction() as conn:
             conn.execute(
                 update(reviews)
@@ -272,7 +272,7 @@ class ProlificStore(StoreBase):
         lines in minor units."""
         with self.transaction() as conn:
             conn.execute(
-                tables.prolific_bonuses.insert().values(
+                pt.prolific_bonuses.insert().values(
                     bonus_id=bonus_id,
                     study_id=study_id,
                     amount=int(sum(a for _, a in lines)),
@@ -282,7 +282,7 @@ class ProlificStore(StoreBase):
             )
             if lines:
                 conn.execute(
-                    tables.prolific_bonus_lines.insert(),
+                    pt.prolific_bonus_lines.insert(),
                     [
                         {"bonus_id": bonus_id, "participant_id": p, "amount": int(a)}
                         for p, a in lines
@@ -291,7 +291,7 @@ class ProlificStore(StoreBase):
 
     def unpaid_prolific_bonuses(self) -> pd.DataFrame:
         """Bonuses set up but not known to be paid: ``bonus_id, study_id, amount``."""
-        bonuses = tables.prolific_bonuses
+        bonuses = pt.prolific_bonuses
         return self.frame(
             select(bonuses.c.bonus_id, bonuses.c.study_id, bonuses.c.amount)
             .where(bonuses.c.paid_at.is_(None))
@@ -300,7 +300,7 @@ class ProlificStore(StoreBase):
 
     def prolific_bonus_lines(self, bonus_id: str) -> pd.DataFrame:
         """``participant_id, amount`` of one bonus."""
-        lines = tables.prolific_bonus_lines
+        lines = pt.prolific_bonus_lines
         return self.frame(
             select(lines.c.participant_id, lines.c.amount)
             .where(lines.c.bonus_id == bonus_id)
@@ -308,7 +308,7 @@ class ProlificStore(StoreBase):
         )
 
     def paid_prolific_bonus(self, bonus_id: str, paid_at: str) -> None:
-        bonuses = tables.prolific_bonuses
+        bonuses = pt.prolific_bonuses
         with self.transaction() as conn:
             conn.execute(
                 update(bonuses).where(bonuses.c.bonus_id == bonus_id).values(paid_at=paid_at)
@@ -316,7 +316,7 @@ class ProlificStore(StoreBase):
 
     def prolific_bonus_totals(self) -> dict[str, int]:
         """Per participant, every bonus set up so far (paid or not), in minor units."""
-        lines = tables.prolific_bonus_lines
+        lines = pt.prolific_bonus_lines
         query = select(lines.c.participant_id, func.sum(lines.c.amount)).group_by(
             lines.c.participant_id
         )

@@ -28,9 +28,10 @@ from sqlalchemy import (
 
 from crowdprefs.campaign.store import tables as t
 from crowdprefs.campaign.store.base import insert_ignore, recount_pair_counts, refresh_pair_counts
+from crowdprefs.crowds.web import tables as wt
 from crowdprefs.crowds.web.records import HandOut, Outcome, WebAssignment
 
-_judges, _assignments, _answers, _pairs = t.web_judges, t.web_assignments, t.answers, t.pairs
+_judges, _assignments, _answers, _pairs = wt.web_judges, wt.web_assignments, t.answers, t.pairs
 WEB = (None, "web")
 """A batch the web crowd answers: one not yet given to a crowd, or given to the web crowd."""
 
@@ -38,7 +39,7 @@ WEB = (None, "web")
 def blocked(judge: Any) -> Any:
     """SQL: whether the judge (a column or a value) is blocked on the web crowd, or left the
     study they came from (returned it, timed out: ``web_judges.left_at``)."""
-    blocks, judges = t.worker_blocks, t.web_judges
+    blocks, judges = t.worker_blocks, wt.web_judges
     return or_(
         exists().where(blocks.c.crowd == "web", blocks.c.worker_id == judge),
         exists().where(judges.c.judge_id == judge, judges.c.left_at.is_not(None)),
@@ -209,7 +210,7 @@ def session_statement(question: bool) -> tuple[Select, list[str]]:
     pair as :meth:`~crowdprefs.crowds.web.store.WebStore.web_question` reads it and the
     pair's clips (``pair_*``); and the names of the pair's values in the row (built once:
     :attr:`Statements.session`)."""
-    throttle = t.web_throttle
+    throttle = wt.web_throttle
     failures = (
         select(func.count().label("failures"), func.min(throttle.c.failed_at).label("oldest"))
         .where(throttle.c.party == bindparam("party"), throttle.c.failed_at > bindparam("since"))

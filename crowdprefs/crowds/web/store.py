@@ -34,6 +34,7 @@ from crowdprefs.campaign.store.base import (
     json_field,
 )
 from crowdprefs.crowds.web import sql
+from crowdprefs.crowds.web import tables as wt
 from crowdprefs.crowds.web.records import (
     Chooser,
     HandOut,
@@ -75,7 +76,7 @@ CAMPAIGN_KEY = "web_campaign"
 """The ``meta`` key holding the line the server last said of the campaign (``waiting``,
 ``stopped: …``): every server process shows the same one."""
 
-_judges, _assignments, _answers, _pairs = t.web_judges, t.web_assignments, t.answers, t.pairs
+_judges, _assignments, _answers, _pairs = wt.web_judges, wt.web_assignments, t.answers, t.pairs
 
 
 class WebStore(StoreBase):
@@ -204,7 +205,7 @@ class WebStore(StoreBase):
 
     @staticmethod
     def _screen(conn: Connection, judge_id: str) -> WebScreen | None:
-        screens = t.web_screens
+        screens = wt.web_screens
         row = conn.execute(select(screens).where(screens.c.judge_id == judge_id)).first()
         if row is None:
             return None
@@ -223,7 +224,7 @@ class WebStore(StoreBase):
         """The judge's screen: the one they started, else a new one with these values."""
         with self.transaction() as conn:
             conn.execute(
-                insert_ignore(conn, t.web_screens),
+                insert_ignore(conn, wt.web_screens),
                 [
                     {
                         "judge_id": judge_id,
@@ -244,7 +245,7 @@ class WebStore(StoreBase):
     ) -> WebScreen:
         """Record the screen's answers and outcome once; a screen already answered keeps its
         first outcome (returned either way)."""
-        screens = t.web_screens
+        screens = wt.web_screens
         with self.transaction() as conn:
             conn.execute(
                 update(screens)
@@ -286,7 +287,7 @@ class WebStore(StoreBase):
         """Seconds ``party`` must wait before trying a token again (0: now): once it tried
         ``limit`` different wrong tokens within ``window`` seconds, until the oldest of them is
         ``window`` seconds old. ``now`` is a Unix time (every process and host shares it)."""
-        throttle = t.web_throttle
+        throttle = wt.web_throttle
         with self.read() as conn:
             count, oldest = conn.execute(
                 select(func.count(), func.min(throttle.c.failed_at)).where(
@@ -298,7 +299,7 @@ class WebStore(StoreBase):
     def throttle_fail(self, party: str, token_sha: str, now: float, window: float) -> None:
         """Count a wrong token of ``party`` (the same token again counts once: a stale link
         reloaded is one failure) and forget failures older than ``window``."""
-        throttle = t.web_throttle
+        throttle = wt.web_throttle
         with self.transaction() as conn:
             conn.execute(throttle.delete().where(throttle.c.failed_at <= now - window))
             conn.execute(
