@@ -82,6 +82,12 @@ def test_the_store_imports_no_crowds_fee_model():
         ("crowdprefs.campaign.store.web_sql", "SQL", "crowdprefs.crowds.web.sql"),
         ("crowdprefs.campaign.store.prolific", "ProlificStore", "crowdprefs.crowds.prolific.store"),
         ("crowdprefs.crowds.prolific.crowd", "MIN_HOURLY", "crowdprefs.crowds.prolific.study"),
+        ("crowdprefs.campaign.store.tables", "web_judges", "crowdprefs.crowds.web.tables"),
+        (
+            "crowdprefs.campaign.store.tables",
+            "prolific_events",
+            "crowdprefs.crowds.prolific.tables",
+        ),
     ],
 )
 def test_a_moved_name_answers_at_its_old_address_with_a_warning(old, name, new):
