@@ -52,6 +52,22 @@ LAYERS_ABOVE = {
 }
 """For each package, the packages above it that it must not import."""
 
+STATE_MODULES = {
+    "crowdprefs.crowds.web.store": ("WebStore",),
+    "crowdprefs.crowds.prolific.store": ("ProlificStore",),
+}
+"""The crowds' store roles, kept beside their adapters: the one ``Store``
+(``campaign/store/store.py``, and only it) combines them, the one way up from ``campaign``."""
+STATE_FILES = (
+    "crowds/web/store.py",
+    "crowds/web/records.py",
+    "crowds/web/sql.py",
+    "crowds/web/tables.py",
+    "crowds/prolific/store.py",
+    "crowds/prolific/tables.py",
+)
+"""A crowd's state: it may import the store and other crowds' state, nothing else of crowds."""
+
 
 def crowdprefs_imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     """``(line, module)`` of every crowdprefs module ``path`` (under ``root``) imports, at any
@@ -91,5 +107,28 @@ def test_a_package_imports_nothing_from_the_layers_above_it(package):
         for path in sorted((ROOT / "crowdprefs" / package).rglob("*.py"))
         for line, name in crowdprefs_imports(path)
         if name.split(".")[1] in LAYERS_ABOVE[package]
+        and not (
+            path == ROOT / "crowdprefs" / "campaign" / "store" / "store.py"
+            and name.rpartition(".")[::2] in {(m, n) for m, ns in STATE_MODULES.items() for n in ns}
+        )
     ]
     assert not upward, upward
+
+
+def test_a_crowds_state_imports_only_the_store_and_crowd_state():
+    state = {f"crowdprefs.{f.removesuffix('.py').replace('/', '.')}" for f in STATE_FILES}
+    beyond = [
+        f"{path}:{line} imports {name}"
+        for path in STATE_FILES
+        for line, name in crowdprefs_imports(ROOT / "crowdprefs" / path)
+        if name.split(".")[1] not in ("campaign", "errors", "clock")
+        and not any(name == m or name.startswith(m + ".") for m in state)
+        and name not in state  # ``from crowdprefs.crowds.web import sql`` (or ``tables``)
+    ]
+    campaign = [
+        f"{path}:{line} imports {name}"
+        for path in STATE_FILES
+        for line, name in crowdprefs_imports(ROOT / "crowdprefs" / path)
+        if name.split(".")[1] == "campaign" and not name.startswith("crowdprefs.campaign.store")
+    ]
+    assert not beyond and not campaign, beyond + campaign

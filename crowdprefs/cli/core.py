@@ -358,7 +358,7 @@ def chosen_crowd(project: Project, directory: Path, crowd: str | None) -> str:
     campaign_crowd`), the simulated crowd for a new campaign. A campaign whose crowd these
     commands do not reach (live MTurk, results files) is refused with its own next step."""
     from crowdprefs.campaign import driver
-    from crowdprefs.cli.options import CROWDS
+    from crowdprefs.crowds import CROWDS
 
     if crowd is not None:
         return crowd

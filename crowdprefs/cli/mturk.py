@@ -74,7 +74,7 @@ def _crowd(project: Project, live: bool, fake: bool) -> MTurkCrowd:
     if live and fake:
         raise InputError("--live and --fake exclude each other")
     if fake:
-        return MTurkCrowd.for_crowd_name("mturk-fake", project)
+        return MTurkCrowd.for_crowd("mturk-fake", project)
     return MTurkCrowd(project, target="live" if live else "sandbox")
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from crowdprefs.campaign import rules
+from crowdprefs.crowds import CROWDS
 
 if TYPE_CHECKING:
     from crowdprefs.results_file import Columns
@@ -31,8 +32,6 @@ def one_of(value: str, allowed: Sequence[str]) -> str:
 
 #: ``crowdprefs.campaign.project.DEFAULT_SEED``
 DEFAULT_SEED = 2010
-#: ``crowdprefs.crowds.CROWDS``
-CROWDS = ("simulated", "web", "mturk-sandbox", "mturk-fake", "prolific")
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2

@@ -86,6 +86,36 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
     if store.last_batch() is None and answers["iteration"].notna().all():
         return _import_recording(project, answers, crowd)
     pairs = store.pair_matches()
+    pair_id = _matched_pairs(project, answers, pairs, source)
+    pair = pairs.drop_duplicates("pair_id").set_index("pair_id").loc[pair_id]
+    given = (answers["choice"] != "").to_numpy()
+    new = given & ~answers["assignment_id"].isin(store.known_assignments(crowd)).to_numpy()
+    _check_room(project, answers, pair, new, crowd, source)
+    stored = store.add_answers(crowd, _answer_rows(answers, pair, given, source))
+    last = store.last_batch()
+    collected = (
+        last is not None
+        and last["status"] in ("built", "published")
+        and store.advance_batch(last["iteration"], "collected")
+    )
+    return {
+        "rows": len(answers),
+        "new": stored,
+        "already_stored": int(given.sum()) - stored,
+        "empty_rows": answers.attrs.get("empty_rows", []),
+        "encoding": answers.attrs.get("encoding"),
+        "identity": answers.attrs.get("identity"),
+        "iterations": sorted(int(i) for i in pair["iteration"].unique()),
+        "batch_collected": last["iteration"] if collected else None,
+    }
+
+
+def _matched_pairs(
+    project: Project, answers: pd.DataFrame, pairs: pd.DataFrame, source: str
+) -> np.ndarray:
+    """Each row's ``pair_id``: by HIT id (any crowd's ``hits``), else by query and the two
+    documents (the latest batch asking them); a row whose HIT names another pair than its
+    documents, or that matches no pair, is refused (:func:`_refuse`)."""
     by_hit = pairs.dropna(subset=["hit_id"]).drop_duplicates("hit_id").set_index("hit_id")
     key = _key(pairs["query"], pairs["x"], pairs["y"])
     by_docs = pd.Series(pairs["pair_id"].to_numpy(), index=key.to_numpy()).groupby(level=0).last()
@@ -117,11 +147,21 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
         )
 
     _refuse(source, pair_id.isna().to_numpy(), unmatched)
-    pair_id = pair_id.astype(np.int64).to_numpy()
-    pair = pairs.drop_duplicates("pair_id").set_index("pair_id").loc[pair_id]
-    given = (answers["choice"] != "").to_numpy()
-    new = given & ~answers["assignment_id"].isin(store.known_assignments(crowd)).to_numpy()
+    return pair_id.astype(np.int64).to_numpy()
 
+
+def _check_room(
+    project: Project,
+    answers: pd.DataFrame,
+    pair: pd.DataFrame,
+    new: np.ndarray,
+    crowd: str,
+    source: str,
+) -> None:
+    """Refuse a ``new`` answer for a pair of a batch published to another crowd, of an
+    aggregated batch, or beyond the answers its pair wants (with those already stored)."""
+    store = project.store
+    pair_id = pair.index.to_numpy()
     batches = store.batches().set_index("iteration")
     owner = pair["iteration"].map(batches["crowd"]).to_numpy()
     _refuse(
@@ -154,6 +194,12 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
         ),
     )
 
+
+def _answer_rows(
+    answers: pd.DataFrame, pair: pd.DataFrame, given: np.ndarray, source: str
+) -> pd.DataFrame:
+    """The answers given, as the store takes them: scores and choices re-oriented to the
+    pair's own x and A side, free texts cut to the HIT page's limits (with a note)."""
     same = answers["x"].to_numpy() == pair["x"].to_numpy()
     score = answers["score"].to_numpy() * np.where(same, 1, -1)
     side = score * np.where(pair["a_is_x"].to_numpy() == 1, 1, -1)
@@ -165,10 +211,9 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
             f"{source}: {int(cut.sum())} answers' free texts were longer than the HIT page "
             f"allows and were cut (first: row {int(np.flatnonzero(cut)[0]) + 1})"
         )
-
     rows = pd.DataFrame(
         {
-            "pair_id": pair_id,
+            "pair_id": pair.index.to_numpy(),
             "assignment_id": answers["assignment_id"].to_numpy(),
             "worker_id": answers["worker_id"].to_numpy(),
             "choice": choice.to_numpy(),
@@ -182,20 +227,4 @@ def import_answers(project: Project, answers: pd.DataFrame, crowd: str = "mturk"
         }
     )[given]
     rows["score"] = rows["score"].astype(int)
-    stored = store.add_answers(crowd, rows)
-    last = store.last_batch()
-    collected = (
-        last is not None
-        and last["status"] in ("built", "published")
-        and store.advance_batch(last["iteration"], "collected")
-    )
-    return {
-        "rows": len(answers),
-        "new": stored,
-        "already_stored": int(given.sum()) - stored,
-        "empty_rows": answers.attrs.get("empty_rows", []),
-        "encoding": answers.attrs.get("encoding"),
-        "identity": answers.attrs.get("identity"),
-        "iterations": sorted(int(i) for i in pair["iteration"].unique()),
-        "batch_collected": last["iteration"] if collected else None,
-    }
+    return rows

@@ -28,6 +28,7 @@ from crowdprefs.quality.crowd_model import (
 )
 
 if TYPE_CHECKING:
+    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
 
@@ -54,6 +55,11 @@ class SimulatedCrowd:
         """Whether the crowd may answer a project holding other crowds' answers (said so)."""
 
     @classmethod
+    def for_crowd(cls, name: str, project: Project, **_: object) -> SimulatedCrowd:
+        """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): :meth:`for_project`."""
+        return cls.for_project(project)
+
+    @classmethod
     def for_project(cls, project: Project, *, on_real: bool = False) -> SimulatedCrowd:
         """From the project's ``[simulated]`` section: ``truth`` (group qrels) and model fields;
         ``on_real``: see :meth:`check`."""
@@ -65,6 +71,11 @@ class SimulatedCrowd:
         else:
             truth = random_truth(project.store.candidates(), seed)
         return cls(truth, CrowdModel.from_dict(section), seed, on_real=on_real)
+
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model this crowd prices its HITs with: MTurk's commission of ``[fees]``, so
+        that a campaign reports what the same answers would cost on MTurk."""
+        return project.settings.fees
 
     def check(self, project: Project, pairs: pd.DataFrame) -> None:
         """Raise :class:`InputError` when the crowd cannot answer ``pairs``: the project holds
@@ -104,8 +115,7 @@ class SimulatedCrowd:
             )
 
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        settings = project.settings
-        project.store.add_hits(self.name, pairs, settings.reward, settings.fees)
+        project.store.add_hits(self.name, pairs, project.settings.reward, self.fees(project))
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:

@@ -6,7 +6,7 @@
 ``assign``    who answers what: distinct judges per pair, never a pair twice to one judge,
               abandoned questions released after a timeout, answers checked (with the listening
               gate) and stored as they are posted; the state itself is kept by the project's
-              store (:mod:`crowdprefs.campaign.store.web`).
+              store (:mod:`crowdprefs.crowds.web.store`).
 ``headphones`` the Huggins-pitch headphone screen's noises (numpy, from a secret seed) and
               its scoring; who must pass it, and per-judge caps, are ``[web]`` settings.
 ``app``       the Starlette application served by ``crowdprefs serve`` (uvicorn): the judges'

@@ -108,7 +108,7 @@ async def move_on(app: Any, wait: float = 0.0) -> None:
 
 def stalled(progress: dict[str, Any]) -> bool:
     """Whether the last batch's ``progress``
-    (:meth:`~crowdprefs.campaign.store.web.WebStore.web_batch_progress`) says it waits to be
+    (:meth:`~crowdprefs.crowds.web.store.WebStore.web_batch_progress`) says it waits to be
     moved on: collected, or a web batch whose pairs all have their answers."""
     return progress["status"] == "collected" or (
         progress["status"] in ("built", "published")

@@ -83,9 +83,9 @@ from starlette.routing import Route
 
 from crowdprefs.campaign.answers import ROLES
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store.web import Posted, WebJudge, WebQuestion
 from crowdprefs.crowds.prolific.client import ProlificClient, token_from_environment
-from crowdprefs.crowds.prolific.crowd import HOOK_PATH
+from crowdprefs.crowds.prolific.study import HOOK_PATH
+from crowdprefs.crowds.web.store import Posted, WebJudge, WebQuestion
 from crowdprefs.errors import CrowdprefsError, InputError, StateError
 from crowdprefs.hits.render import HitSettings, render_preference_hit
 from crowdprefs.web import advancing, assign
@@ -464,7 +464,7 @@ def create_app(
     ``clock`` is the site's time (:mod:`crowdprefs.web.clock`: the wall clock, or a
     simulation's :class:`~crowdprefs.web.clock.TimeLapse`). The store calls of the requests
     run on as many threads as the store has connections
-    (:attr:`~crowdprefs.campaign.store.web.WebStore.web_threads`).
+    (:attr:`~crowdprefs.crowds.web.store.WebStore.web_threads`).
     """
 
     researcher_sha = token_hash(check_researcher_token(researcher_token))

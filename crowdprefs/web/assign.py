@@ -5,7 +5,7 @@ of a study platform who arrived through the study link. Every question handed ou
 *assignment* (``web_assignments``): one pair for one judge, with a CSRF token and a deadline.
 
 Rules (each applied by one method of the project's store in one transaction, so concurrent
-judges cannot break them; :mod:`crowdprefs.campaign.store.web`):
+judges cannot break them; :mod:`crowdprefs.crowds.web.store`):
 
 - a pair is offered only while ``answers + open assignments < answers_wanted``, so every pair
   gets exactly its configured number of answers, from distinct judges;
@@ -57,7 +57,8 @@ from crowdprefs.campaign import answers
 from crowdprefs.campaign.answers import CHOICES, LISTEN_LOG, PLAY_LOG, SPANS, TEXT_LIMITS
 from crowdprefs.campaign.crowd import score_of
 from crowdprefs.campaign.settings import check_values
-from crowdprefs.campaign.store.web import (
+from crowdprefs.crowds.prolific.study import StudyTerms
+from crowdprefs.crowds.web.store import (
     HandOut,
     Posted,
     WebAssignment,
@@ -65,7 +66,6 @@ from crowdprefs.campaign.store.web import (
     WebQuestion,
     WebScreen,
 )
-from crowdprefs.crowds.prolific.crowd import StudyTerms
 from crowdprefs.errors import CrowdError, InputError
 from crowdprefs.hits.render import HitSettings
 from crowdprefs.rng import counter_uniform

@@ -6,7 +6,7 @@ store off the event loop.
 A handler is an ``async`` shell: it reads what it must await (the posted form), then hands
 the rest — its store calls, shaped like the transactions they need, and the page they lead to
 — to one call of :func:`store_call`, on a thread pool as large as the store's connection
-pool (:attr:`~crowdprefs.campaign.store.web.WebStore.web_threads`). A request waiting for the
+pool (:attr:`~crowdprefs.crowds.web.store.WebStore.web_threads`). A request waiting for the
 writers' lock (a batch advance, another process's transaction) then holds a thread, never the
 event loop: the other requests of the process are served meanwhile.
 """
@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store.web import WebJudge, WebQuestion, WebSession
+from crowdprefs.crowds.web.store import WebJudge, WebQuestion, WebSession
 from crowdprefs.hits.render import TEMPLATE_DIR
 from crowdprefs.web import assign
 from crowdprefs.web.assign import Forbidden, TooManyAttempts, WebSettings

@@ -199,8 +199,8 @@ def answers_over_time(submitted: pd.Series) -> str:
 
 def batch_progress(fill: pd.DataFrame, progress: Mapping[str, Any]) -> str:
     """The last batch's pairs by the answers they have (0 … the most any pair wants), from
-    :meth:`~crowdprefs.campaign.store.web.WebStore.web_batch_fill`, with the totals of
-    :meth:`~crowdprefs.campaign.store.web.WebStore.web_batch_progress`."""
+    :meth:`~crowdprefs.crowds.web.store.WebStore.web_batch_fill`, with the totals of
+    :meth:`~crowdprefs.crowds.web.store.WebStore.web_batch_progress`."""
     if progress.get("iteration") is None or fill.empty:
         return empty("batch", "No batch yet: no progress to draw.")
     most = int(fill["answers_wanted"].max())

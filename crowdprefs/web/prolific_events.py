@@ -1,7 +1,7 @@
 """``POST /prolific/events``: Prolific's events (webhooks) about the project's study.
 
 Prolific posts an event to each subscribed address (``crowdprefs prolific publish`` subscribes
-``[web] base_url`` to :data:`~crowdprefs.crowds.prolific.crowd.HOOK_EVENTS`) when a study's
+``[web] base_url`` to :data:`~crowdprefs.crowds.prolific.study.HOOK_EVENTS`) when a study's
 status or progress changes, and when a submission's status does. Following Prolific's
 documentation (API reference, *Webhooks*: Verifying, Idempotency and the X-Event-ID header,
 Handling event order with X-Timestamp, Receiving):
@@ -31,7 +31,7 @@ before its body is read) and no line of its own; one line per window then sums t
 anyone posting unsigned events writes a bounded log. A correctly signed event from an address
 within its share is always verified and applied.
 An accepted event is stored and applied in one transaction
-(:meth:`~crowdprefs.campaign.store.prolific.ProlificStore.record_prolific_event`): a
+(:meth:`~crowdprefs.crowds.prolific.store.ProlificStore.record_prolific_event`): a
 participant who returned the study or timed out gives their questions back at once. Then, when
 the server reaches Prolific and moves the campaign on by itself, a participant who left moves
 the campaign on after the answer is sent: the study's places follow, and its submissions are
@@ -59,8 +59,8 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from crowdprefs.campaign.store.prolific import LEFT, SUBMISSION_STATUS, ProlificEvent
 from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV
+from crowdprefs.crowds.prolific.store import LEFT, SUBMISSION_STATUS, ProlificEvent
 from crowdprefs.web.advancing import move_on
 from crowdprefs.web.clock import stamp
 from crowdprefs.web.http import store_call

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import usable
 from crowdprefs.campaign.project import Project
-from crowdprefs.crowds.prolific.crowd import event_returns
+from crowdprefs.crowds.prolific.study import event_returns
 from crowdprefs.quality.flags import flag_workers, worker_profiles
 from crowdprefs.quality.frames import project_answers, project_verdicts
 from crowdprefs.quality.iterations import iteration_table

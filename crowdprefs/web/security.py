@@ -31,7 +31,7 @@ from crowdprefs.files import atomic_path
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.store import Store
-    from crowdprefs.campaign.store.web import WebSession
+    from crowdprefs.crowds.web.store import WebSession
 
 TOKEN_BYTES = 24
 RESEARCHER_TOKEN_ENV = "CROWDPREFS_RESEARCHER_TOKEN"

@@ -60,7 +60,7 @@ def test_valid_settings_pass():
 
 def test_the_schema_lists_exactly_the_keys_each_section_reader_takes():
     from crowdprefs.crowds.mturk.crowd import MTurkSettings
-    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.crowds.prolific.study import ProlificSettings
     from crowdprefs.hits.render import HitSettings
     from crowdprefs.quality.crowd_model import CrowdModel
     from crowdprefs.quality.review import ReviewRules
@@ -87,7 +87,7 @@ def test_the_schema_lists_exactly_the_keys_each_section_reader_takes():
 def section_classes() -> dict[str, type]:
     from crowdprefs.campaign.adaptive import StoppingRule
     from crowdprefs.crowds.mturk.crowd import MTurkSettings
-    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.crowds.prolific.study import ProlificSettings
     from crowdprefs.hits.render import HitSettings
     from crowdprefs.quality.crowd_model import CrowdModel
     from crowdprefs.quality.review import ReviewRules
@@ -138,7 +138,7 @@ def test_section_classes_take_numpy_numbers_and_tuples_as_a_call_gives_them():
     import numpy as np
 
     from crowdprefs.campaign.adaptive import StoppingRule
-    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.crowds.prolific.study import ProlificSettings
 
     rule = StoppingRule(initial=np.int64(4), maximum=np.int64(8), alpha=np.float32(0.25))
     assert rule.looks == (4, 6, 8)
@@ -148,7 +148,7 @@ def test_section_classes_take_numpy_numbers_and_tuples_as_a_call_gives_them():
 
 def test_the_classes_keep_the_checks_that_relate_several_keys():
     from crowdprefs.campaign.adaptive import StoppingRule
-    from crowdprefs.crowds.prolific.crowd import ProlificSettings
+    from crowdprefs.crowds.prolific.study import ProlificSettings
     from crowdprefs.web.assign import WebSettings
 
     with pytest.raises(InputError, match=r"initial \(6\) must not exceed maximum \(5\)"):

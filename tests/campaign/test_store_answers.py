@@ -16,8 +16,8 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign.aggregate import count_answers
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.store import Store
-from crowdprefs.campaign.store.prolific import ProlificStudy
 from crowdprefs.crowds import get_crowd
+from crowdprefs.crowds.prolific.store import ProlificStudy
 
 
 def collected(tmp_path, engine) -> tuple[Project, object, int]:

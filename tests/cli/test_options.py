@@ -7,7 +7,6 @@ from dataclasses import asdict
 from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.campaign.project import DEFAULT_SEED
 from crowdprefs.cli import options
-from crowdprefs.crowds import CROWDS
 from crowdprefs.evaluation.gawm import MEANS
 from crowdprefs.evaluation.measures import MAX_CUTOFF
 from crowdprefs.evaluation.power import PROCEDURES
@@ -21,7 +20,6 @@ from crowdprefs.web.assign import MAX_JUDGES
 
 def test_the_restated_defaults_equal_the_librarys():
     assert options.DEFAULT_SEED == DEFAULT_SEED
-    assert options.CROWDS == CROWDS
     assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
     assert (SkipRule.max_wrong, SkipRule.audit_share) == (options.MAX_WRONG, options.AUDIT_SHARE)
     assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY

@@ -28,13 +28,9 @@ from crowdprefs.campaign.project import Project, Settings, init_project
 from crowdprefs.crowds import get_crowd
 from crowdprefs.crowds.prolific import crowd as prolific
 from crowdprefs.crowds.prolific.client import TOKEN_ENV, ProlificClient, token_from_environment
-from crowdprefs.crowds.prolific.crowd import (
-    COMPLETE_URL,
-    ProlificCrowd,
-    ProlificSettings,
-    StudyTerms,
-)
+from crowdprefs.crowds.prolific.crowd import ProlificCrowd
 from crowdprefs.crowds.prolific.fake import FakeProlific
+from crowdprefs.crowds.prolific.study import COMPLETE_URL, ProlificSettings, StudyTerms
 from crowdprefs.errors import BudgetError, CrowdError, InputError
 from crowdprefs.quality.frames import project_answers
 from crowdprefs.quality.review import ReviewRules

@@ -31,13 +31,14 @@ from test_prolific import (
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign.project import Project
-from crowdprefs.campaign.store import Store, tables
-from crowdprefs.campaign.store.prolific import ProlificEvent, ProlificStudy
+from crowdprefs.campaign.store import Store
 from crowdprefs.cli.prolific import FAKE_TOKEN
 from crowdprefs.crowds import get_crowd
 from crowdprefs.crowds.prolific.client import HOOK_SECRET_ENV, TOKEN_ENV
-from crowdprefs.crowds.prolific.crowd import HOOK_EVENTS, HOOK_PATH
 from crowdprefs.crowds.prolific.fake import FakeProlific
+from crowdprefs.crowds.prolific.store import ProlificEvent, ProlificStudy
+from crowdprefs.crowds.prolific.study import HOOK_EVENTS, HOOK_PATH
+from crowdprefs.crowds.web import tables as web_tables
 from crowdprefs.errors import CrowdError
 from crowdprefs.web.app import create_app
 from crowdprefs.web.judges import ServerProcess
@@ -380,7 +381,7 @@ def test_events_are_stored_once_ordered_and_give_questions_back_on_each_engine(t
         pairs = store.pairs(1)["pair_id"].tolist()
         with store.transaction() as conn:
             conn.execute(
-                tables.web_assignments.insert(),
+                web_tables.web_assignments.insert(),
                 [
                     {"assignment_id": f"x{i}", "pair_id": pair, "judge_id": judge.judge_id,
                      "csrf": "c", "issued_at": "2026-01-01", "expires_at": "2099-01-01"}

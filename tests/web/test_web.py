@@ -27,9 +27,9 @@ from typer.testing import CliRunner
 
 from crowdprefs.campaign.driver import advance
 from crowdprefs.campaign.project import Project, Settings, init_project
-from crowdprefs.campaign.store.web import WebAssignment
 from crowdprefs.cli.app import app as cli_app
 from crowdprefs.crowds.web import WebCrowd
+from crowdprefs.crowds.web.store import WebAssignment
 from crowdprefs.web import assign, headphones
 from crowdprefs.web.app import create_app
 from crowdprefs.web.judges import read_wav

@@ -112,9 +112,9 @@ def test_importing_the_store_and_the_events_builds_no_statement_and_no_app():
     Prolific events reach the campaign's advance without importing the app."""
     script = (
         "import sys\n"
-        "import crowdprefs.campaign.store\n"
+        "from crowdprefs.campaign.store import Store\n"
         "import crowdprefs.web.prolific_events\n"
-        "from crowdprefs.campaign.store.web_sql import SQL\n"
+        "from crowdprefs.crowds.web.sql import SQL\n"
         "assert vars(SQL) == {}, sorted(vars(SQL))\n"
         "assert 'crowdprefs.web.app' not in sys.modules\n"
     )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 import lazy_loader
 import numpy as np
 from sqlalchemy import Column, Integer, func, select, update
 
-from crowdprefs.campaign.budget import PRICE_COLUMNS, FeeModel
+from crowdprefs.campaign.budget import PRICE_COLUMNS
 from crowdprefs.campaign.store import tables
 from crowdprefs.campaign.store.base import StoreBase, now
 from crowdprefs.campaign.store.temporary import insert_many, temporary_rows
@@ -18,13 +19,22 @@ pd = lazy_loader.load("pandas")  # imported on first use
 _h, _p = tables.hits.c, tables.pairs.c
 
 
+class FeeTerms(Protocol):
+    """The fee terms a crowd charges, stored with each HIT it publishes: the crowd's own fee
+    model (e.g. :class:`crowdprefs.campaign.budget.FeeModel`), never chosen by the store."""
+
+    rate: float
+    rate_10_or_more: float
+    minimum: float
+
+
 class Hits(StoreBase):
     """One HIT per pair and crowd: its id, size (assignments), status and price."""
 
-    def add_hits(self, crowd: str, hits: pd.DataFrame, reward: float, fees: FeeModel) -> int:
+    def add_hits(self, crowd: str, hits: pd.DataFrame, reward: float, fees: FeeTerms) -> int:
         """Record that ``crowd`` holds a HIT for each row's ``pair_id``, priced at ``reward``
-        and ``fees``; one transaction; returns how many were new (pairs ``crowd`` already
-        holds are left as they are).
+        and ``fees`` (the crowd's fee terms); one transaction; returns how many were new (pairs
+        ``crowd`` already holds are left as they are).
 
         ``hit_id`` defaults to ``CROWD-PAIR_ID`` and ``max_assignments`` to the pair's
         ``answers_wanted``; a ``reward`` column (e.g. read back from MTurk) overrides ``reward``

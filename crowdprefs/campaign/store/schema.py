@@ -336,7 +336,7 @@ def _engine_neutral(conn: Connection) -> None:
             " WHERE c.query = queries.query)"
         )
     )
-    tables.web_throttle.create(conn, checkfirst=True)
+    tables.metadata.tables["web_throttle"].create(conn, checkfirst=True)
 
 
 def _pairs_fillfactor(conn: Connection) -> None:
@@ -350,8 +350,8 @@ def _prolific_events(conn: Connection) -> None:
     """``0014``: the events Prolific posts to the server (its webhooks), each stored once, and
     when a study participant left the study (``web_judges.left_at``: they get no further
     question and their answers are no longer taken)."""
-    tables.prolific_events.create(conn, checkfirst=True)
-    for index in tables.prolific_events.indexes:
+    tables.metadata.tables["prolific_events"].create(conn, checkfirst=True)
+    for index in tables.metadata.tables["prolific_events"].indexes:
         index.create(conn, checkfirst=True)
     columns = {column["name"] for column in inspect(conn).get_columns("web_judges")}
     if "left_at" not in columns:  # a table made from today's metadata has it already

@@ -1,8 +1,10 @@
 """The project state on any engine: every change in one transaction.
 
 :class:`Store` combines the store's concerns, each a mixin in its own module over the shared
-connection of :class:`~crowdprefs.campaign.store.base.StoreBase`. The tables and their
-migrations are in :mod:`crowdprefs.campaign.store.schema`.
+connection of :class:`~crowdprefs.campaign.store.base.StoreBase`: the core's here, and the roles
+of the crowds that keep state of their own beside their adapters (``crowds/<name>/store.py``;
+a new one is one more base below). The tables and their migrations are in
+:mod:`crowdprefs.campaign.store.schema`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from crowdprefs.campaign.store.answers import Answers
 from crowdprefs.campaign.store.batches import Batches
 from crowdprefs.campaign.store.collection import Collection
 from crowdprefs.campaign.store.hits import Hits
-from crowdprefs.campaign.store.prolific import ProlificStore
 from crowdprefs.campaign.store.reviews import Reviews
-from crowdprefs.campaign.store.web import WebStore
+from crowdprefs.crowds.prolific.store import ProlificStore
+from crowdprefs.crowds.web.store import WebStore
 
 
 class Store(Collection, Batches, Hits, Answers, Reviews, WebStore, ProlificStore):

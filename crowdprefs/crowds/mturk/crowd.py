@@ -38,7 +38,7 @@ import pandas as pd
 from defusedxml import ElementTree as SafeElementTree
 
 from crowdprefs.campaign.answers import check_answer
-from crowdprefs.campaign.budget import batch_cost
+from crowdprefs.campaign.budget import FeeModel, batch_cost
 from crowdprefs.campaign.crowd import reachable_size, score_of
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError, CrowdError, InputError
@@ -206,7 +206,7 @@ class MTurkCrowd:
         self.client = client or self._client(endpoint_url or ENDPOINTS[target])
 
     @classmethod
-    def for_crowd_name(cls, name: str, project: Project) -> MTurkCrowd:
+    def for_crowd(cls, name: str, project: Project, **_: object) -> MTurkCrowd:
         """``mturk-sandbox``, or ``mturk-fake`` (starts the project's local fake); live MTurk is
         built only explicitly, with ``MTurkCrowd(project, target="live")``."""
         if name == "mturk-fake":
@@ -221,6 +221,10 @@ class MTurkCrowd:
         if name == "mturk-sandbox":
             return cls(project, target="sandbox")
         raise InputError(f"unknown MTurk crowd {name!r}: mturk-sandbox or mturk-fake")
+
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model MTurk charges: its commission, as set in ``[fees]``."""
+        return project.settings.fees
 
     def _client(self, endpoint: str):
         import boto3
@@ -319,7 +323,7 @@ class MTurkCrowd:
         if pairs.empty:
             return 0
         settings = project.settings
-        cost = batch_cost(settings.reward, pairs["answers_wanted"].to_numpy(), settings.fees)
+        cost = batch_cost(settings.reward, pairs["answers_wanted"].to_numpy(), self.fees(project))
         balance = self.balance()
         if balance + 1e-9 < cost:
             raise BudgetError(
@@ -372,8 +376,9 @@ class MTurkCrowd:
             found = self._find_hit(project, int(pair["pair_id"]), str(error))
             hit_id, size = found["HITId"], found["MaxAssignments"]
         row = {"pair_id": int(pair["pair_id"]), "hit_id": hit_id, "max_assignments": int(size)}
-        settings = project.settings
-        project.store.add_hits(self.name, pd.DataFrame([row]), settings.reward, settings.fees)
+        project.store.add_hits(
+            self.name, pd.DataFrame([row]), project.settings.reward, self.fees(project)
+        )
 
     def _find_hit(self, project: Project, pair_id: int, message: str) -> dict:
         for candidate in _HIT_ID.findall(message):
@@ -431,8 +436,7 @@ class MTurkCrowd:
             columns=["pair_id", "hit_id", "max_assignments", "reward"],
         )
         if len(adopt):  # priced at the reward MTurk holds for them
-            settings = project.settings
-            project.store.add_hits(self.name, adopt, settings.reward, settings.fees)
+            project.store.add_hits(self.name, adopt, project.settings.reward, self.fees(project))
         return pd.DataFrame(
             [(h, p, h in known_hits) for h, p, _, _ in remote],
             columns=["hit_id", "pair_id", "known"],

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from crowdprefs.campaign.budget import FeeModel
     from crowdprefs.campaign.project import Project
 
 
@@ -24,9 +25,18 @@ class WebCrowd:
     name = "web"
     extension_barrier = None
 
+    @classmethod
+    def for_crowd(cls, name: str, project: Project, **_: object) -> WebCrowd:
+        """The crowd of the registry (:data:`crowdprefs.crowds.REGISTRY`): it needs nothing."""
+        return cls()
+
+    def fees(self, project: Project) -> FeeModel:
+        """The fee model this crowd prices its HITs with: MTurk's commission of ``[fees]``, so
+        that a campaign reports what the same answers would cost on MTurk."""
+        return project.settings.fees
+
     def publish(self, project: Project, pairs: pd.DataFrame) -> int:
-        settings = project.settings
-        project.store.add_hits(self.name, pairs, settings.reward, settings.fees)
+        project.store.add_hits(self.name, pairs, project.settings.reward, self.fees(project))
         return len(pairs)
 
     def collect(self, project: Project, pairs: pd.DataFrame) -> int:
