@@ -17,14 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "crowdprefs"
 MODULE_LINES = 800
 FUNCTION_LINES = 100
 
-ALLOWED_MODULES: dict[str, int] = {
-    # being split by the crowds-keep-their-own-state work, in parallel
-    "crowds/prolific/fake.py": 993,
-    "crowds/prolific/crowd.py": 850,
-}
-ALLOWED_FUNCTIONS: dict[str, int] = {
-    "crowds/results.py:import_answers": 140,  # crowds/ is the parallel work's
-}
+ALLOWED_MODULES: dict[str, int] = {}
+"""Modules allowed over the limit, each at its size when allowed (none today: keep it so)."""
+ALLOWED_FUNCTIONS: dict[str, int] = {}
+"""Functions allowed over the limit, as ``path:name`` (none today)."""
 
 
 def is_command(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
