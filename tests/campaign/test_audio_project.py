@@ -15,8 +15,9 @@ import pytest
 import scipy.io.wavfile
 
 from audio_prep import PrepareOptions, decode
-from crowdprefs.campaign.clips import listening_seconds, prepare_project
+from crowdprefs.campaign.clips import listening_seconds
 from crowdprefs.campaign.project import Project, init_project
+from crowdprefs.campaign.project_state import prepare_project
 from crowdprefs.cli import main
 from crowdprefs.errors import InputError
 from examples.melodies import make_example

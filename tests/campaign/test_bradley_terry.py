@@ -207,11 +207,18 @@ def test_pair_verdicts_are_the_sign_of_significant_score_differences(ties):
     codes.pop("names")
     x = np.array([0, 0, 3, 2])  # q0: a vs b (equal), a vs g, d vs c, c vs a
     y = np.array([1, 6, 2, 0])
-    verdict, p = bt.pair_verdicts(
+    verdict, p = bt.fit_verdicts(
         **codes, x=x, y=y, n_items=len(TRUTH), n_workers=codes["worker"].max() + 1, ties=ties
     )
     assert verdict.tolist() == [0, 1, -1, -1]
     assert p[0] > 0.05 and (p[1:] < 0.05).all()
+
+
+def test_the_old_name_of_fit_verdicts_still_answers_with_a_warning():
+    with pytest.warns(
+        DeprecationWarning, match=r"bradley_terry\.pair_verdicts moved to .*fit_verdicts"
+    ):
+        assert bt.pair_verdicts is bt.fit_verdicts
 
 
 def one_answer_each(answers: pd.DataFrame) -> pd.DataFrame:

@@ -355,7 +355,7 @@ def test_plan_agrees_with_campaigns_through_the_driver(tmp_path):
 def test_the_bradley_terry_rule_is_simulated_as_the_driver_runs_it():
     """Each simulated batch is decided by one fit on every answer of the campaign so far: the
     recorded answers, refitted batch by batch, sort the collection into the same lists."""
-    from crowdprefs.campaign.bradley_terry import pair_verdicts
+    from crowdprefs.campaign.bradley_terry import fit_verdicts
 
     _, truth = make_collection(7)
     collection = Collection.from_truth(truth)
@@ -369,7 +369,7 @@ def test_the_bradley_terry_rule_is_simulated_as_the_driver_runs_it():
         so_far = log[log["iteration"] <= next(batches)]
         a_is_x = so_far["a_is_x"].to_numpy(bool)
         sx, sy = so_far["x"].to_numpy(), so_far["y"].to_numpy()
-        return pair_verdicts(
+        return fit_verdicts(
             np.where(a_is_x, sx, sy), np.where(a_is_x, sy, sx), 1 - so_far["choice"].to_numpy(),
             so_far["worker"].to_numpy(), collection.query, x, y,
             n_items=n, n_workers=len(campaign.pool.ids), ties="rao-kupper",
