@@ -8,13 +8,13 @@ import tomllib
 
 import pytest
 import tomli_w
+from console_script import crowdprefs
 
 from crowdprefs.campaign import driver
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.demo import example_runs, make_collection
 from crowdprefs.io import write_lists, write_runs
-from tests.console_script import crowdprefs
 
 
 def collection(tmp_path):

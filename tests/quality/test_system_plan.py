@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from console_script import crowdprefs
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.aggregate import AggregationRule
@@ -11,7 +12,6 @@ from crowdprefs.io import write_lists, write_runs
 from crowdprefs.quality.crowd_model import CrowdModel
 from crowdprefs.quality.planning import Collection, Design, simulate_campaign
 from crowdprefs.quality.system_plan import compare_campaigns, sort_campaign
-from tests.console_script import crowdprefs
 
 DESIGN = Design(10, AggregationRule(rule="margin", margin=2))
 
