@@ -401,9 +401,7 @@ def _ranked_campaign(
     systems compare and stops when their ranking is sure; resumed when that project exists."""
     from scipy import stats
 
-    from crowdprefs.campaign import driver
     from crowdprefs.campaign.ranking import project_standing
-    from crowdprefs.crowds import get_crowd
 
     with Project(files["project"]) as project:
         settings, full_answers = project.settings, project.store.answer_total()
@@ -413,14 +411,7 @@ def _ranked_campaign(
             runs=files["runs"],
         ).close()  # fmt: skip
     with Project(files["ranked_project"]) as ranked:
-        total = ranked.store.candidates()["query"].nunique()
-
-        def report(step: driver.IterationSummary) -> None:
-            if progress is not None:
-                what = f"knowing the systems, iteration {step.iteration}"
-                progress(what, total - step.open_queries, total)
-
-        driver.run(ranked, get_crowd("simulated", ranked), on_iteration=report)
+        _simulated_run(ranked, "knowing the systems", progress)
         standing = project_standing(ranked, samples=1000)
         answers = ranked.store.answer_total()
     order = tuple(standing.systems_frame(0.95)["system"])
@@ -449,7 +440,6 @@ def _prior_campaign(
     simulated crowd; resumed when that project exists."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.prior import audit_line, machine_audit
-    from crowdprefs.crowds import get_crowd
     from crowdprefs.evaluation.evaluate import compare_lists
     from crowdprefs.machine.scores import read_prior, write_prior
     from crowdprefs.machine.simulated import spearman_by_query
@@ -480,14 +470,7 @@ def _prior_campaign(
         )
     )
     with Project(files["prior_project"]) as primed:
-        total = primed.store.candidates()["query"].nunique()
-
-        def report(step: driver.IterationSummary) -> None:
-            if progress is not None:
-                what = f"with the prior, iteration {step.iteration}"
-                progress(what, total - step.open_queries, total)
-
-        driver.run(primed, get_crowd("simulated", primed), on_iteration=report)
+        _simulated_run(primed, "with the prior", progress)
         lists = driver.lists(primed)
         quality = compare_lists(
             truth, lists, permutations=100, seed=options.seed, names=("truth", "crowd")
@@ -512,6 +495,21 @@ def _prepare_clips(project: Project, jobs: int) -> Clips:
         raise InputError(f"{len(failed)} clip(s) failed: {failed['error'].iloc[0]}")
     seconds = project.store.candidates()["seconds"]
     return Clips(len(clips), float(seconds.min()), float(seconds.max()), float(seconds.mean()))
+
+
+def _simulated_run(project: Project, label: str, progress: Progress | None) -> None:
+    """Every iteration of ``project`` with the simulated crowd (resuming wherever it stands),
+    its progress told as ``label, iteration N``."""
+    from crowdprefs.campaign import driver
+    from crowdprefs.crowds import get_crowd
+
+    total = project.store.candidates()["query"].nunique()
+
+    def report(step: driver.IterationSummary) -> None:
+        if progress is not None:
+            progress(f"{label}, iteration {step.iteration}", total - step.open_queries, total)
+
+    driver.run(project, get_crowd("simulated", project), on_iteration=report)
 
 
 def _run_campaign(

@@ -42,6 +42,7 @@ from botocore.validate import ParamValidator
 from defusedxml import ElementTree as SafeElementTree
 
 from crowdprefs.campaign.store import Location, Store
+from crowdprefs.crowds.fake_state import open_state
 from crowdprefs.crowds.simulated import SimulatedCrowd
 from crowdprefs.hits.render import HTML_QUESTION_NS, QUESTION_LIMIT
 from crowdprefs.quality.crowd_model import simulate_answers
@@ -143,11 +144,7 @@ class FakeMTurk:
         with self.lock:
             if "conn" in self.__dict__:  # another thread opened it meanwhile
                 return self.__dict__["conn"]
-            conn = sqlite3.connect(self.state, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.executescript(_SCHEMA)
+            conn = open_state(self.state, _SCHEMA)
             self.__dict__["conn"] = conn
             return conn
 

@@ -53,6 +53,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from crowdprefs.crowds.fake_state import open_state
 from crowdprefs.crowds.prolific.fake_workspace import (
     HOLDS_PLACE,
     STUDY_OPTIONAL,
@@ -127,10 +128,7 @@ class FakeProlific(FakeEvents, FakeParticipants):
         with self.lock:
             if "conn" in self.__dict__:  # another thread opened it meanwhile
                 return self.__dict__["conn"]
-            conn = sqlite3.connect(self.state, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=60000")
-            conn.executescript(_SCHEMA)
+            conn = open_state(self.state, _SCHEMA)
             conn.execute(
                 "INSERT OR IGNORE INTO account VALUES ('balance', ?)", (self.initial_balance,)
             )
