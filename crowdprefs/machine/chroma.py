@@ -18,8 +18,12 @@ chromagrams and the alignments.
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import math
+import os
 import subprocess
+import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -46,6 +50,9 @@ SILENCE_DB = -50.0
 MAX_SECONDS = 600
 #: Seconds a URL's server may stay silent before its clip counts as unreadable.
 URL_TIMEOUT = 30
+#: The lock every crowdprefs process of this user holds while it loads or builds librosa's
+#: compiled kernels (:func:`_librosa`).
+KERNEL_LOCK = Path(tempfile.gettempdir()) / f"crowdprefs-numba-{os.getuid()}.lock"
 #: What the judge says when librosa is missing.
 INSTALL = "the chroma judge needs librosa: pip install 'crowdprefs[judge]'"
 #: ``on_clip(done, total)``: called as each distinct clip has its chromagram.
@@ -53,12 +60,29 @@ OnClip = Callable[[int, int], None]
 
 
 def _librosa() -> ModuleType:
-    """librosa, or one line saying how to install it."""
+    """librosa with its compiled kernels ready, or one line saying how to install it."""
     try:
         import librosa
     except ImportError:
         raise InputError(INSTALL) from None
+    _load_kernels(librosa)
     return librosa
+
+
+@functools.cache
+def _load_kernels(librosa: ModuleType) -> None:
+    """Load, or the first time build, every compiled kernel the judge uses, once per process
+    and under :data:`KERNEL_LOCK`. librosa's kernels are compiled by numba, which keeps them on
+    disk as two files each; two processes building one at once can leave a mixed pair that
+    crashes every later run (numba issue 10128)."""
+    fd = os.open(KERNEL_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocks while another process builds the kernels
+        tone = np.sin(np.arange(SAMPLE_RATE, dtype=np.float32) * np.float32(0.1))
+        features = _chromagram(librosa, tone)
+        _alignment_cost(librosa, features, features)  # the same types as every real call
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _decode(source: str, seconds: float) -> np.ndarray:
@@ -100,13 +124,16 @@ def load_clip(source: str, seconds: float = 30.0) -> np.ndarray:
     audible = trim_silence(samples[: round(seconds * SAMPLE_RATE), None], SAMPLE_RATE, SILENCE_DB)
     if audible is None:
         raise InputError(f"the chroma judge cannot score {source}: it is silent throughout")
-    return np.ascontiguousarray(audible[:, 0])
+    return np.ascontiguousarray(audible[:, 0], dtype=np.float32)
 
 
 def chromagram(samples: np.ndarray) -> np.ndarray:
     """Chroma frames ``(12, frames)`` of mono samples at :data:`SAMPLE_RATE`, each scaled to
     unit length (a silent frame stays zero: its cosine distance to any frame is 1)."""
-    librosa = _librosa()
+    return _chromagram(_librosa(), samples)
+
+
+def _chromagram(librosa: ModuleType, samples: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():  # short clips: "n_fft too large" in the lowest octaves
         warnings.simplefilter("ignore", UserWarning)
         chroma = librosa.feature.chroma_cqt(y=samples, sr=SAMPLE_RATE, hop_length=HOP_LENGTH)
@@ -117,7 +144,10 @@ def chromagram(samples: np.ndarray) -> np.ndarray:
 def alignment_cost(query: np.ndarray, candidate: np.ndarray) -> float:
     """The path-length-normalised DTW cost between two unit chromagrams, with cosine distances,
     minimised over the 12 rotations of the candidate's pitch classes (0: identical)."""
-    librosa = _librosa()
+    return _alignment_cost(_librosa(), query, candidate)
+
+
+def _alignment_cost(librosa: ModuleType, query: np.ndarray, candidate: np.ndarray) -> float:
     best = np.inf
     for shift in range(12):  # one cost matrix at a time: long clips make large ones
         cost = np.maximum(1.0 - query.T @ np.roll(candidate, shift, axis=0), 0.0)  # cosine

@@ -3,7 +3,11 @@ rendered, scored against their queries, through the library and the console scri
 
 from __future__ import annotations
 
+import fcntl
+import os
+import subprocess
 import sys
+import time
 import wave
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +18,7 @@ import pytest
 
 from crowdprefs.campaign.project import read_candidates
 from crowdprefs.errors import InputError
-from crowdprefs.machine.chroma import chroma_scores
+from crowdprefs.machine.chroma import KERNEL_LOCK, chroma_scores
 from crowdprefs.machine.scores import check_prior
 from examples.melodies import Melody, random_melody, vary
 
@@ -168,3 +172,40 @@ def test_the_command_writes_the_scores_and_refuses_bad_inputs_in_one_line(
     ]
     assert "Traceback" not in refused.stderr + itself.stderr
     assert not (tmp_path / "none.csv").exists()
+
+
+@pytest.mark.slow
+def test_the_compiled_kernels_are_built_by_one_process_at_a_time(
+    collection: Path, tmp_path: Path
+) -> None:
+    """numba stores each compiled kernel as two files, and processes that build one at once can
+    leave a mixed pair that crashes every later run: while another process holds the kernel
+    lock, the command writes no kernel and scores nothing; once it is free the command builds
+    them into an empty cache and writes the scores."""
+    pytest.importorskip("librosa")
+    from console_script import script
+
+    cache, output = tmp_path / "numba-cache", tmp_path / "scores.csv"
+    cache.mkdir()
+    command = [script(), "prior", "chroma", str(collection), "-o", str(output), "--seconds", "5"]
+    fd = os.open(KERNEL_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        process = subprocess.Popen(
+            command,
+            env={**os.environ, "NUMBA_CACHE_DIR": str(cache)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(150):  # 15 s: an unlocked build writes its first kernel within them
+            time.sleep(0.1)
+            assert process.poll() is None, process.communicate()
+            assert not any(cache.rglob("*.nbc")), "a kernel was written under another's lock"
+    finally:
+        os.close(fd)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert "scored in" in out
+    assert any(cache.rglob("*.nbc"))
+    check_prior(pd.read_csv(output), read_candidates(collection), str(output))
