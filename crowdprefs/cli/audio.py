@@ -17,7 +17,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console, escape
-from crowdprefs.cli.options import count, jobs_value, renamed
+from crowdprefs.cli.options import count, finite, jobs_value, renamed
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
@@ -50,16 +50,26 @@ TrimOpt = Annotated[
     typer.Option("--trim-silence/--no-trim-silence", help="Trim leading and trailing silence."),
 ]
 ThresholdOpt = Annotated[
-    float, typer.Option(help="Silence threshold in dB below the clip's own peak.")
+    float, typer.Option(help="Silence threshold in dB below the clip's own peak.", parser=finite)
 ]
-KeepOpt = Annotated[float, typer.Option(help="Silence kept at each end after trimming (ms).")]
+KeepOpt = Annotated[
+    float, typer.Option(help="Silence kept at each end after trimming (ms).", parser=finite)
+]
 MaxSecondsOpt = Annotated[
-    float, typer.Option(help="Keep at most this many seconds (after trimming); 0: whole clips.")
+    float,
+    typer.Option(
+        help="Keep at most this many seconds (after trimming); 0: whole clips.", parser=finite
+    ),
 ]
-LoudnessOpt = Annotated[float, typer.Option(help="Target integrated loudness (LUFS, BS.1770).")]
+LoudnessOpt = Annotated[
+    float, typer.Option(help="Target integrated loudness (LUFS, BS.1770).", parser=finite)
+]
 KeepLevelOpt = Annotated[bool, typer.Option(help="Do not normalise loudness.")]
 CeilingOpt = Annotated[
-    float, typer.Option(help="Normalisation never lifts the sample peak above this (dBFS).")
+    float,
+    typer.Option(
+        help="Normalisation never lifts the sample peak above this (dBFS).", parser=finite
+    ),
 ]
 RateOpt = Annotated[
     int | None,

@@ -31,6 +31,7 @@ from crowdprefs.cli.options import (
     Seed,
     SimulatedOnReal,
     Ties,
+    finite,
     one_of,
 )
 from crowdprefs.errors import BudgetError, InputError, StateError
@@ -126,7 +127,7 @@ def init(
     ties: Ties = "davidson",
     reward: Reward = 0.02,
     budget: Annotated[
-        float | None, typer.Option(help="Spending limit in US$ (rewards plus fees).")
+        float | None, typer.Option(help="Spending limit in US$ (rewards plus fees).", parser=finite)
     ] = None,
     database: Annotated[
         str | None,
@@ -161,7 +162,10 @@ def init(
     ] = "ADR@5",
     confidence: Annotated[
         float,
-        typer.Option(help="--runs: stop when every pair of systems holds with this probability."),
+        typer.Option(
+            help="--runs: stop when every pair of systems holds with this probability.",
+            parser=finite,
+        ),
     ] = 0.95,
 ) -> None:
     """Create a project folder from a candidates CSV (never overwrites an existing project).

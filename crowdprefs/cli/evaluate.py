@@ -26,6 +26,7 @@ from crowdprefs.cli.options import (
     StudyJobs,
     Wide,
     count,
+    finite,
 )
 from crowdprefs.errors import InputError
 
@@ -430,7 +431,10 @@ def evaluate(
         ),
     ] = None,
     rel: Annotated[
-        float, typer.Option("--rel", help="Minimum gain of a relevant document for the PR curves.")
+        float,
+        typer.Option(
+            "--rel", help="Minimum gain of a relevant document for the PR curves.", parser=finite
+        ),
     ] = 1.0,
     wide: Wide = False,
     truth_resamples: Annotated[
@@ -447,7 +451,8 @@ def evaluate(
         float,
         typer.Option(
             help="With a project whose lists are unfinished: the probability at which a pair "
-            "of systems' order counts as decided."
+            "of systems' order counts as decided.",
+            parser=finite,
         ),
     ] = 0.95,
     samples: Annotated[

@@ -24,6 +24,7 @@ from crowdprefs.cli.options import (
     Scheduler,
     StudyJobs,
     count,
+    finite,
     renamed,
     seed_value,
 )
@@ -87,9 +88,14 @@ CutoffOpt = Annotated[
         show_default=False,
     ),
 ]
-TargetOpt = Annotated[float, typer.Option("--target", help="Target confidence in the ranking.")]
+TargetOpt = Annotated[
+    float, typer.Option("--target", help="Target confidence in the ranking.", parser=finite)
+]
 DeltaOpt = Annotated[
-    float, typer.Option("--delta", help="Minimum effect δ (AG@k units, 0-1) for confidences.")
+    float,
+    typer.Option(
+        "--delta", help="Minimum effect δ (AG@k units, 0-1) for confidences.", parser=finite
+    ),
 ]
 CombineOpt = Annotated[
     str,
@@ -234,7 +240,9 @@ def estimate(
     effects: EffectsOpt = True,
     delta: DeltaOpt = 0.0,
     combine: CombineOpt = "mean",
-    level: Annotated[float, typer.Option("--level", help="Level of the intervals.")] = 0.95,
+    level: Annotated[
+        float, typer.Option("--level", help="Level of the intervals.", parser=finite)
+    ] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Rank systems by estimated AG@k with intervals and per-pair confidences."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -21,6 +22,18 @@ from crowdprefs.crowds import CROWDS
 
 if TYPE_CHECKING:
     from crowdprefs.results_file import Columns
+
+
+def finite(text: str | float) -> float:
+    """The parser of every float option: a finite number, or one line naming the value
+    (``nan``, ``inf`` and ``1e999`` would slip through every range check after them)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"{text} is not a finite number")
+    return value
 
 
 def one_of(value: str, allowed: Sequence[str]) -> str:
@@ -299,7 +312,7 @@ AnswersPerPair = Annotated[
         help="Answers bought for each pair (the most a pair gets when answers are adaptive).",
     ),
 ]
-Reward = Annotated[float, typer.Option("--reward", help="Reward per answer in US$.")]
+Reward = Annotated[float, typer.Option("--reward", help="Reward per answer in US$.", parser=finite)]
 Rule = Annotated[
     str,
     typer.Option(
@@ -322,7 +335,9 @@ Ties = Annotated[
 Alpha = Annotated[
     float,
     typer.Option(
-        "--alpha", help="Significance level α: a difference counts when its p-value is below it."
+        "--alpha",
+        help="Significance level α: a difference counts when its p-value is below it.",
+        parser=finite,
     ),
 ]
 Margin = Annotated[
@@ -383,6 +398,7 @@ RewardPaid = Annotated[
         "--reward",
         help="Reward paid per answer in US$, when the file has no reward column "
         "(unknown cost otherwise).",
+        parser=finite,
     ),
 ]
 FeeRate = Annotated[
@@ -391,11 +407,14 @@ FeeRate = Annotated[
         "--fee-rate",
         help="Platform fee as a share of the reward, e.g. 0.1 (default: MTurk's 20%, 40% for "
         "HITs of 10 or more answers).",
+        parser=finite,
     ),
 ]
 FeeMinimum = Annotated[
     float | None,
-    typer.Option("--fee-minimum", help="Least fee per answer in US$ (default: MTurk's 0.01)."),
+    typer.Option(
+        "--fee-minimum", help="Least fee per answer in US$ (default: MTurk's 0.01).", parser=finite
+    ),
 ]
 
 
@@ -492,6 +511,7 @@ BatchGap = Annotated[
         "--batch-gap",
         help="Seconds between HIT creation times that start a new iteration "
         "(0 for campaigns of the simulated crowd).",
+        parser=finite,
     ),
 ]
 

@@ -32,6 +32,7 @@ from crowdprefs.cli.options import (
     StudyJobs,
     column_options,
     count,
+    finite,
     setting,
 )
 
@@ -100,28 +101,36 @@ def plan(
         float,
         typer.Option(
             help="Curtail: stop a pair once the fixed rule's verdict after all its answers is "
-            "predictable with probability 1 - epsilon (0: only when certain)."
+            "predictable with probability 1 - epsilon (0: only when certain).",
+            parser=finite,
         ),
     ] = 0.0,
     prior: Annotated[
-        float, typer.Option(help="Adaptive: Dirichlet prior of the predictive (Pólya urn).")
+        float,
+        typer.Option(
+            help="Adaptive: Dirichlet prior of the predictive (Pólya urn).", parser=finite
+        ),
     ] = 1.0,
     alpha: Annotated[
         float,
         typer.Option(
             "--false-different-rate",
             help="Sequential: the stated rate of truly equal pairs declared different.",
+            parser=finite,
         ),
     ] = SEQUENTIAL_ALPHA,
     futility: Annotated[
-        float, typer.Option(help="Sequential: stop as equal below this chance to separate.")
+        float,
+        typer.Option(
+            help="Sequential: stop as equal below this chance to separate.", parser=finite
+        ),
     ] = SEQUENTIAL_FUTILITY,
     rule: Rule = "mann-whitney",
     level: Alpha = 0.05,
     margin: Margin = 2,
     reward: Reward = 0.02,
     pivot_b_share: Annotated[
-        float, typer.Option(help="Share of pairs showing the pivot as variation B.")
+        float, typer.Option(help="Share of pairs showing the pivot as variation B.", parser=finite)
     ] = 0.5,
     flag_each_round: Annotated[
         bool,
@@ -162,13 +171,15 @@ def plan(
             "Spearman correlation with the truth (repeat for several; negative: a model that "
             "ranks against it), as init --prior does.",
             show_default=False,
+            parser=finite,
         ),
     ] = None,
     prior_bias: Annotated[
         float,
         typer.Option(
             help="--prior-correlation: the model's lean toward the clip shown first, in "
-            "score standard deviations."
+            "score standard deviations.",
+            parser=finite,
         ),
     ] = 0.0,
     prior_skip: Annotated[
@@ -183,23 +194,26 @@ def plan(
         float,
         typer.Option(
             help="--prior-skip: the expected share of machine verdicts that differ from the "
-            "human design's (false discovery rate), as \\[prior] max_wrong does."
+            "human design's (false discovery rate), as \\[prior] max_wrong does.",
+            parser=finite,
         ),
     ] = MAX_WRONG,
     audit_share: Annotated[
-        float, typer.Option(help="--prior-skip: the share of each batch asked anyway.")
+        float,
+        typer.Option(help="--prior-skip: the share of each batch asked anyway.", parser=finite),
     ] = AUDIT_SHARE,
     skip_confidence: Annotated[
-        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.")
+        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.", parser=finite)
     ] = None,
     max_overturn: Annotated[
-        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.")
+        float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.", parser=finite)
     ] = None,
     prior_weight: Annotated[
         float,
         typer.Option(
             help="--prior-correlation with --adaptive: pseudo-answers of the calibrated model "
-            "in each pair's stopping rule (0: none), as \\[prior] weight does."
+            "in each pair's stopping rule (0: none), as \\[prior] weight does.",
+            parser=finite,
         ),
     ] = 0.0,
     crowd_model: CrowdModelFile = None,
@@ -215,7 +229,10 @@ def plan(
     ] = "ADR@5",
     confidence: Annotated[
         float,
-        typer.Option(help="--runs: stop when every pair of systems holds with this probability."),
+        typer.Option(
+            help="--runs: stop when every pair of systems holds with this probability.",
+            parser=finite,
+        ),
     ] = 0.95,
     campaigns: Annotated[
         int,

@@ -14,7 +14,7 @@ import typer
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, escape
-from crowdprefs.cli.options import OUTPUT
+from crowdprefs.cli.options import OUTPUT, finite
 
 prior_app = typer.Typer(
     help="Score the candidates with a machine judge, for init --prior.", no_args_is_help=True
@@ -32,7 +32,9 @@ def chroma(
     ],
     seconds: Annotated[
         float,
-        typer.Option(min=0.1, max=600, help="Score the first this many seconds of each clip."),
+        typer.Option(
+            min=0.1, max=600, help="Score the first this many seconds of each clip.", parser=finite
+        ),
     ] = 30.0,
 ) -> None:
     """Score each candidate by the chroma DTW alignment of its clip with its query's clip.

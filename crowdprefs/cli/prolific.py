@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console
+from crowdprefs.cli.options import finite
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.crowd import Crowd
@@ -345,7 +346,8 @@ def bonus(
         float,
         typer.Option(
             help="Bonus per accepted answer, in pounds or dollars (e.g. 0.05); each "
-            "participant gets what earlier bonuses did not already give."
+            "participant gets what earlier bonuses did not already give.",
+            parser=finite,
         ),
     ],
     fake: Fake = False,

@@ -26,6 +26,7 @@ from crowdprefs.cli.options import (
     Seed,
     StudyJobs,
     count,
+    finite,
     renamed,
 )
 from crowdprefs.errors import InputError
@@ -320,10 +321,14 @@ def gawm_command(
     divide_by: Annotated[
         float,
         typer.Option(
-            "--divide-by", help="Divide every score by this first (GAWM needs scores in [0, 1])."
+            "--divide-by",
+            help="Divide every score by this first (GAWM needs scores in [0, 1]).",
+            parser=finite,
         ),
     ] = 1.0,
-    tol: Annotated[float, typer.Option("--tol", help="Convergence threshold.")] = 1e-9,
+    tol: Annotated[
+        float, typer.Option("--tol", help="Convergence threshold.", parser=finite)
+    ] = 1e-9,
     max_iter: Annotated[
         int, typer.Option("--max-iter", callback=count(1, 1_000_000), help="Maximum iterations.")
     ] = 1000,
