@@ -220,7 +220,8 @@ def verify(headers: Any, body: bytes, secret: str, at: float) -> float:
         raise Refused(401, "bad signature")
     sent = _seconds(stamp, "the request timestamp")
     if abs(at - sent) > MAX_AGE:
-        raise Refused(400, f"stale: signed {at - sent:.0f} s ago")
+        when = f"{at - sent:.0f} s ago" if at >= sent else f"{sent - at:.0f} s in the future"
+        raise Refused(400, f"stale: signed {when} (clocks may differ by at most {MAX_AGE:.0f} s)")
     return sent
 
 

@@ -481,3 +481,22 @@ def test_a_flood_of_unsigned_events_writes_a_bounded_log_and_a_signed_event_stil
     assert len(log.encode()) < 25_000, len(log.encode())
     with Project(root) as project:
         assert project.store.prolific_events()["status"].tolist() == ["PAUSED"]
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"),
+    [(1_000_000_000 - 400, "400 s ago"), (1_000_000_000 + 660, "660 s in the future")],
+)
+def test_a_stale_signature_says_which_way_the_clocks_differ(sent, said):
+    from crowdprefs.web.prolific_events import MAX_AGE, Refused, signature, verify
+
+    body, secret = b'{"event_type": "study.status.change"}', "s3cret"
+    headers = {
+        "x-prolific-request-timestamp": str(sent),
+        "x-prolific-request-signature": signature(secret, str(sent), body).decode(),
+    }
+    with pytest.raises(Refused) as refused:
+        verify(headers, body, secret, at=1_000_000_000)
+    assert str(refused.value) == (
+        f"stale: signed {said} (clocks may differ by at most {MAX_AGE:.0f} s)"
+    )
