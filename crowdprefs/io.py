@@ -136,6 +136,21 @@ def _holds_cr(values: pd.Series) -> bool:
     return bool(found.where(found.notna(), False).any())
 
 
+def table_problem(error: Exception) -> str:
+    """What pandas' or :mod:`csv`'s parser found wrong in a table, in the tool's words (line
+    numbers as an editor shows them)."""
+    text = str(error)
+    if fields := re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", text):
+        expected, line, saw = fields.groups()
+        return f"line {line} has {saw} fields, expected {expected}"
+    if quote := re.search(r"EOF inside string starting at row (\d+)", text):
+        return f"the quoted field opened on line {int(quote.group(1)) + 1} never closes"
+    if isinstance(error, pd.errors.EmptyDataError):
+        return "it holds no table (empty, or only blank lines)"
+    lines = text.split("C error: ")[-1].strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> pd.DataFrame:
     """``pandas.read_csv`` of a CSV with a header line (``data``: its text, or a path), as text
     columns unless ``options`` say otherwise: the one reader of CSV files, which
@@ -143,8 +158,8 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
 
     pandas takes a first data row with more fields than the header for a row index and shifts
     every column by one (a later such row it refuses); here that row is refused too, in one
-    line naming ``source`` and the row's line. Other parse errors propagate as pandas raises
-    them."""
+    line naming ``source`` and the row's line. Every other parse error is one line too
+    (:func:`table_problem`)."""
     buffer = io.StringIO(data) if isinstance(data, str) else data
     options = {"dtype": str, "keep_default_na": False, **options}
     with warnings.catch_warnings():
@@ -155,6 +170,8 @@ def csv_frame(data: str | os.PathLike, source: str | os.PathLike, **options) -> 
             lines = data.splitlines() if isinstance(data, str) else None
             line = _filled_line(lines, 1) if lines is not None else _line_number(Path(data), 1)
             raise InputError(f"{source}:{line}: more fields than the header names") from None
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
+            raise InputError(f"{source}: not a valid CSV: {table_problem(error)}") from None
     if isinstance(data, str) and "'" not in data:
         return frame  # nothing was neutralised
     frame = frame.apply(restored) if len(frame.columns) else frame
@@ -253,8 +270,7 @@ def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         return pd.DataFrame(columns=range(min(counts)), dtype=str)
     except pd.errors.ParserError as error:
-        detail = str(error).split("C error: ")[-1].strip()
-        raise InputError(f"{path}: {detail}") from None
+        raise InputError(f"{path}: {table_problem(error)}") from None
     n = frame.shape[1]
     if n not in counts:
         wanted = " or ".join(str(c) for c in counts)

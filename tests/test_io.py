@@ -62,7 +62,7 @@ def test_run_folder_reads_one_system_per_file_and_rejects_a_system_twice(tmp_pat
         ("s q1 d1 x y z w\n", r"line 1 has 7 fields, expected 3 or 6"),
         ("q Q0 d 1 high s\n", r"line 1: score 'high' is not a number"),
         ("q Q0 d 1.5 1 s\n", r"line 1: rank '1.5' is not an integer"),
-        ("s q1 d1\ns q1 d2 x\n", r"Expected 3 fields in line 2, saw 4"),
+        ("s q1 d1\ns q1 d2 x\n", r"bad.txt: line 2 has 4 fields, expected 3$"),
     ],
 )
 def test_bad_runs_give_one_line_naming_file_and_line(tmp_path, text, message):

@@ -29,6 +29,7 @@ import pandas as pd
 from crowdprefs.errors import InputError
 from crowdprefs.evaluation.stats import friedman_tukey_decisions, pairwise_pvalues, validate_scores
 from crowdprefs.files import Output, read_text, save_figure
+from crowdprefs.io import table_problem
 from crowdprefs.parallel import SERIAL, Runner
 from crowdprefs.progress import make_progress
 
@@ -90,8 +91,8 @@ def read_strata(path: str | Path, column: int | None = None) -> pd.Series:
     text, _ = read_text(path, "strata file")
     try:
         table = pd.read_csv(io.StringIO(text), sep=None, engine="python", header=None, dtype=str)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: not a readable table ({error})") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise InputError(f"{path}: not a readable table: {table_problem(error)}") from None
     if table.shape[1] < 2:
         raise InputError(f"{path}: needs at least two columns (query, stratum)")
     index = table.shape[1] - 1 if column is None else column - 1

@@ -447,10 +447,7 @@ def read_scores(path: str | Path) -> dict[str, pd.DataFrame]:
         if not isinstance(records, list):
             raise InputError(f"{path}: expected a list of system/query/measure/score records")
         return scores_matrices(pd.DataFrame.from_records(records), str(path))
-    try:
-        table = csv_frame(text, path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: not a readable CSV ({error})") from None
+    table = csv_frame(text, path)
     if {c.strip().lower() for c in table.columns} >= set(LONG_COLUMNS):
         table.columns = [c.strip().lower() for c in table.columns]
         return scores_matrices(table, str(path))

@@ -9,7 +9,6 @@ candidate of the project and no other. The scores choose the sort's pivots
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import os
 from pathlib import Path
@@ -34,10 +33,7 @@ def read_prior(path: str | os.PathLike, candidates: pd.DataFrame) -> pd.DataFram
     text, _ = read_text(path, "prior file")
     from crowdprefs.io import csv_frame  # pandas: the driver imports this module
 
-    try:
-        frame = csv_frame(text, path, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as error:
-        raise InputError(f"{path}: not a valid CSV: {str(error).strip().splitlines()[0]}") from None
+    frame = csv_frame(text, path, skipinitialspace=True)
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:

@@ -247,10 +247,7 @@ def read_worker_attribute(path: Path) -> pd.Series:
     if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
         raise InputError(f"{path}: no such file")
     text, _ = read_text(path, "worker attribute file")
-    try:
-        table = csv_frame(text, path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
-        raise InputError(f"{path}: not a valid CSV: {error}") from None
+    table = csv_frame(text, path)
     if table.shape[1] < 2:
         raise InputError(f"{path}: need two columns, worker_id and an attribute")
     return table.set_index(table.columns[0])[table.columns[1]]
