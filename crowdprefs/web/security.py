@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from crowdprefs.errors import InputError
-from crowdprefs.files import atomic_path
+from crowdprefs.files import atomic_path, read_text
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.store import Store
@@ -140,12 +140,8 @@ def researcher_token(file: Path | None = None) -> str:
     a weak one is refused (:func:`check_researcher_token`). Never a command-line value: other
     users of the machine can read those in the process list."""
     if file is not None:
-        try:
-            mode = Path(file).stat().st_mode
-            lines = Path(file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError(f"cannot read the researcher token file {file}: {error}") from None
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        lines = read_text(file, "the researcher token file")[0].splitlines()
+        if Path(file).stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise InputError(
                 f"the researcher token file {file} is open to other users: chmod 600 {file}"
             )

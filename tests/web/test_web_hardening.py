@@ -514,3 +514,18 @@ def test_a_play_log_claiming_more_than_the_server_saw_is_refused(project_dir):
         assert answers_frame(project_dir).empty
         assert client.post(f"/hit/{assignment}", data={"csrf": csrf, **ANSWER_A}).status_code == 200
     assert len(answers_frame(project_dir)) == 1
+
+
+def test_a_researcher_token_file_that_is_no_file_is_named_in_one_line(project_dir, tmp_path):
+    from console_script import crowdprefs
+
+    pipe, missing = tmp_path / "token-pipe", tmp_path / "missing"
+    os.mkfifo(pipe)  # reading it would wait for a writer forever
+    for given, said in (
+        (pipe, f"the researcher token file {pipe} is a named pipe (FIFO), not a regular file"),
+        (missing, f"the researcher token file not found: {missing}"),
+        (tmp_path, f"the researcher token file {tmp_path} is a folder, not a file"),
+    ):
+        done = crowdprefs("serve", project_dir, "--researcher-token-file", given)
+        assert done.returncode == 2, done.stdout
+        assert done.stderr.strip().splitlines() == [f"error: {said}"]
