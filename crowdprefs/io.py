@@ -246,7 +246,7 @@ def _filled_line(lines: Iterable[str], row: int) -> int:
     return seen + 1
 
 
-def _read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
+def read_fields(path: Path, counts: Sequence[int]) -> pd.DataFrame:
     """Whitespace-separated fields of ``path`` as strings; every line must have one of ``counts``.
 
     All lines must have the same number of fields, which must be one of ``counts``.
@@ -322,7 +322,7 @@ def _lines(frame: pd.DataFrame) -> str:
 
 
 def _read_run_file(path: Path) -> pd.DataFrame:
-    frame = _read_fields(path, (3, 6))
+    frame = read_fields(path, (3, 6))
     if frame.shape[1] == 3:
         runs = pd.DataFrame(
             {"system": frame[0], "query": frame[1], "document": frame[2]}, dtype=str
@@ -392,7 +392,7 @@ def read_levels(path: str | os.PathLike) -> pd.DataFrame:
     ``query 0 document rel``. A (query, document) pair judged twice is an error.
     """
     path = Path(path)
-    frame = _read_fields(path, (3, 4))
+    frame = read_fields(path, (3, 4))
     query, document, gain = (0, 1, 2) if frame.shape[1] == 3 else (0, 2, 3)
     levels = pd.DataFrame({"query": frame[query], "document": frame[document]}, dtype=str)
     levels["gain"] = _numbers(path, frame, gain, "gain")
@@ -415,7 +415,7 @@ def read_lists(path: str | os.PathLike) -> pd.DataFrame:
     document may appear once per query. The tag is not kept.
     """
     path = Path(path)
-    frame = _read_fields(path, (4,))
+    frame = read_fields(path, (4,))
     lists = pd.DataFrame({"query": frame[1], "document": frame[2]}, dtype=str)
     group = _numbers(path, frame, 3, "group", integer=True)
     if (group < 1).any():
@@ -453,7 +453,7 @@ def read_truth(path: str | os.PathLike, kind: str = "auto") -> pd.DataFrame:
     if kind not in ("auto", "lists", "levels"):
         raise InputError(f"unknown ground-truth kind {kind!r}; use auto, lists or levels")
     if kind == "auto":
-        frame = _read_fields(Path(path), (3, 4))
+        frame = read_fields(Path(path), (3, 4))
         qrels = frame.shape[1] == 4 and frame[1].isin(["0", "Q0"]).all()
         kind = "levels" if frame.shape[1] == 3 or qrels else "lists"
     return read_lists(path) if kind == "lists" else read_levels(path)

@@ -44,3 +44,22 @@ def test_a_whitespace_separated_file_names_its_ragged_line(tmp_path: Path) -> No
     done = crowdprefs("evaluate", "--truth", truth, "--runs", runs)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"error: {truth}: line 2 has 5 fields, expected 4"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("d1 a1 rock\nd2 a2 jazz extra\n", "line 2 has 4 fields, expected 3"),
+        ("d1 a1 rock\nd2 a2\n", "line 2 has 2 fields, expected 3"),
+        ("d1 a1\n", "line 1 has 2 fields, expected 3"),
+    ],
+)
+def test_the_mtc_metadata_reader_is_the_whitespace_reader(tmp_path, text, problem):
+    from crowdprefs.errors import InputError
+    from crowdprefs.evaluation.mtc import read_metadata
+
+    metadata = tmp_path / "metadata.txt"
+    metadata.write_text(text)
+    with pytest.raises(InputError) as refused:
+        read_metadata(metadata)
+    assert str(refused.value) == f"{metadata}: {problem}"

@@ -10,7 +10,6 @@ X w and an S×S product X diag(w) Xᵀ.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from crowdprefs.errors import InputError
-from crowdprefs.files import read_text
+from crowdprefs.io import read_fields
 
 Scale = Literal["fine", "broad"]
 MAX_GAIN: dict[str, float] = {"fine": 100.0, "broad": 2.0}
@@ -252,20 +251,6 @@ def transfer_split(
 
 def read_metadata(path: str | Path) -> pd.DataFrame:
     """Read ``document artist genre`` lines (whitespace-separated) as a DataFrame."""
-    path = Path(path)
-    if not path.exists():  # anything else (a folder, a named pipe): read_text says what it is
-        raise InputError(f"{path}: no such file")
-    frame = pd.read_csv(
-        io.StringIO(read_text(path, "metadata file")[0]),
-        sep=r"\s+",
-        header=None,
-        dtype=str,
-        keep_default_na=False,
-        engine="python",
-    )
-    if frame.shape[1] != 3:
-        raise InputError(
-            f"{path}: expected 3 fields (document artist genre), found {frame.shape[1]}"
-        )
+    frame = read_fields(Path(path), (3,))
     frame.columns = ["document", "artist", "genre"]
     return frame
