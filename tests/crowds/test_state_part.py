@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from console_script import crowdprefs
 
 TOY = {
@@ -157,3 +158,39 @@ def new_database(request) -> contextlib.AbstractContextManager[str]:
     import postgres
 
     return postgres.fresh_database(request.getfixturevalue("postgres_server"))
+
+
+HISTORY_15 = [
+    "0001_core",
+    "0002_web_judges_assignments",
+    "0003_mturk_reviews_blocks",
+    "0004_core_answer_status_index",
+    "0005_core_sort_cache",
+    "0006_hit_prices",
+    "0007_web_headphone_screens",
+    "0008_prolific_studies",
+    "0009_covering_indexes",
+    "0010_pair_counts",
+    "0011_drop_decision",
+    "0012_engine_neutral",
+    "0013_pairs_fillfactor",
+    "0014_prolific_events",
+    "0015_prior",
+]
+"""The schema history as the store wrote it when it named every crowd's migration itself."""
+
+
+def test_the_history_keeps_its_versions_runs_the_core_first_and_refuses_gaps():
+    from crowdprefs.campaign.store import Store
+    from crowdprefs.campaign.store.schema import CORE_MIGRATIONS, history
+    from crowdprefs.crowds.prolific import schema as prolific
+    from crowdprefs.crowds.web import schema as web
+
+    assert [name for name, _ in Store.HISTORY] == HISTORY_15
+    merged = history([web.MIGRATIONS, prolific.MIGRATIONS])
+    core_0012 = dict(CORE_MIGRATIONS)["0012_engine_neutral"]
+    assert merged[11][1] == [core_0012, dict(web.MIGRATIONS)["0012_web_throttle"]]
+    with pytest.raises(ValueError, match="once each"):  # without Prolific: no step 8, no 14
+        history([web.MIGRATIONS])
+    with pytest.raises(ValueError, match="once each"):  # a step registered twice
+        history([web.MIGRATIONS, prolific.MIGRATIONS, prolific.MIGRATIONS])
