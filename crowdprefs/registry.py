@@ -10,6 +10,7 @@ name: a new crowd platform is its folder under ``crowds/`` and one entry here.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 
@@ -43,8 +44,13 @@ whose ``for_crowd(name, project, *, study_terms)`` configures it from the projec
 
 
 def register(platform: Platform) -> None:
-    """Add a crowd platform kept outside the package. Register it before the first store of the
-    process is used: the store takes the state parts registered by then."""
+    """Add a crowd platform kept outside the package. One that keeps state is refused once the
+    store of the process is made (:mod:`crowdprefs.campaign.store.store` takes the state parts
+    registered by then): register it first."""
+    if platform.state and "crowdprefs.campaign.store.store" in sys.modules:
+        raise RuntimeError(
+            f"the crowd {platform.name!r} keeps state: register it before the first store is used"
+        )
     PLATFORMS.append(platform)
     REGISTRY[platform.name] = platform.adapter
 

@@ -194,3 +194,15 @@ def test_the_history_keeps_its_versions_runs_the_core_first_and_refuses_gaps():
         history([web.MIGRATIONS])
     with pytest.raises(ValueError, match="once each"):  # a step registered twice
         history([web.MIGRATIONS, prolific.MIGRATIONS, prolific.MIGRATIONS])
+
+
+def test_a_crowd_with_state_registered_after_the_store_was_made_is_refused():
+    from crowdprefs import registry
+    from crowdprefs.campaign.store import Store
+
+    assert Store.HISTORY  # the store of this process is made
+    before = (list(registry.PLATFORMS), dict(registry.REGISTRY))
+    late = registry.Platform("late", "toycrowd:ToyCrowd", "toycrowd.store:STATE")
+    with pytest.raises(RuntimeError, match="register it before the first store is used"):
+        registry.register(late)
+    assert before == (registry.PLATFORMS, registry.REGISTRY)
