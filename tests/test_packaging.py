@@ -52,19 +52,15 @@ LAYERS_ABOVE = {
 }
 """For each package, the packages above it that it must not import."""
 
-STATE_MODULES = {
-    "crowdprefs.crowds.web.store": ("WebStore",),
-    "crowdprefs.crowds.prolific.store": ("ProlificStore",),
-}
-"""The crowds' store roles, kept beside their adapters: the one ``Store``
-(``campaign/store/store.py``, and only it) combines them, the one way up from ``campaign``."""
 STATE_FILES = (
     "crowds/web/store.py",
     "crowds/web/records.py",
     "crowds/web/sql.py",
     "crowds/web/tables.py",
+    "crowds/web/schema.py",
     "crowds/prolific/store.py",
     "crowds/prolific/tables.py",
+    "crowds/prolific/schema.py",
 )
 """A crowd's state: it may import the store and other crowds' state, nothing else of crowds."""
 
@@ -107,12 +103,33 @@ def test_a_package_imports_nothing_from_the_layers_above_it(package):
         for path in sorted((ROOT / "crowdprefs" / package).rglob("*.py"))
         for line, name in crowdprefs_imports(path)
         if name.split(".")[1] in LAYERS_ABOVE[package]
-        and not (
-            path == ROOT / "crowdprefs" / "campaign" / "store" / "store.py"
-            and name.rpartition(".")[::2] in {(m, n) for m, ns in STATE_MODULES.items() for n in ns}
-        )
     ]
     assert not upward, upward
+
+
+def test_the_core_store_imports_no_crowd_package_and_takes_the_crowds_state_from_the_registry():
+    """The store names no crowd: each crowd that keeps state names its part in its registry
+    entry, and the store takes the roles and migrations from there."""
+    store = ROOT / "crowdprefs" / "campaign" / "store"
+    named = [
+        f"{path.name}:{line} imports {name}"
+        for path in sorted(store.glob("*.py"))
+        for line, name in crowdprefs_imports(path)
+        if name.startswith("crowdprefs.crowds")
+    ]
+    assert named == []
+    assert "crowdprefs.crowds" not in (store / "store.py").read_text(encoding="utf-8")
+    from crowdprefs import registry
+    from crowdprefs.campaign.store.store import PARTS, Store
+    from crowdprefs.crowds.prolific.store import ProlificStore
+    from crowdprefs.crowds.web.store import WebStore
+
+    assert registry.state_parts() == [
+        "crowdprefs.crowds.web.store:STATE",
+        "crowdprefs.crowds.prolific.store:STATE",
+    ]
+    assert [part.role for part in PARTS] == [WebStore, ProlificStore]
+    assert Store.__mro__[-4:-2] == (WebStore, ProlificStore)  # the same bases as before
 
 
 def test_a_crowds_state_imports_only_the_store_and_crowd_state():

@@ -7,11 +7,13 @@
 ``prolific``   the web crowd, its participants recruited by a Prolific study.
 
 Every backend implements :class:`crowdprefs.campaign.crowd.Crowd` (the MTurk ones also the
-review's calls, :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); :data:`REGISTRY` is the one
-list of them, read by :func:`get_crowd` and by the command line's ``--crowd`` (this module
-imports nothing heavy, so ``--help`` stays fast). Adapters are handed what they need (the
-project and its store; the Prolific crowd also the study terms of the judges' site) and never
-import the driver or the server: the driver calls them.
+review's calls, :class:`~crowdprefs.campaign.crowd.ReviewedCrowd`); :data:`REGISTRY` (name →
+adapter) is the one list of them, read by :func:`get_crowd` and by the command line's
+``--crowd``: the adapters of :data:`crowdprefs.registry.PLATFORMS`, where each crowd also names
+the state it keeps, if any (this module imports nothing heavy, so ``--help`` stays fast).
+Adapters are handed what they need (the project and its store; the Prolific crowd also the
+study terms of the judges' site) and never import the driver or the server: the driver calls
+them.
 """
 
 from __future__ import annotations
@@ -20,23 +22,17 @@ import importlib
 from typing import TYPE_CHECKING
 
 from crowdprefs.errors import InputError
+from crowdprefs.registry import REGISTRY
+
+__all__ = ["CROWDS", "REGISTRY", "get_crowd"]
 
 if TYPE_CHECKING:
     from crowdprefs.campaign.crowd import Crowd
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds.prolific.study import StudyTerms
 
-REGISTRY = {
-    "simulated": "crowdprefs.crowds.simulated:SimulatedCrowd",
-    "web": "crowdprefs.crowds.web:WebCrowd",
-    "mturk-sandbox": "crowdprefs.crowds.mturk.crowd:MTurkCrowd",
-    "mturk-fake": "crowdprefs.crowds.mturk.crowd:MTurkCrowd",
-    "prolific": "crowdprefs.crowds.prolific.crowd:ProlificCrowd",
-}
-"""Each crowd's name and its adapter class (``module:Class``, imported when the crowd is built),
-whose ``for_crowd(name, project, *, study_terms)`` configures it from the project."""
-
 CROWDS = tuple(REGISTRY)
+"""The crowds' names, as ``--crowd`` offers them."""
 
 
 def get_crowd(name: str, project: Project, *, study_terms: StudyTerms | None = None) -> Crowd:

@@ -67,6 +67,7 @@ def test_every_commands_help_loads_no_heavy_library():
         "crowdprefs.campaign",
         "crowdprefs.campaign.rules",  # the registry of rule names --rule offers (no numpy)
         "crowdprefs.crowds",  # the registry of crowd names --crowd offers (no numpy)
+        "crowdprefs.registry",  # where those names are listed, as strings
     }
 
 

@@ -4,9 +4,9 @@ connections, transactions, migrations, the project lock, and the boundary where 
 failures become one clear line.
 
 Each concern of the store is a mixin subclassing :class:`StoreBase` (``collection``,
-``batches``, ``hits``, ``answers``, ``reviews``, ``web``, ``prolific``);
-:class:`crowdprefs.campaign.store.Store` combines them. Inside the store, methods read through
-:meth:`StoreBase.read` (or :meth:`StoreBase.frame`, :meth:`StoreBase.rows`,
+``batches``, ``hits``, ``answers``, ``reviews``, and the roles of the crowds that keep state of
+their own); :class:`crowdprefs.campaign.store.Store` combines them. Inside the store, methods
+read through :meth:`StoreBase.read` (or :meth:`StoreBase.frame`, :meth:`StoreBase.rows`,
 :meth:`StoreBase.scalar`) and change anything only inside :meth:`StoreBase.transaction`, with
 statements built from :mod:`.tables`; nothing outside the store does, and nothing outside it
 learns which engine it runs on.
@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import lazy_loader
 import numpy as np
@@ -54,7 +54,7 @@ from crowdprefs.campaign.store.lock import (
     campaign_key,
     command_line,
 )
-from crowdprefs.campaign.store.schema import LEGACY_SQLITE, MIGRATIONS, SCHEMA_VERSION
+from crowdprefs.campaign.store.schema import History
 from crowdprefs.clock import now  # noqa: F401  (the store's modules stamp with it)
 from crowdprefs.errors import StateError
 
@@ -258,6 +258,10 @@ class StoreBase:
     serialised by the database, so the researcher's commands run beside a live server.
     """
 
+    HISTORY: ClassVar[History]
+    """The schema history this store migrates by: :class:`~crowdprefs.campaign.store.Store`
+    sets it, the core's steps merged with the crowds' (:func:`.schema.history`)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, value in list(vars(cls).items()):
@@ -298,12 +302,12 @@ class StoreBase:
                 )
             if not create and version == 0:  # an empty database: migrating would write one
                 raise StateError(f"{location}: not a crowdprefs state (empty or another program's)")
-            if version < SCHEMA_VERSION:
+            if version < self.schema_version:
                 self.migrate()
-            elif version > SCHEMA_VERSION:
+            elif version > self.schema_version:
                 raise StateError(
                     f"{location} has schema version {version}, newer than this crowdprefs "
-                    f"({SCHEMA_VERSION}): upgrade crowdprefs"
+                    f"({self.schema_version}): upgrade crowdprefs"
                 )
             if not create:
                 self._check_schema()
@@ -355,6 +359,11 @@ class StoreBase:
         return counts
 
     @property
+    def schema_version(self) -> int:
+        """The version this crowdprefs writes: the number of steps of :attr:`HISTORY`."""
+        return len(self.HISTORY)
+
+    @property
     def many_processes(self) -> bool:
         """Whether several server processes and hosts may share this state (PostgreSQL; a
         SQLite file has one writer at a time and one host)."""
@@ -400,11 +409,12 @@ class StoreBase:
         conn.execute(upsert(conn, tables.meta), [{"key": "schema_version", "value": str(version)}])
 
     def migrate(self) -> None:
-        """Bring the database to :data:`SCHEMA_VERSION`, each step in one transaction.
+        """Bring the database to :attr:`schema_version`, each step in one transaction.
 
-        An empty database is created at the current schema (:mod:`.tables`) on any engine; a
-        SQLite file of an older crowdprefs replays the SQL migrations it has not seen, then
-        the engine-neutral ones (:data:`~.schema.MIGRATIONS`)."""
+        An empty database is created at the current schema (the tables of the one ``metadata``)
+        on any engine; a database of an older crowdprefs takes the steps of :attr:`HISTORY` it
+        has not seen: SQL statements (the SQLite-only store's, up to ``0011``) or functions of
+        the connection (engine-neutral)."""
         version = self.version
         if version == 0:
             if self.dialect == "sqlite":
@@ -415,15 +425,16 @@ class StoreBase:
                     raw.close()
             with self.transaction() as conn:
                 tables.metadata.create_all(conn)
-                self._stamp(conn, SCHEMA_VERSION)
+                self._stamp(conn, self.schema_version)
             return
-        for number in range(version + 1, SCHEMA_VERSION + 1):
+        for number in range(version + 1, self.schema_version + 1):
             with self.transaction() as conn:
-                if number <= len(LEGACY_SQLITE):
-                    for statement in LEGACY_SQLITE[number - 1][1]:
-                        conn.exec_driver_sql(statement)
-                else:
-                    MIGRATIONS[number - len(LEGACY_SQLITE) - 1][1](conn)
+                for step in self.HISTORY[number - 1][1]:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        for statement in step:
+                            conn.exec_driver_sql(statement)
                 self._stamp(conn, number)
 
     @contextmanager
@@ -591,5 +602,5 @@ def copy_state(source: StoreBase, target: StoreBase, *, chunk: int = 20_000) -> 
                                 f" FROM {table.name}"
                             )
                         )
-        target._stamp(writing, SCHEMA_VERSION)
+        target._stamp(writing, target.schema_version)
     return copied

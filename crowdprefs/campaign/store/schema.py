@@ -1,27 +1,41 @@
-"""The project state's migrations, applied in order; the current tables are in :mod:`.tables`.
+"""The project state's one schema history, applied in order; the current tables are in
+:mod:`.tables` (and in the crowds' ``tables.py``, on the same ``metadata``).
 
-A new database, on any engine, is created at the current schema from :mod:`.tables` and stamped
-with :data:`SCHEMA_VERSION`. A SQLite file of an older crowdprefs is brought up to date step by
-step: first the SQL migrations of the SQLite-only store (:data:`LEGACY_SQLITE`, ``0001`` to
-``0011``, frozen), then the engine-neutral ones (:data:`MIGRATIONS`, from ``0012``), functions
-of a SQLAlchemy connection that run on every engine.
+A new database, on any engine, is created at the current schema from the ``metadata`` and
+stamped with the schema version. A database of an older crowdprefs is brought up to date step
+by step, each version in one transaction: first the SQL migrations of the SQLite-only store
+(``0001`` to ``0011``, frozen, :data:`LEGACY_SQLITE`), then the engine-neutral ones (from
+``0012``, :data:`MIGRATIONS`), functions of a SQLAlchemy connection that run on every engine.
 
-To change the schema, change :mod:`.tables` and append a ``(name, function)`` entry to
-:data:`MIGRATIONS` that brings a database of the previous version to it; never edit an applied
-one. A test checks that a SQLite file migrated from version 1 and a new database have the same
-tables, columns and indexes.
+The history is the core's (:data:`CORE_MIGRATIONS`) merged with the migrations of the crowds
+that keep state of their own (each a :class:`StatePart`, beside its adapter, named in
+:data:`crowdprefs.registry.PLATFORMS`): a migration's name starts with the version it brings the
+state to, and the parts of one version run core first, then the crowds' in registry order
+(:func:`history`). To change the schema, change the tables and append a ``(name, step)`` of
+the next version to the migrations of their owner; never edit an applied one. A test checks
+that a SQLite file migrated from version 1 and a new database have the same tables, columns and
+indexes.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import Connection, inspect, text
 
 from crowdprefs.campaign.store import tables
 
-_LEGACY_SCRIPTS: list[tuple[str, str]] = [
+Step = Callable[[Connection], None] | Sequence[str]
+"""One owner's part of a migration: a function of a connection (engine-neutral, from ``0012``)
+or the SQL statements of the SQLite-only store (``0001`` to ``0011``, only ever replayed on a
+SQLite file an older crowdprefs wrote)."""
+
+LEGACY_VERSION = 11
+"""The last version of the SQLite-only store's SQL migrations."""
+
+_CORE_SCRIPTS: list[tuple[str, str]] = [
     (
         "0001_core",
         """
@@ -93,32 +107,6 @@ _LEGACY_SCRIPTS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "0002_web_judges_assignments",
-        """
-        CREATE TABLE web_judges (
-            judge_id TEXT PRIMARY KEY,
-            token_hash TEXT NOT NULL UNIQUE,
-            source TEXT NOT NULL CHECK (source IN ('invite', 'platform')),
-            participant TEXT UNIQUE,
-            completion_code TEXT NOT NULL,
-            created_at TEXT NOT NULL
-        );
-        CREATE TABLE web_assignments (
-            assignment_id TEXT PRIMARY KEY,
-            pair_id INTEGER NOT NULL REFERENCES pairs(pair_id),
-            judge_id TEXT NOT NULL REFERENCES web_judges(judge_id),
-            csrf TEXT NOT NULL,
-            issued_at TEXT NOT NULL,
-            expires_at TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'open'
-                CHECK (status IN ('open', 'submitted', 'released')),
-            UNIQUE (pair_id, judge_id)
-        );
-        CREATE INDEX web_assignments_by_status ON web_assignments(status, pair_id);
-        CREATE INDEX web_assignments_by_judge ON web_assignments(judge_id, status);
-        """,
-    ),
-    (
         "0003_mturk_reviews_blocks",
         """
         CREATE TABLE answer_reviews (
@@ -165,65 +153,6 @@ _LEGACY_SCRIPTS: list[tuple[str, str]] = [
         ALTER TABLE hits ADD COLUMN fee_rate REAL;
         ALTER TABLE hits ADD COLUMN fee_rate_10_or_more REAL;
         ALTER TABLE hits ADD COLUMN fee_minimum REAL;
-        """,
-    ),
-    (
-        "0007_web_headphone_screens",
-        """
-        CREATE TABLE web_screens (
-            judge_id TEXT PRIMARY KEY REFERENCES web_judges(judge_id),
-            seed INTEGER NOT NULL,
-            trials INTEGER NOT NULL CHECK (trials > 0),
-            pass_mark INTEGER NOT NULL CHECK (pass_mark > 0),
-            csrf TEXT NOT NULL,
-            started_at TEXT NOT NULL,
-            answers TEXT,
-            correct INTEGER,
-            passed INTEGER CHECK (passed IN (0, 1)),
-            finished_at TEXT
-        );
-        """,
-    ),
-    (
-        "0008_prolific_studies",
-        """
-        CREATE TABLE prolific_studies (
-            study_id TEXT PRIMARY KEY,
-            created_at TEXT NOT NULL,
-            reward INTEGER NOT NULL CHECK (reward > 0),
-            currency TEXT NOT NULL,
-            minutes INTEGER NOT NULL CHECK (minutes > 0),
-            questions INTEGER NOT NULL CHECK (questions > 0),
-            fee_rate REAL NOT NULL,
-            completion_code TEXT NOT NULL,
-            places INTEGER NOT NULL,
-            status TEXT NOT NULL,
-            published_at TEXT
-        );
-        CREATE TABLE prolific_reviews (
-            submission_id TEXT PRIMARY KEY,
-            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
-            participant_id TEXT NOT NULL,
-            decision TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
-            category TEXT,
-            message TEXT,
-            decided_at TEXT NOT NULL,
-            applied_at TEXT
-        );
-        CREATE TABLE prolific_bonuses (
-            bonus_id TEXT PRIMARY KEY,
-            study_id TEXT NOT NULL REFERENCES prolific_studies(study_id),
-            amount INTEGER NOT NULL CHECK (amount > 0),
-            fee_rate REAL NOT NULL,
-            created_at TEXT NOT NULL,
-            paid_at TEXT
-        );
-        CREATE TABLE prolific_bonus_lines (
-            bonus_id TEXT NOT NULL REFERENCES prolific_bonuses(bonus_id),
-            participant_id TEXT NOT NULL,
-            amount INTEGER NOT NULL CHECK (amount > 0),
-            PRIMARY KEY (bonus_id, participant_id)
-        );
         """,
     ),
     (
@@ -299,7 +228,7 @@ _LEGACY_SCRIPTS: list[tuple[str, str]] = [
 ]
 
 
-def _statements(sql: str) -> list[str]:
+def statements(sql: str) -> list[str]:
     """The SQL statements of a script, in order (a trigger's body, with its own semicolons,
     stays one statement)."""
     done: list[str] = []
@@ -315,18 +244,11 @@ def _statements(sql: str) -> list[str]:
     return done
 
 
-LEGACY_SQLITE: list[tuple[str, list[str]]] = [
-    (name, _statements(sql)) for name, sql in _LEGACY_SCRIPTS
-]
-"""The SQLite-only store's migrations (``0001`` … ``0011``), as statements: replayed only on a
-SQLite file an older crowdprefs wrote."""
-
-
 def _engine_neutral(conn: Connection) -> None:
     """``0012``: the store moves to SQLAlchemy Core. Answers are counted per pair by the store
     itself (the SQLite triggers go); queries keep their CSV order in ``position`` (no engine
-    but SQLite has a ``rowid``); every server process counts wrong tokens in ``web_throttle``.
-    Only SQLite files an older crowdprefs wrote are ever at an older version."""
+    but SQLite has a ``rowid``). Only SQLite files an older crowdprefs wrote are ever at an
+    older version."""
     for trigger in ("pair_counts_insert", "pair_counts_delete", "pair_counts_update"):
         conn.execute(text(f"DROP TRIGGER IF EXISTS {trigger}"))
     conn.execute(text("ALTER TABLE queries ADD COLUMN position INTEGER"))
@@ -336,7 +258,6 @@ def _engine_neutral(conn: Connection) -> None:
             " WHERE c.query = queries.query)"
         )
     )
-    tables.metadata.tables["web_throttle"].create(conn, checkfirst=True)
 
 
 def _pairs_fillfactor(conn: Connection) -> None:
@@ -346,35 +267,80 @@ def _pairs_fillfactor(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE pairs SET (fillfactor = {tables.PAIRS_FILLFACTOR})"))
 
 
-def _prolific_events(conn: Connection) -> None:
-    """``0014``: the events Prolific posts to the server (its webhooks), each stored once, and
-    when a study participant left the study (``web_judges.left_at``: they get no further
-    question and their answers are no longer taken)."""
-    tables.metadata.tables["prolific_events"].create(conn, checkfirst=True)
-    for index in tables.metadata.tables["prolific_events"].indexes:
-        index.create(conn, checkfirst=True)
-    columns = {column["name"] for column in inspect(conn).get_columns("web_judges")}
-    if "left_at" not in columns:  # a table made from today's metadata has it already
-        conn.execute(text("ALTER TABLE web_judges ADD COLUMN left_at TEXT"))
-
-
 def _prior(conn: Connection) -> None:
     """``0015``: a machine prior's score per candidate (``candidates.prior``; null without one),
     fixed once the first batch is built, so the sort replays the same pivots; and the verdicts
     the calibrated prior gave (``machine_verdicts``: pairs it decided, pairs it audited)."""
     tables.machine_verdicts.create(conn, checkfirst=True)
-    columns = {column["name"] for column in inspect(conn).get_columns("candidates")}
-    if "prior" not in columns:
+    if "prior" not in column_names(conn, "candidates"):
         kind = tables.candidates.c.prior.type.compile(dialect=conn.dialect)
         conn.execute(text(f"ALTER TABLE candidates ADD COLUMN prior {kind}"))
 
 
-MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
+def column_names(conn: Connection, table: str) -> set[str]:
+    """The columns ``table`` has in the database (a migration adds a column only where a table
+    made from today's ``metadata`` lacks it)."""
+    return {column["name"] for column in inspect(conn).get_columns(table)}
+
+
+CORE_MIGRATIONS: list[tuple[str, Step]] = [
+    *((name, statements(sql)) for name, sql in _CORE_SCRIPTS),
     ("0012_engine_neutral", _engine_neutral),
     ("0013_pairs_fillfactor", _pairs_fillfactor),
-    ("0014_prolific_events", _prolific_events),
     ("0015_prior", _prior),
 ]
-"""Engine-neutral migrations, from ``0012`` on."""
+"""The core tables' migrations; the crowds' are beside them (``crowds/<name>/schema.py``)."""
 
-SCHEMA_VERSION = len(LEGACY_SQLITE) + len(MIGRATIONS)
+
+@dataclass(frozen=True)
+class StatePart:
+    """The state a crowd keeps of its own, beside its adapter: its ``role``, a mixin over
+    :class:`~crowdprefs.campaign.store.base.StoreBase` that becomes one base of
+    :class:`~crowdprefs.campaign.store.Store` (its module imports its tables, on
+    :data:`.tables.metadata`), and its ``migrations``, ``(name, step)`` numbered in the one
+    history. A platform of :data:`crowdprefs.registry.PLATFORMS` names it."""
+
+    role: type
+    migrations: Sequence[tuple[str, Step]]
+
+
+History = list[tuple[str, list[Step]]]
+"""Per version (entry ``v - 1`` brings the state to version ``v``): its name, its steps."""
+
+
+def history(parts: Iterable[Sequence[tuple[str, Step]]] = ()) -> History:
+    """The one schema history: :data:`CORE_MIGRATIONS` and the ``parts`` (the crowds'
+    migrations, in registry order) merged by version, the core's step of a version first. Each
+    version from 1 on must have a step, and each name must be new."""
+    steps: dict[int, list[tuple[str, Step]]] = {}
+    for name, step in [*CORE_MIGRATIONS, *(m for part in parts for m in part)]:
+        steps.setdefault(int(name[:4]), []).append((name, step))
+    names = [name for version in steps.values() for name, _ in version]
+    if sorted(steps) != list(range(1, len(steps) + 1)) or len(set(names)) != len(names):
+        raise ValueError(f"the schema history must number its steps 1, 2, … once each: {names}")
+    return [(found[0][0], [step for _, step in found]) for _, found in sorted(steps.items())]
+
+
+def _in_order(steps: list[Step]) -> Callable[[Connection], None]:
+    def run(conn: Connection) -> None:
+        for step in steps:
+            step(conn)  # type: ignore[operator]  (from 0012 on, every step is a function)
+
+    return run
+
+
+def __getattr__(name: str) -> object:
+    """:data:`SCHEMA_VERSION`, :data:`LEGACY_SQLITE` and :data:`MIGRATIONS`: the history of
+    :class:`~crowdprefs.campaign.store.Store`, which takes the crowds' parts on first use."""
+    if name not in ("SCHEMA_VERSION", "LEGACY_SQLITE", "MIGRATIONS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from crowdprefs.campaign.store.store import Store
+
+    if name == "SCHEMA_VERSION":
+        return len(Store.HISTORY)
+    if name == "LEGACY_SQLITE":
+        return [
+            (steps_name, [s for step in steps for s in step])  # type: ignore[union-attr]
+            for steps_name, steps in Store.HISTORY[:LEGACY_VERSION]
+        ]
+    return [(steps_name, _in_order(steps)) for steps_name, steps in Store.HISTORY[LEGACY_VERSION:]]

@@ -19,6 +19,8 @@ import lazy_loader
 from sqlalchemy import bindparam, func, select, update
 
 from crowdprefs.campaign.store.base import StoreBase, insert_ignore, now
+from crowdprefs.campaign.store.schema import StatePart
+from crowdprefs.crowds.prolific import schema
 from crowdprefs.crowds.prolific import tables as pt
 from crowdprefs.crowds.web.sql import release_participants
 
@@ -321,3 +323,8 @@ class ProlificStore(StoreBase):
             lines.c.participant_id
         )
         return {p: int(a) for p, a in self.rows(query)}
+
+
+STATE = StatePart(role=ProlificStore, migrations=schema.MIGRATIONS)
+"""The Prolific study's part of the project state (:data:`crowdprefs.registry.PLATFORMS` names
+it): its role and its migrations (:mod:`.schema`)."""

@@ -1,7 +1,8 @@
 """The Prolific study's tables, on the store's one schema (the ``metadata`` of
 :mod:`crowdprefs.campaign.store.tables`): the study, each submission's review decision (stored
 before it is sent), bonuses (set up, then paid), and the events Prolific posted (each once, by
-its event id). Their migrations are the store's (:mod:`crowdprefs.campaign.store.schema`)."""
+its event id). Their migrations are beside them (:mod:`.schema`), steps of the store's one
+schema history."""
 
 from __future__ import annotations
 

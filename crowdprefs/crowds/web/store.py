@@ -10,8 +10,10 @@ host runs them (:meth:`~crowdprefs.campaign.store.base.StoreBase.transaction`):
 :meth:`WebStore.issue_web_assignment` never hands out more questions of a pair than it still
 needs, and :meth:`WebStore.answer_web_question` stores an answer at most once and never beyond
 the pair's wanted answers, then hands out the judge's next question in the same transaction.
-This role sits beside the web crowd's adapter (:mod:`crowdprefs.crowds.web`) and is one base of
-:class:`~crowdprefs.campaign.store.store.Store`, over the store's one schema and transaction.
+This role sits beside the web crowd's adapter (:mod:`crowdprefs.crowds.web`); with its
+migrations (:mod:`.schema`) it is the crowd's :data:`STATE`, which the crowd platforms'
+registry names: one base of :class:`~crowdprefs.campaign.store.store.Store`, over the store's
+one schema and transaction.
 
 The records are in :mod:`.records`, the statements and the transactions' steps in
 :mod:`.sql` (built on first use, so a command that imports the store builds none).
@@ -33,7 +35,8 @@ from crowdprefs.campaign.store.base import (
     insert_ignore,
     json_field,
 )
-from crowdprefs.crowds.web import sql
+from crowdprefs.campaign.store.schema import StatePart
+from crowdprefs.crowds.web import schema, sql
 from crowdprefs.crowds.web import tables as wt
 from crowdprefs.crowds.web.records import (
     Chooser,
@@ -51,6 +54,7 @@ from crowdprefs.crowds.web.sql import SQL, release_participants
 __all__ = [
     "CAMPAIGN_KEY",
     "SITE_KEYS",
+    "STATE",
     "STUDY_KEY",
     "Chooser",
     "HandOut",
@@ -595,3 +599,7 @@ class WebStore(StoreBase):
             .order_by(a.c.answer_id.desc())
             .limit(limit)
         )
+
+
+STATE = StatePart(role=WebStore, migrations=schema.MIGRATIONS)
+"""The web crowd's part of the project state (:data:`crowdprefs.registry.PLATFORMS` names it)."""

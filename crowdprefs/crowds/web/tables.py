@@ -1,8 +1,8 @@
 """The web crowd's tables, on the store's one schema (the ``metadata`` of
 :mod:`crowdprefs.campaign.store.tables`): judges (only a token's SHA-256 is stored),
 assignments (one pair handed to one judge), headphone screens, and the server's shared state
-(``web_throttle``: each wrong token a party tried, once, with when). Their migrations are the
-store's (:mod:`crowdprefs.campaign.store.schema`)."""
+(``web_throttle``: each wrong token a party tried, once, with when). Their migrations are
+beside them (:mod:`.schema`), steps of the store's one schema history."""
 
 from __future__ import annotations
 
