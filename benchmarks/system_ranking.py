@@ -21,7 +21,8 @@ systems' ranking against the full sort's (min, mean), pairs of systems significa
 sort (Wilcoxon over queries, 0.05) ordered otherwise, pairs declared decided and how many do not
 hold on the finished lists (the worst system set's share), the τ between the full sorts of two
 campaigns (other initial orders and answers: the noise floor of a full sort itself), and the
-seconds to choose the first batch (completion, scores, priorities) against the 1 s target.
+seconds to choose the first and the second batch (fit, completion, scores, priorities, the
+slowest campaign's) against the 1 s target.
 
 Run: ``python benchmarks/system_ranking.py [--collection mirex 2010] [--campaigns 10]
 [--sets 20] [--budget-share 0.3] [--batch-share 0.16] [--samples 100] [--json]``.
@@ -110,14 +111,30 @@ def synthetic_runs(collection: Collection, seed: int, systems: int = 10) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
-def choice_seconds(collection: Collection, runs: S.Retrieved, partial: S.Partial, samples: int):
-    """Seconds to choose one batch from ``partial`` (completion, scores, pairs, priorities), the
-    median of three."""
+def choice_seconds(
+    collection: Collection, runs: S.Retrieved, samples: int, rounds: int = 0
+) -> float:
+    """Seconds to choose a batch as the campaign does (the verdict model fitted to the verdicts
+    so far, completion from the systems' consensus, scores, pairs, priorities), the median of
+    three: on the untouched lists (``rounds`` 0) or after ``rounds`` rounds of splits with the
+    true verdicts."""
+    partial = S.Partial.start(collection.query, np.arange(len(collection.query)))
+    x_all, y_all = [np.zeros(0, np.int64)] * 2
+    for _ in range(rounds):
+        x, y = partial.needed()
+        partial = partial.split(x, y, np.sign(collection.group[y] - collection.group[x]))
+        x_all, y_all = np.concatenate([x_all, x]), np.concatenate([y_all, y])
+    verdict = np.sign(collection.group[y_all] - collection.group[x_all])
+    keys = x_all * len(collection.query) + y_all
+    order = np.argsort(keys)
     took = []
     for _ in range(3):
         started = time.perf_counter()
+        score = S.consensus(runs, len(collection.query))
+        model = S.VerdictModel.fit(score[x_all] - score[y_all], verdict)
         rng = np.random.default_rng(0)
-        groups = S.complete(partial, samples, rng, S.VerdictModel(), MEASURE.k)
+        known = (keys[order], verdict[order])
+        groups = S.complete(partial, samples, rng, model, MEASURE.k, known, score)
         drawn = S.scores(groups, collection.query, runs, MEASURE)
         pairs = S.system_pairs(drawn, 0.95)
         S.choose(partial, S.priorities(partial, runs, MEASURE, drawn, pairs))
@@ -127,7 +144,7 @@ def choice_seconds(collection: Collection, runs: S.Retrieved, partial: S.Partial
 
 def study(name: str, cases, model, args) -> dict[str, float]:
     """Run every (collection, runs, seed) case; print one line each and the summary."""
-    rows, slowest = [], 0.0
+    rows, slowest, slowest_second = [], 0.0, 0.0
     for collection, runs_frame, seed in cases:
         runs = S.retrieved(
             runs_frame, collection.queries, collection.documents, collection.query, MEASURE.k
@@ -142,11 +159,10 @@ def study(name: str, cases, model, args) -> dict[str, float]:
             informed=not args.uninformed,
         )  # fmt: skip
         seconds = time.perf_counter() - started
-        first = choice_seconds(
-            collection, runs, S.Partial.start(collection.query, np.arange(len(collection.query))),
-            args.samples,
-        )  # fmt: skip
+        first = choice_seconds(collection, runs, args.samples)
+        second = choice_seconds(collection, runs, args.samples, rounds=1)
         slowest = max(slowest, first)
+        slowest_second = max(slowest_second, second)
         other, _, _ = sort_campaign(collection, DESIGN, model, seed + 7919)
         floor = stats.kendalltau(
             outcome.exact.mean(axis=1),
@@ -185,6 +201,7 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         "held_worst_set": float(held.min()) if held.notna().any() else float("nan"),
         "all_decided": (frame["stopped"] == "decided").mean(),
         "choice_seconds_first": slowest,
+        "choice_seconds_second": slowest_second,
         "full_vs_full_tau_mean": frame["full_vs_full"].mean(),
         "full_vs_full_tau_min": frame["full_vs_full"].min(),
     }
@@ -198,7 +215,9 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         f"decided in {figures['all_decided']:.0%}; two full sorts of other campaigns agree to τ "
         f"{figures['full_vs_full_tau_mean']:.3f} (min {figures['full_vs_full_tau_min']:.3f}); "
         "choosing the first batch "
-        f"{figures['choice_seconds_first']:.2f} s = {figures['choice_seconds_first']:.2f}× the 1 s "
+        f"{figures['choice_seconds_first']:.2f} s, the second "
+        f"{figures['choice_seconds_second']:.2f} s = "
+        f"{max(figures['choice_seconds_first'], figures['choice_seconds_second']):.2f}× the 1 s "
         "target",
         flush=True,
     )

@@ -160,9 +160,10 @@ def _pivots(segment: np.ndarray, todo: np.ndarray, rank: np.ndarray, segments: i
     pivot = np.full(segments, -1, dtype=np.int64)
     members = np.flatnonzero(todo)
     if len(members):
+        ranks = rank[members].astype(float)  # same dtype as ``best``: ufunc.at's fast path
         best = np.full(segments, -np.inf)
-        np.maximum.at(best, segment[members], rank[members])
-        top = members[rank[members] == best[segment[members]]]
+        np.maximum.at(best, segment[members], ranks)
+        top = members[ranks == best[segment[members]]]
         pivot[segment[top]] = top
     return pivot
 
