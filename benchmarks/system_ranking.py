@@ -20,7 +20,11 @@ Printed per collection: answers as a share of the full sort's (mean, range), Ken
 systems' ranking against the full sort's (min, mean), pairs of systems significant on the full
 sort (Wilcoxon over queries, 0.05) ordered otherwise, pairs declared decided and how many do not
 hold on the finished lists (the worst system set's share), the τ between the full sorts of two
-campaigns (other initial orders and answers: the noise floor of a full sort itself), and the
+campaigns (other initial orders and answers: the noise floor of a full sort itself), the
+answers of the same campaign that never declares a pair decided (it sorts every segment that can
+change a pair of systems: for ADR@k each query's top k, a quickselect) and the share of the full
+sort's pairs its first pivots alone ask (each query's first pass: the floor of any campaign that
+sorts every query), as shares of the full sort, and the
 seconds to choose the first and the second batch (fit, completion, scores, priorities, the
 slowest campaign's) against the 1 s target.
 
@@ -163,16 +167,24 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         second = choice_seconds(collection, runs, args.samples, rounds=1)
         slowest = max(slowest, first)
         slowest_second = max(slowest_second, second)
+        selected, _, _ = sort_campaign(
+            collection, DESIGN, model, seed, runs, MEASURE, confidence=1.0, samples=args.samples,
+            informed=not args.uninformed,
+        )  # fmt: skip
         other, _, _ = sort_campaign(collection, DESIGN, model, seed + 7919)
         floor = stats.kendalltau(
             outcome.exact.mean(axis=1),
             S.scores(other.partial.groups()[None], collection.query, runs, MEASURE)[0].mean(axis=1),
         ).statistic
+        row_full = outcome.summary["full_answers"]
+        first_pass = int((np.bincount(collection.query) - 1).sum())
         row = outcome.summary | {
             "seed": seed,
             "seconds": seconds,
             "choice_first": first,
             "full_vs_full": floor,
+            "select_share": selected.answers / max(row_full, 1),
+            "first_pass_share": first_pass / max(len(outcome.full.verdicts), 1),
         }
         rows.append(row)
         print(
@@ -180,7 +192,8 @@ def study(name: str, cases, model, args) -> dict[str, float]:
             f"({row['answer_share']:.1%}), τ {row['kendall_tau']:.3f}, significant swapped "
             f"{row['significant_swapped']}/{row['significant_pairs']}, decided "
             f"{row['decided']} (wrong {row['decided_wrong']}), stopped: {row['stopped']}; τ of "
-            f"two full sorts {floor:.3f}; "
+            f"two full sorts {floor:.3f}; every segment that matters {row['select_share']:.1%}, "
+            f"first pivots {row['first_pass_share']:.1%}; "
             f"{seconds:.1f} s",
             flush=True,
         )
@@ -204,6 +217,9 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         "choice_seconds_second": slowest_second,
         "full_vs_full_tau_mean": frame["full_vs_full"].mean(),
         "full_vs_full_tau_min": frame["full_vs_full"].min(),
+        "select_share_mean": frame["select_share"].mean(),
+        "first_pass_share_mean": frame["first_pass_share"].mean(),
+        "held_pooled": 1 - frame["decided_wrong"].sum() / decided if decided else float("nan"),
     }
     print(
         f"{name}: {figures['campaigns']} campaigns; answers {figures['share_mean']:.1%} of the "
@@ -214,6 +230,9 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         f"{figures['decided']} (worst set holds {figures['held_worst_set']:.1%}); every pair "
         f"decided in {figures['all_decided']:.0%}; two full sorts of other campaigns agree to τ "
         f"{figures['full_vs_full_tau_mean']:.3f} (min {figures['full_vs_full_tau_min']:.3f}); "
+        f"sorting every segment that can change a pair of systems (none ever decided) takes "
+        f"{figures['select_share_mean']:.1%}, the first pivots alone "
+        f"{figures['first_pass_share_mean']:.1%} of the full sort's pairs; "
         "choosing the first batch "
         f"{figures['choice_seconds_first']:.2f} s, the second "
         f"{figures['choice_seconds_second']:.2f} s = "
