@@ -160,9 +160,10 @@ def _pivots(segment: np.ndarray, todo: np.ndarray, rank: np.ndarray, segments: i
     pivot = np.full(segments, -1, dtype=np.int64)
     members = np.flatnonzero(todo)
     if len(members):
+        ranks = rank[members].astype(float)  # same dtype as ``best``: ufunc.at's fast path
         best = np.full(segments, -np.inf)
-        np.maximum.at(best, segment[members], rank[members])
-        top = members[rank[members] == best[segment[members]]]
+        np.maximum.at(best, segment[members], ranks)
+        top = members[ranks == best[segment[members]]]
         pivot[segment[top]] = top
     return pivot
 
@@ -325,6 +326,7 @@ def complete(
     values, used instead of a draw. ``score``: each candidate's score for the ``model``.
     """
     n = len(partial.segment)
+    known_slots = _key_filter(known[0]) if known is not None and len(known[0]) else None
     is_open = partial.open()
     starts = partial.starts()
     if depth is not None:
@@ -355,13 +357,9 @@ def complete(
             d = 0.0 if score is None else score[item[x]] - score[item[y]]
             less, upto = model.shares(np.broadcast_to(d, u.shape))
             verdict = np.where(u < less, -1, np.where(u < upto, 0, 1))
-            if known is not None and len(known[0]):
-                key = item[x] * n + item[y]
-                at = np.minimum(np.searchsorted(known[0], key), len(known[0]) - 1)
-                verdict = np.where(known[0][at] == key, known[1][at], verdict)
-                back = item[y] * n + item[x]
-                at = np.minimum(np.searchsorted(known[0], back), len(known[0]) - 1)
-                verdict = np.where(known[0][at] == back, -known[1][at], verdict)
+            if known_slots is not None:  # (y, x) known overrides (x, y) known
+                _use_known(verdict, item[x] * n + item[y], 1, known, known_slots)
+                _use_known(verdict, item[y] * n + item[x], -1, known, known_slots)
             part = np.ones(len(seg), dtype=np.int64)
             part[x] = 1 - verdict
             todo[pivot[pivot >= 0]] = False
@@ -377,6 +375,30 @@ def complete(
         sub[np.repeat(np.arange(samples), m), item] = seg - first[origin]
     key = partial.segment[None, :] * (n + 1) + sub
     return _dense_within(key, partial.query)
+
+
+def _key_filter(keys: np.ndarray) -> np.ndarray:
+    """A table of at least eight slots per key marking the slots ``key mod size`` of the
+    ``keys``: a key whose slot is unmarked is surely not among them (a one-hash Bloom filter)."""
+    size = 1 << max((8 * len(keys)).bit_length(), 10)
+    present = np.zeros(size, dtype=bool)
+    present[keys & (size - 1)] = True
+    return present
+
+
+def _use_known(
+    verdict: np.ndarray,
+    key: np.ndarray,
+    sign: int,
+    known: tuple[np.ndarray, np.ndarray],
+    present: np.ndarray,
+) -> None:
+    """Set ``verdict`` to ``sign`` × the known verdict where ``key`` is known (in place); only
+    the keys :func:`_key_filter` lets through are searched for."""
+    maybe = np.flatnonzero(present[key & (len(present) - 1)])
+    at = np.minimum(np.searchsorted(known[0], key[maybe]), len(known[0]) - 1)
+    found = known[0][at] == key[maybe]
+    verdict[maybe[found]] = sign * known[1][at[found]]
 
 
 def _first_of(seg: np.ndarray, origin: np.ndarray, origins: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 from crowdprefs.campaign.adaptive import decide, wanted_next
 from crowdprefs.campaign.aggregate import verdicts
 from crowdprefs.machine.stopping import decide_with_prior
-from crowdprefs.quality.plan_crowd import _Crowd, _Fitted, _Flagger
+from crowdprefs.quality.plan_crowd import PlanCrowd, _Fitted, _Flagger
 from crowdprefs.quality.plan_designs import Design
 
 
@@ -33,14 +33,14 @@ TRUE_OVERTURN_DRAWS = 16
 
 
 def _overturn_chance(
-    key, gap, machine_verdict, crowd: _Crowd, design: Design, keys: int, pseudo=None
+    key, gap, machine_verdict, crowd: PlanCrowd, design: Design, keys: int, pseudo=None
 ) -> float:
     """The expected number of ``machine_verdict`` s a human verdict of the design would
     overturn: for each pair, the share of :data:`TRUE_OVERTURN_DRAWS` fresh human verdicts
     (answers keyed beyond every pair's ``key``; with the prior's ``pseudo``-answers, as the
     campaign would have asked them) that differ, summed over the pairs."""
     draws = [
-        _decide_batch(
+        decide_batch(
             key + (r + 1) * keys, gap, crowd, design, (0, 0.0), False, pseudo=pseudo
         ).verdict
         for r in range(TRUE_OVERTURN_DRAWS)
@@ -48,7 +48,7 @@ def _overturn_chance(
     return float((np.array(draws) != machine_verdict).mean(axis=0).sum())
 
 
-def _log_round(crowd: _Crowd, key, row, slot, worker, choice, rounds: int, took: float) -> dict:
+def _log_round(crowd: PlanCrowd, key, row, slot, worker, choice, rounds: int, took: float) -> dict:
     """A round's answers for the answer log (``row``: the pairs' rows), each accepted at a
     uniform time between the round's start and its end less the answer's work time (hours
     from the round's start)."""
@@ -65,10 +65,10 @@ def _log_round(crowd: _Crowd, key, row, slot, worker, choice, rounds: int, took:
     }
 
 
-def _decide_batch(
+def decide_batch(
     key: np.ndarray,
     gap: np.ndarray,
-    crowd: _Crowd,
+    crowd: PlanCrowd,
     design: Design,
     clock: tuple[int, float],
     record: bool,

@@ -16,16 +16,16 @@ from crowdprefs.quality.crowd_model import CrowdModel
 from crowdprefs.quality.plan_batch import (
     TRUE_OVERTURN_DRAWS,
     _Batch,
-    _decide_batch,
     _overturn_chance,
+    decide_batch,
 )
 from crowdprefs.quality.plan_crowd import (
-    _Crowd,
+    PlanCrowd,
     _Fitted,
     _Flagger,
     _Machine,
     _Pipeline,
-    _widest_gap,
+    widest_gap,
 )
 from crowdprefs.quality.plan_designs import (
     ANSWER_COLUMNS,
@@ -116,7 +116,7 @@ class _Run:
     ) -> None:
         self.collection, self.design, self.seed, self.record = collection, design, seed, record
         self.rng = np.random.default_rng([seed, 0x91A7])
-        self.crowd = _Crowd(model, seed, _widest_gap(collection), self.rng)
+        self.crowd = PlanCrowd(model, seed, widest_gap(collection), self.rng)
         self.similarity = -collection.group
         self.drawn = self.rng.random(len(collection.query))
         self.totals = dict(pairs=0, answers=0, cost=0.0, hours=0.0, rounds=0, machine=0)
@@ -136,8 +136,8 @@ class _Run:
                 self.machine = _Machine(collection, design, self.score, seed)
 
     def ask(self, x: np.ndarray, y: np.ndarray, key: np.ndarray, pseudo, clock) -> _Batch:
-        """The human verdicts of pairs ``(x, y)`` (:func:`_decide_batch`)."""
-        return _decide_batch(
+        """The human verdicts of pairs ``(x, y)`` (:func:`decide_batch`)."""
+        return decide_batch(
             key,
             self.similarity[x] - self.similarity[y],
             self.crowd,
@@ -175,7 +175,7 @@ class _Run:
         if machine is not None:
             counts = np.where(a_is_x[asked, None], batch.shown, batch.shown[:, ::-1])
             if machine.policy.skip is not None and len(x):  # a replicate crowd's verdicts
-                again = _decide_batch(
+                again = decide_batch(
                     key + (TRUE_OVERTURN_DRAWS + 1) * len(self.collection.query) ** 2,
                     similarity[x] - similarity[y], self.crowd, self.design, (0, 0.0), False,
                     pseudo=pseudo,

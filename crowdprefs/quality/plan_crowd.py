@@ -20,7 +20,7 @@ from crowdprefs.results_file import FRAME_COLUMNS
 from crowdprefs.rng import counter_uniform
 
 
-class _Crowd:
+class PlanCrowd:
     """One campaign's workers as arrays: each worker's answer shares at every whole gap
     between true groups (``table[worker, gap + offset]``), their activity weights and times.
 
@@ -78,7 +78,7 @@ class _Flagger:
 
     COLUMNS = ("iteration", "pair_id", "query", "x", "y", "a_is_x", "worker_id", "choice")
 
-    def __init__(self, crowd: _Crowd, design: Design, query: np.ndarray) -> None:
+    def __init__(self, crowd: PlanCrowd, design: Design, query: np.ndarray) -> None:
         self.crowd, self.design, self.query = crowd, design, query
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in (*self.COLUMNS, "seconds")}
         self.dropped = np.zeros(0, dtype=bool)
@@ -289,13 +289,13 @@ class _Pipeline:
             self.load = np.concatenate([self.load, np.zeros(at.max() + 1 - len(self.load), int)])
         np.add.at(self.load, at, per_round[r, p])
 
-    def hours(self, crowd: _Crowd) -> tuple[int, float]:
+    def hours(self, crowd: PlanCrowd) -> tuple[int, float]:
         """Rounds and wall hours (the crowd model's round times)."""
         load = self.load[self.load > 0]
         return len(load), float(np.sum(crowd.round_hours(np.arange(len(load)), load)))
 
 
-def _widest_gap(collection: Collection) -> int:
+def widest_gap(collection: Collection) -> int:
     """The largest difference of true groups within a query."""
     if len(collection.group) == 0:
         return 0

@@ -25,8 +25,8 @@ from scipy import stats
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.quality.crowd_model import CrowdModel
-from crowdprefs.quality.plan_batch import _decide_batch
-from crowdprefs.quality.plan_crowd import _Crowd, _widest_gap
+from crowdprefs.quality.plan_batch import decide_batch
+from crowdprefs.quality.plan_crowd import PlanCrowd, widest_gap
 from crowdprefs.quality.planning import Collection, Design
 
 SUMMARY_COLUMNS = [
@@ -76,7 +76,7 @@ def _ask(x, y, collection, crowd, design, clock) -> tuple[np.ndarray, np.ndarray
     """Verdicts and answers of the pairs (x, pivot y) from the simulated crowd."""
     key = x * len(collection.query) + y
     gap = collection.group[y] - collection.group[x]  # s_x − s_y, similarity = −group
-    batch = _decide_batch(key, gap, crowd, design, clock, False)
+    batch = decide_batch(key, gap, crowd, design, clock, False)
     return batch.verdict, batch.answers
 
 
@@ -102,7 +102,7 @@ def sort_campaign(
     (:func:`~crowdprefs.campaign.systems.consensus`) calibrated on the verdicts so far when
     ``informed``, else from the share of equal verdicts alone."""
     rng = np.random.default_rng([seed, 0x91A7])
-    crowd = _Crowd(model, seed, _widest_gap(collection), rng)
+    crowd = PlanCrowd(model, seed, widest_gap(collection), rng)
     partial = S.Partial.start(collection.query, rng.random(len(collection.query)))
     draws = np.random.default_rng([seed, 0x5157])
     depth = measure.k if measure.name == "ADR" else None

@@ -125,6 +125,59 @@ def test_completions_refine_the_segments_and_keep_what_is_known():
     assert len({tuple(row) for row in drawn[:, open_members]}) > 10
 
 
+@pytest.mark.parametrize(
+    ("depth", "checksum", "priority"),
+    [
+        (5, 23458614, [0.428473, 0.988387, 1.637599, 0.401958, 0.401958, 0.390109]),
+        (None, 29555423, [0.398116, 0.887171, 1.582324, 0.394195, 0.394195, 0.405421]),
+    ],
+)
+def test_the_drawn_lists_and_the_chosen_batch_are_those_of_the_first_build(
+    depth, checksum, priority
+):
+    """A guard for speed work: the same seed draws the same lists and chooses the same batch
+    as the first build did (figures recorded from it)."""
+    query, documents, group, queries = collection(11, sizes=(14, 9, 17, 6, 11))
+    frame = random_runs(11, query, documents, queries, systems=6, depth=5)
+    runs = S.retrieved(frame, queries, documents, query, 5)
+    partial = S.Partial.start(query, np.random.default_rng(11).random(len(query)))
+    x, y = partial.needed()
+    partial = partial.split(x, y, np.sign(group[y] - group[x]))
+    model = S.VerdictModel(8.0, 0.7)
+    rng = np.random.default_rng(3)
+    drawn = S.complete(partial, 60, rng, model, depth, score=S.consensus(runs, len(query)))
+    assert int((drawn * np.arange(1, drawn.size + 1).reshape(drawn.shape)).sum()) == checksum
+    measure = S.RankMeasure("ADR", 5)
+    scored = S.scores(drawn, query, runs, measure)
+    pairs = S.system_pairs(scored, 0.95)
+    weight = S.priorities(partial, runs, measure, scored, pairs)
+    chosen = S.choose(partial, weight)
+    assert np.flatnonzero(chosen).tolist() == [0, 3, 5, 7, 8, 10]
+    assert weight[chosen] == pytest.approx(priority, abs=1e-6)
+
+
+@pytest.mark.parametrize(("depth", "checksum"), [(5, 21517358), (None, 26685297)])
+def test_lists_drawn_around_known_verdicts_are_those_of_the_first_build(depth, checksum):
+    """The same guard with known verdicts in both directions looked up (figures recorded from
+    the first build, which searched every drawn pair among them)."""
+    query, documents, group, queries = collection(11, sizes=(14, 9, 17, 6, 11))
+    frame = random_runs(11, query, documents, queries, systems=6, depth=5)
+    runs = S.retrieved(frame, queries, documents, query, 5)
+    partial = S.Partial.start(query, np.random.default_rng(11).random(len(query)))
+    x, y = partial.needed()
+    partial = partial.split(x, y, np.sign(group[y] - group[x]))
+    n = len(query)
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    keep = (query[a] == query[b]) & (a != b)
+    keys, first = np.unique(a[keep] * n + b[keep], return_index=True)
+    known = (keys, np.sign(group[b[keep]] - group[a[keep]])[first])
+    model = S.VerdictModel(8.0, 0.7)
+    score = S.consensus(runs, n)
+    drawn = S.complete(partial, 60, np.random.default_rng(3), model, depth, known, score)
+    assert int((drawn * np.arange(1, drawn.size + 1).reshape(drawn.shape)).sum()) == checksum
+
+
 def test_known_verdicts_are_used_and_deep_segments_stay_whole():
     query = np.zeros(6, dtype=np.int64)
     partial = S.Partial.start(query, np.arange(6))  # pivot: candidate 5
