@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.project_state import prior_scores
@@ -26,6 +25,7 @@ if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond it
     from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 

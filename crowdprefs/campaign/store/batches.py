@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import lazy_loader
-import numpy as np
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -32,6 +31,7 @@ from crowdprefs.campaign.store.base import StoreBase, now, upsert
 from crowdprefs.campaign.store.temporary import insert_many, listed, plain, temporary_rows
 from crowdprefs.errors import StateError
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 PAIR_COLUMNS = (
