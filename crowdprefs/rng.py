@@ -8,15 +8,18 @@ being integer arithmetic, its values do not change with numpy's random-stream ve
 
 from __future__ import annotations
 
-import numpy as np
+import lazy_loader
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+np = lazy_loader.load("numpy")  # imported on first use
+
+_GOLDEN = 0x9E3779B97F4A7C15
+"""splitmix64's increment: the golden ratio as a 64-bit fraction."""
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser: a well-mixed 64-bit hash of each value."""
     with np.errstate(over="ignore"):
-        z = x + _GOLDEN
+        z = x + np.uint64(_GOLDEN)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))

@@ -58,12 +58,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.campaign.aggregate import AggregationRule, fewest_changes, verdicts
 from crowdprefs.campaign.rules.mann_whitney import RULE as MANN_WHITNEY
 from crowdprefs.campaign.settings import CONFIG_NAME, check_section, check_values
 from crowdprefs.errors import InputError
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 Method = Literal["curtail", "sequential"]
 UNDECIDED = 2

@@ -52,7 +52,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign import rules
 from crowdprefs.campaign.rules.base import counts_of
@@ -63,6 +62,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     from crowdprefs.campaign.rules.base import Rule as RuleObject
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 __all__ = [

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike
+import lazy_loader
 
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import BudgetError
 from crowdprefs.moved import moved_names
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 PRICE_COLUMNS = ("reward", "fee_rate", "fee_rate_10_or_more", "fee_minimum")
 """A HIT's price as stored when it was published: the reward and the :class:`FeeModel` terms."""

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.settings import check_values
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import lazy_loader
-import numpy as np
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 if TYPE_CHECKING:

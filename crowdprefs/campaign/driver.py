@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.adaptive import FragilityRule, StoppingRule, decide, fragile, wanted_next
 from crowdprefs.campaign.aggregate import fitted_verdicts, inter_agreement, verdicts
@@ -58,6 +57,7 @@ from crowdprefs.campaign.sorting import (
 from crowdprefs.errors import BudgetError, InputError, StateError
 from crowdprefs.progress import note
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.project import Project
 from crowdprefs.campaign.project_state import prior_scores
@@ -26,6 +25,7 @@ if TYPE_CHECKING:  # scipy's statistics load only when a prior is used beyond it
     from crowdprefs.machine.overturn import SkipRule
     from crowdprefs.machine.policy import PriorPolicy
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 
@@ -221,12 +221,13 @@ def machine_audit(project: Project) -> dict | None:
     (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
     expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
     expected_adr_loss`, at the audit's wrong share, or ``max_wrong`` before any audit)."""
+    store = project.store
+    machine = store.machine_verdict_count()
+    if not machine and not project.section("prior").get("skip", False):
+        return None  # nothing more loaded: status of a project without a prior stays quick
     from crowdprefs.machine.policy import PriorPolicy
 
-    store = project.store
-    if not store.machine_verdict_count():  # no pandas: status of a project without one is quick
-        if not project.section("prior").get("skip", False):
-            return None
+    if not machine:  # no pandas
         policy = PriorPolicy.from_section(project.section("prior"))
         return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
                 "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.budget import BUDGET_KEY, check_budget, hit_costs
 from crowdprefs.campaign.settings import CONFIG_NAME, SETTINGS_KEY, settings_changes
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
 
 State = TypeVar("State")
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use: status and next load no pandas
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.sorting import SortState
@@ -28,6 +27,7 @@ from crowdprefs.errors import InputError
 if TYPE_CHECKING:
     from crowdprefs.campaign.project import Project
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use: status checks [systems] without it
 
 SECTION = "systems"

@@ -40,9 +40,11 @@ import zlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.rng import counter_uniform
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 Verdicts = Mapping[tuple[Hashable, Hashable], int]
 Scores = Mapping[Hashable, float]

@@ -44,11 +44,11 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.campaign.sorting import SortState
 from crowdprefs.errors import InputError
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use: status checks [systems] without it
 
 MEASURES = ("ADR", "AG", "nDCG")

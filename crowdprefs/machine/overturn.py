@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.campaign.settings import check_values
 from crowdprefs.errors import InputError
 from crowdprefs.rng import counter_uniform
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 AUDIT_STREAM = 0x4A0D17
 """The counter-based stream of :func:`audit_sample` (distinct from the other streams' keys)."""

@@ -9,10 +9,11 @@ one would.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.campaign.settings import CONFIG_NAME, SCHEMA, check_section
 from crowdprefs.errors import InputError
@@ -21,6 +22,8 @@ from crowdprefs.rng import counter_uniform
 
 if TYPE_CHECKING:  # scipy loads only when a link is fitted, not when a project's policy is read
     from crowdprefs.machine.link import Link
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class Triage:
     verdict: np.ndarray
     probability: np.ndarray
     calibration: tuple[int, int] = (0, 0)
-    slope: tuple[float, float] = (np.nan, np.nan)
+    slope: tuple[float, float] = (math.nan, math.nan)
     """The interval of the link's slope: below 0, the model ranks against the human verdicts
     (e.g. distances given as scores) and decides nothing."""
 

@@ -14,11 +14,11 @@ import os
 from pathlib import Path
 
 import lazy_loader
-import numpy as np
 
 from crowdprefs.errors import InputError
 from crowdprefs.files import read_text, write_atomic
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use: the driver imports this module
 
 COLUMNS = ["query", "document", "score"]

@@ -4,6 +4,7 @@ as one line naming the file and the cause."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -368,3 +369,38 @@ def test_numpy_numbers_bind_as_the_numbers_they_are(tmp_path, engine):
             assert store.answer_counts(kind(1)).equals(store.answer_counts(1))
             assert store.pairs(kind(1)).equals(store.pairs(1))
         assert len(store.pairs(1)) > 0
+
+
+NUMPY_AFTER_THE_STORE = """
+import json, sys
+from crowdprefs.campaign.project import Project
+
+with Project(sys.argv[1]) as project:
+    store = project.store
+    plain = store.batch_size(1)
+    loaded = "numpy.version" in sys.modules
+    import numpy as np  # loaded only now, once the store's engine has run statements
+
+    numbers = [store.batch_size(kind(1)) for kind in (np.int64, np.int32, np.uint16)]
+print(json.dumps({"loaded_before": loaded, "plain": plain, "numbers": numbers}))
+"""
+
+
+def test_numpy_loaded_after_the_store_opened_binds_its_numbers(tmp_path):
+    """numpy loads on first use, after the SQLite engine connected: its integers still bind as
+    the numbers they are (the driver's adapters are registered once numpy is there)."""
+    project = make_project(tmp_path / "p")
+    with project:
+        driver.next_batch(project)
+    done = subprocess.run(
+        [sys.executable, "-c", NUMPY_AFTER_THE_STORE, str(project.root)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["loaded_before"] is False
+    assert report["plain"][0] > 0
+    assert report["numbers"] == [report["plain"]] * 3

@@ -89,7 +89,16 @@ print(json.dumps({{"codes": codes, "modules": sorted(sys.modules)}}))
 """
 
 
-def test_status_and_next_on_a_project_load_no_pandas(tmp_path):
+def ran(modules: list[str], *roots: str) -> list[str]:
+    """The modules of ``roots`` that ran: a lazy stand-in for a package may sit in
+    ``sys.modules`` (``numpy``, ``pandas``), its submodules only once it is used."""
+    return [m for m in modules if m.startswith(tuple(f"{root}." for root in roots))]
+
+
+def test_status_and_next_on_a_project_load_only_what_they_use(tmp_path):
+    """``status`` (no ``[systems]``, no machine verdicts) loads neither pandas nor scipy nor
+    SQLAlchemy's ORM; ``next`` on the open batch loads no numpy either (``status`` prices the
+    open batch and the published HITs with the budget's numpy arithmetic)."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds import get_crowd
@@ -101,16 +110,13 @@ def test_status_and_next_on_a_project_load_no_pandas(tmp_path):
     aggregated = loaded_after(RUN_COMMANDS.format(commands=[["status", str(where)]]))
     with Project(where) as project:
         assert driver.next_batch(project) == 2
-    batch_open = loaded_after(
-        RUN_COMMANDS.format(
-            commands=[
-                ["status", str(where)],
-                ["next", str(where)],
-                ["status", "--json", str(where)],
-            ]
-        )
+    statuses = loaded_after(
+        RUN_COMMANDS.format(commands=[["status", str(where)], ["status", "--json", str(where)]])
     )
-    for report in (aggregated, batch_open):
+    batch_open = loaded_after(RUN_COMMANDS.format(commands=[["next", str(where)]]))
+    for report in (aggregated, statuses, batch_open):
         assert set(report["codes"]) == {0}
-        assert not [m for m in report["modules"] if m.startswith(("pandas.", "scipy"))]
-        assert "crowdprefs.campaign.driver" in report["modules"]  # the commands did run
+        assert not ran(report["modules"], "pandas", "scipy", "sqlalchemy.orm")
+        assert "sqlalchemy.sql" in report["modules"]  # the store was read
+    assert not ran(batch_open["modules"], "numpy")
+    assert "crowdprefs.campaign.driver" in batch_open["modules"]  # the command did run

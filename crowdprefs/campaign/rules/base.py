@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
 
-Verdicts = tuple[np.ndarray, np.ndarray]
+np = lazy_loader.load("numpy")  # imported on first use
+
+Verdicts = tuple["np.ndarray", "np.ndarray"]
 """Per pair, the verdict (+1 x more similar, 0 equal, −1; int8) and the p-value used (NaN when
 the rule has none)."""
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-import numpy as np
+import lazy_loader
 
 from crowdprefs.campaign.rules.base import PairRule, RuleSettings, Verdicts, counts_of
 from crowdprefs.errors import InputError
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 Alternative = Literal["two-sided", "greater", "less"]
 Method = Literal["asymptotic", "exact", "auto"]

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import lazy_loader
-import numpy as np
 from sqlalchemy import Column, Join, Text, case, func, select, union, update
 
 from crowdprefs.campaign.store import tables
@@ -16,6 +15,7 @@ from crowdprefs.campaign.store.collection import CLIP_LISTEN_SECONDS, with_clips
 from crowdprefs.campaign.store.reviews import record_rejections
 from crowdprefs.campaign.store.temporary import temporary_table
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 ANSWER_COLUMNS = (

@@ -29,6 +29,7 @@ import functools
 import inspect
 import os
 import sqlite3
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -37,7 +38,6 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 import lazy_loader
-import numpy as np
 from sqlalchemy import Connection, Engine, Executable, Row, case, event, exc, func, select, text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import QueuePool
@@ -58,6 +58,7 @@ from crowdprefs.campaign.store.schema import History
 from crowdprefs.clock import now  # noqa: F401  (the store's modules stamp with it)
 from crowdprefs.errors import StateError
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 BUSY_SECONDS = 60.0
@@ -175,6 +176,11 @@ def _sqlite_engine(path: Path) -> Engine:
         immediate = conn.get_execution_options().get("writer", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
+    @event.listens_for(engine, "before_cursor_execute")
+    def _numbers(*_: Any) -> None:
+        if _numpy_loaded():
+            _plain_numbers_for_sqlite()
+
     return engine
 
 
@@ -200,13 +206,25 @@ def _sqlite_pool(path: Path) -> Engine:
     return engine
 
 
-NUMPY_INTEGERS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32)
-"""numpy's integer scalars, bound as the Python integers they are on both engines: SQLite's
-driver would bind an ``np.int64`` as a blob that silently matches no row, and psycopg would
-refuse it (:func:`_plain_numbers_for_psycopg`)."""
-for _kind in NUMPY_INTEGERS:
-    sqlite3.register_adapter(_kind, int)
-sqlite3.register_adapter(np.bool_, bool)
+NUMPY_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+"""numpy's integer scalars (by name), bound as the Python integers they are on both engines:
+SQLite's driver would bind an ``np.int64`` as a blob that silently matches no row, and psycopg
+would refuse it (:func:`_plain_numbers_for_sqlite`, :func:`_plain_numbers_for_psycopg`)."""
+
+
+def _numpy_loaded() -> bool:
+    """Whether numpy has run, not only its stand-in that loads it on first use."""
+    return "numpy.version" in sys.modules
+
+
+@functools.cache
+def _plain_numbers_for_sqlite() -> None:
+    """:data:`NUMPY_INTEGERS` and ``np.bool_`` bound by SQLite's driver as integers and
+    booleans: run before a statement once numpy is loaded (no numpy value exists before, and a
+    command that never uses numpy never loads it)."""
+    for name in NUMPY_INTEGERS:
+        sqlite3.register_adapter(getattr(np, name), int)
+    sqlite3.register_adapter(np.bool_, bool)
 
 
 def _plain_numbers_for_psycopg() -> None:
@@ -216,8 +234,8 @@ def _plain_numbers_for_psycopg() -> None:
     from psycopg.types.bool import BoolDumper
     from psycopg.types.numeric import IntDumper
 
-    for kind in NUMPY_INTEGERS:
-        psycopg.adapters.register_dumper(kind, IntDumper)
+    for name in NUMPY_INTEGERS:
+        psycopg.adapters.register_dumper(getattr(np, name), IntDumper)
     psycopg.adapters.register_dumper(np.bool_, BoolDumper)
 
 

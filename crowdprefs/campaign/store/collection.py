@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import lazy_loader
-import numpy as np
 from sqlalchemy import Join, bindparam, case, func, select, union, update
 from sqlalchemy.sql import FromClause
 
@@ -13,6 +12,7 @@ from crowdprefs.campaign.store import tables
 from crowdprefs.campaign.store.base import StoreBase, now, upsert
 from crowdprefs.campaign.store.temporary import insert_many, listed, plain
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 _q = tables.queries.alias("q")

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Protocol
 
 import lazy_loader
-import numpy as np
 from sqlalchemy import Column, Integer, func, select, update
 
 from crowdprefs.campaign.budget import PRICE_COLUMNS
@@ -14,6 +13,7 @@ from crowdprefs.campaign.store import tables
 from crowdprefs.campaign.store.base import StoreBase, now
 from crowdprefs.campaign.store.temporary import insert_many, temporary_rows
 
+np = lazy_loader.load("numpy")  # imported on first use
 pd = lazy_loader.load("pandas")  # imported on first use
 
 _h, _p = tables.hits.c, tables.pairs.c

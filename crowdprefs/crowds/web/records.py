@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
+import lazy_loader
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 Outcome = Literal["stored", "duplicate", "gone", "blocked"]
-Chooser = Callable[[np.ndarray, np.ndarray, np.ndarray], int]
+Chooser = Callable[["np.ndarray", "np.ndarray", "np.ndarray"], int]
 """``(pair_id, filled, wanted) → index`` of the pair to hand out, ``-1`` for none."""
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, Literal
 
-import numpy as np
+import lazy_loader
 from sqlalchemy import (
     Connection,
     Integer,
@@ -30,6 +30,8 @@ from crowdprefs.campaign.store import tables as t
 from crowdprefs.campaign.store.base import insert_ignore, recount_pair_counts, refresh_pair_counts
 from crowdprefs.crowds.web import tables as wt
 from crowdprefs.crowds.web.records import HandOut, Outcome, WebAssignment
+
+np = lazy_loader.load("numpy")  # imported on first use
 
 _judges, _assignments, _answers, _pairs = wt.web_judges, wt.web_assignments, t.answers, t.pairs
 WEB = (None, "web")
