@@ -15,6 +15,7 @@ from crowdprefs.cli.options import (
     AUDIT_SHARE,
     MAX_CAMPAIGNS,
     MAX_WRONG,
+    MIN_VERDICTS,
     OUTPUT,
     SEQUENTIAL_ALPHA,
     SEQUENTIAL_FUTILITY,
@@ -175,20 +176,28 @@ def plan(
         bool,
         typer.Option(
             "--prior-skip",
-            help="--prior-correlation: the calibrated model decides the pairs a conformal "
-            "selection chooses, less an audit sample, as \\[prior] skip = true does.",
+            help="--prior-correlation: the calibrated model decides the pairs its calibration "
+            "shows safe, less an audit sample, as \\[prior] skip = true does.",
         ),
     ] = False,
     max_wrong: Annotated[
         float,
         typer.Option(
-            help="--prior-skip: the expected share of machine verdicts that differ from the "
-            "human design's (false discovery rate), as \\[prior] max_wrong does."
+            help="--prior-skip: the share of a round's machine verdicts that may differ from "
+            "the human design's, shown by the calibration at 95% confidence, as \\[prior] "
+            "max_wrong does."
         ),
     ] = MAX_WRONG,
     audit_share: Annotated[
         float, typer.Option(help="--prior-skip: the share of each batch asked anyway.")
     ] = AUDIT_SHARE,
+    min_verdicts: Annotated[
+        int,
+        typer.Option(
+            help="--prior-skip: the calibration pairs each round of the sort asks first, as "
+            "\\[prior] min_verdicts does.",
+        ),
+    ] = MIN_VERDICTS,
     skip_confidence: Annotated[
         float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.")
     ] = None,
@@ -270,14 +279,14 @@ def plan(
     )  # fmt: skip
     human_name, human = list(designs.items())[-1]
     _refuse_removed(skip_confidence, max_overturn)
-    skip_set = (max_wrong, audit_share) != (MAX_WRONG, AUDIT_SHARE)
+    skip_set = (max_wrong, audit_share, min_verdicts) != (MAX_WRONG, AUDIT_SHARE, MIN_VERDICTS)
     _check_prior_options(
         prior_correlation, prior_bias, prior_skip, prior_weight, human.adaptive is not None,
         skip_set,
     )  # fmt: skip
     skip = None
     if prior_skip:
-        skip = SkipRule(max_wrong=max_wrong, audit_share=audit_share)
+        skip = SkipRule(max_wrong=max_wrong, audit_share=audit_share, min_verdicts=min_verdicts)
     policy = PriorPolicy(skip, prior_weight)
     for correlation in prior_correlation or []:
         machine = SimulatedPrior(correlation, prior_bias)
@@ -498,7 +507,7 @@ def _check_prior_options(
             "sequential"
         )
     if skip_options and not skip:
-        raise InputError("--max-wrong and --audit-share apply to --prior-skip")
+        raise InputError("--max-wrong, --audit-share and --min-verdicts apply to --prior-skip")
     repeated = sorted({r for r in correlations or [] if list(correlations).count(r) > 1})
     if repeated:
         raise InputError(
@@ -549,9 +558,9 @@ def _prior_lines(results, designs: dict) -> list[str]:
                     audited["wrong_true"] <= audited["wrong_high"]
                 )
                 line += (
-                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns (what "
-                    f"max_wrong bounds), {true.mean():.1%} in the {len(skipped)} that skipped; "
-                    f"at most max_wrong in {(share <= skip.max_wrong).mean():.0%} of campaigns"
+                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns, "
+                    f"{true.mean():.1%} in the {len(skipped)} that skipped; at most max_wrong in "
+                    f"{(share <= skip.max_wrong).mean():.0%} of campaigns (promised: 95%)"
                 )
                 if len(audited):
                     line += (
