@@ -179,11 +179,13 @@ def _truth_scores(root: Path, sign: float = 1.0, noise: float = 0.3) -> pd.DataF
 def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_verdicts(
     tmp_path, engine
 ):
-    """A campaign made and run through the console script, on SQLite and PostgreSQL, with a
-    good prior and ``[prior] skip``: the first round is asked whole (no verdict has shown the
-    model helps yet), each later round of the sort asks its calibration pairs first, the rest of the round leaves the selected pairs to the machine (less the
-    audit), the lists close, and each list is the replay of its human and machine verdicts with
-    the prior's pivots; status, export and audit report the machine's part."""
+    """A campaign made and run through the console script, on SQLite and PostgreSQL, with an
+    exact prior, a nearly noiseless crowd and ``[prior] skip`` at max_wrong 0.5: the first
+    round is asked whole (no verdict has shown the model helps yet), each later round asks its
+    calibration pairs first, the rest of the round leaves the selected pairs to the machine
+    (less the audit), the lists close, and each list is the replay of its human and machine
+    verdicts with the prior's pivots; status, export and audit report the machine's part and
+    what it promises."""
     create_demo_project(tmp_path / "probe").close()
     scores = _truth_scores(tmp_path / "probe", noise=0.0)  # the truth's own groups
     scores.to_csv(tmp_path / "scores.csv", index=False)
