@@ -407,7 +407,7 @@ def _refuse_removed(skip_confidence: float | None, max_overturn: float | None) -
     for removed, value in removed_options:
         if value is not None:
             raise InputError(
-                f"{removed} was removed: --max-wrong bounds the expected share of wrong "
+                f"{removed} was removed: --max-wrong bounds each round's share of wrong "
                 "machine verdicts (docs/tasks/prior.md)"
             )
 
@@ -523,10 +523,9 @@ standard errors of its mean over the campaigns, when more)."""
 def _prior_lines(results, designs: dict) -> list[str]:
     """Per design with a simulated prior: the realised correlation (and a word when it is not
     the one asked) and, when it skips, the machine's share of wrong verdicts (true: over all
-    campaigns, a campaign without one counting none, as the false discovery rate counts it,
-    and over those that skipped; audited) against its level and the human design's own flip
-    rate, how often the true share stayed within the level and the audit's interval covered
-    it."""
+    campaigns, a campaign without one counting none, and over those that skipped; audited)
+    against its level and the human design's own flip rate, how often the true share stayed
+    within the level and the audit's interval covered it."""
     lines = []
     for name, design in designs.items():
         if design.prior is None:

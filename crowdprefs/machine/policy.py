@@ -97,8 +97,9 @@ def calibration_pairs(keys: np.ndarray, count: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Triage:
-    """Per pair of a batch: ``selected`` (chosen by the conformal selection), ``skip``
-    (selected and decided by the machine), ``audit`` (selected, but asked anyway: the audit
+    """Per pair of a batch: ``selected`` (chosen by
+    :func:`~crowdprefs.machine.conformal.select`), ``skip`` (selected and decided by the
+    machine), ``audit`` (selected, but asked anyway: the audit
     sample, whose human verdicts check the machine's), and the machine's ``verdict`` (+1, 0,
     −1) with its ``probability`` under the verdict link. ``calibration``: (calibration pairs,
     wrong machine verdicts among them)."""
