@@ -546,6 +546,13 @@ def _prior_lines(results, designs: dict) -> list[str]:
                 f"{skip.max_wrong:g}; the human design's own verdicts flip between two crowds in "
                 f"{rows['human_flip'].mean():.0%}"
             )
+            needed = skip.calibration_needed()
+            if skip.min_verdicts < needed:
+                line += (
+                    f"; {skip.min_verdicts} calibration pairs a round cannot show max_wrong "
+                    f"{skip.max_wrong:g} at {skip.level:.0%} confidence (at least {needed} are "
+                    "needed, --min-verdicts): the prior can decide no pair"
+                )
             skipped = rows[rows["wrong_true"].notna()]
             if skipped.empty:
                 line += "; no campaign left a pair to the prior"

@@ -33,6 +33,15 @@ THRESHOLDS = (0.2, 0.4, 0.6, 0.8, 1.0)
 """The quantiles of a round's uncertainties tried as thresholds (δ is split among them)."""
 
 
+def calibration_needed(alpha: float, delta: float = 0.05) -> int:
+    """The fewest calibration pairs below a threshold that can show a share ≤ ``alpha`` at all
+    (every one right, beside infinitely many candidates: the bound tends to the binomial one,
+    (1 − α)^n ≤ δ / thresholds); fewer can never take a pair."""
+    if not 0 < alpha < 1:
+        raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
+    return int(np.ceil(np.log(delta / len(THRESHOLDS)) / np.log1p(-alpha)))
+
+
 def wrong_bound(wrong: np.ndarray, calibrated: np.ndarray, taken: np.ndarray, delta: float):
     """Per threshold, the exact upper bound (at confidence 1 − ``delta``) on the wrong machine
     verdicts among ``taken`` selected pairs, when ``wrong`` of the ``calibrated`` calibration

@@ -89,6 +89,14 @@ class SkipRule:
         than the calibration asks), rather than asked whole."""
         return pairs > self.min_verdicts
 
+    def calibration_needed(self) -> int:
+        """The fewest calibration pairs a round needs before the machine can take any pair
+        (:func:`crowdprefs.machine.conformal.calibration_needed` at ``max_wrong`` and
+        ``level``)."""
+        from crowdprefs.machine.conformal import calibration_needed
+
+        return calibration_needed(self.max_wrong, 1 - self.level)
+
     def interval(self, wrong: int, audited: int) -> tuple[float, float, float]:
         """The audit's share of wrong machine verdicts and its interval at ``level``
         (:func:`overturn_interval`)."""

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from crowdprefs.errors import InputError
-from crowdprefs.machine.conformal import select, wrong_bound
+from crowdprefs.machine.conformal import calibration_needed, select, wrong_bound
 
 
 def test_the_bound_is_the_largest_count_the_calibration_leaves_plausible():
@@ -51,3 +51,14 @@ def test_the_share_of_wrong_selected_verdicts_is_at_most_alpha_in_95_percent_of_
         within.append(wrong[test][chosen].sum() <= alpha * chosen.sum())
     assert np.mean(within) >= 0.95
     assert np.mean(sizes) > 10
+
+
+def test_fewer_calibration_pairs_than_needed_can_never_take_a_pair():
+    """At α = 0.1 and 95 %, 44 calibration pairs, all right, are the fewest that can show the
+    share; with 43 nothing is taken however many candidates, with 60 beside 600 it is."""
+    assert calibration_needed(0.1) == 44 and calibration_needed(0.5) == 7
+    u = np.linspace(0, 1, 600)
+    assert not select(u, np.zeros(43), np.zeros(43, bool), 0.1)[0].any()
+    assert select(u, np.zeros(60), np.zeros(60, bool), 0.1)[0].all()
+    with pytest.raises(InputError, match="level"):
+        calibration_needed(1.0)

@@ -307,7 +307,7 @@ def test_plan_compares_priors_beside_the_human_design_through_the_console_script
     assert "+ prior r=0.9: realised Spearman r" in result.stdout
     assert "pairs decided by the prior at max_wrong 0.25" in result.stdout
     assert "the human design's own verdicts flip between two crowds in" in result.stdout
-    assert "nan" not in result.stdout
+    assert "nan" not in result.stdout and "cannot show max_wrong" not in result.stdout
     frame = pd.read_csv(tmp_path / "plan.csv")
     assert {"machine_pairs", "wrong_low", "wrong_true", "human_flip"} <= set(frame.columns)
     # the demo's rounds are too small to show machine verdicts safe at 0.25 (the promise is
@@ -331,6 +331,7 @@ def test_plan_compares_priors_beside_the_human_design_through_the_console_script
 
 
 def test_plan_says_when_no_campaign_left_a_pair_to_the_prior(tmp_path):
+    """Also that the default 30 calibration pairs a round cannot show max_wrong 0.1."""
     create_demo_project(tmp_path).close()
     result = crowdprefs(
         "plan", "--candidates", tmp_path / "candidates.csv", "--truth", tmp_path / "truth.qrel",
@@ -338,6 +339,8 @@ def test_plan_says_when_no_campaign_left_a_pair_to_the_prior(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "no campaign left a pair to the prior" in result.stdout
+    said = "30 calibration pairs a round cannot show max_wrong 0.1 at 95% confidence (at least 44"
+    assert said in " ".join(result.stdout.split())
     assert "nan" not in result.stdout
 
 
