@@ -8,8 +8,9 @@ campaign seeds (paired: same initial orders, workers and, pair by pair, answers;
 * ``human``: curtailment ε = 0.10, margin 1, 2 + 1 … 9 answers;
 * ``r07``, ``r0``, ``r_05``: the same with a simulated model of Spearman correlation 0.7, 0
   (useless) and −0.5 (adversarial) with the truth (:mod:`crowdprefs.machine.simulated`): its
-  pivots, 3 pseudo-answers of the calibrated answer link, and skipping with conformal
-  selection at ``[prior] max_wrong`` (default α = 0.1) and a 10 % audit.
+  pivots, 3 pseudo-answers of the calibrated answer link (once the answers show it helps), and
+  skipping at ``[prior] max_wrong`` (default α = 0.1: each round's share of wrong machine
+  verdicts ≤ α at 95 % confidence, :mod:`crowdprefs.machine.conformal`) with a 10 % audit.
 
 The crowds:
 
@@ -27,9 +28,9 @@ The crowds:
 Per crowd and prior it prints the answers against the human design's (ratio), ΔADR paired
 against it (mean and 95 % interval), the pairs the machine decided, the human design's own flip
 rate between two replicate crowds, the true share of wrong machine verdicts (mean over the
-campaigns that skipped a pair; mean over all, a campaign without machine verdicts counting 0, as
-the false discovery rate counts it; the share of campaigns where it is ≤ α) and how often the
-audit's interval covered it, then which of the issue's targets hold.
+campaigns that skipped a pair; mean over all, a campaign without machine verdicts counting 0;
+the share of campaigns where it is ≤ α, the promise being ≥ 95 %) and how often the audit's
+interval covered it, then which of the issue's targets hold.
 
 Run: ``python benchmarks/machine_prior.py [--campaigns 200] [--seed 2026] [--crowds …]
 [--max-wrong 0.05] [--json]``; ``--tune`` prints the tuning table instead. ``--json`` ends with

@@ -328,14 +328,17 @@ def _prior_decisions(
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The stopping rule's ``(decided, verdict)`` of the batch's ``pairs`` (their answer
     ``counts`` in the same order) with the machine prior's pseudo-answers when ``[prior]
-    weight`` asks for them (:func:`crowdprefs.machine.stopping.decide_with_prior`); ``(None,
-    None)`` otherwise (the plain rule decides)."""
+    weight`` asks for them and the answers show the model helps
+    (:func:`crowdprefs.machine.stopping.decide_with_prior`); ``(None, None)`` otherwise (the
+    plain rule decides)."""
     weight = prior_policy(project).weight
     if rule is None or weight <= 0:
         return None, None
     from crowdprefs.machine.stopping import decide_with_prior
 
     pseudo = pseudo_answers(project, weight, pairs)
+    if pseudo is None:
+        return None, None
     more, equal, less = (counts[c].to_numpy(np.int64) for c in ("more", "equal", "less"))
     return decide_with_prior(more, equal, less, pseudo, rule)
 

@@ -154,8 +154,11 @@ def triage_needed(
     ``rule.min_verdicts`` of its pairs drawn at random, in a batch of their own, and remembers
     that batch (:data:`CALIBRATION_KEY`); once it is aggregated, the rest of the round is
     triaged against it. A round of at most that many pairs is asked whole, and so is one whose
-    calibration batch was followed by machine verdicts (the round it calibrated is over)."""
-    from crowdprefs.machine.policy import calibration_pairs, triage
+    calibration batch was followed by machine verdicts (the round it calibrated is over), and
+    one before the human verdicts show the model helps
+    (:func:`~crowdprefs.machine.policy.worth_calibrating`: the first, and every round of a
+    useless model)."""
+    from crowdprefs.machine.policy import calibration_pairs, triage, worth_calibrating
 
     store = project.store
     keys = pair_keys(needed["query"], needed["x"], needed["y"])
@@ -167,15 +170,17 @@ def triage_needed(
     latest = None if last is None else int(last["iteration"])
     calibrated = store.meta(CALIBRATION_KEY)
     decided = store.machine_verdicts()["iteration"] if store.machine_verdict_count() else []
+    human = _human(project)
+    z = _normal_scores(project)
+    known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
     if calibrated is None or int(calibrated) != latest or any(i > latest for i in decided):
+        if not worth_calibrating(*known, rule.level):
+            return everything, none
         asked = np.zeros(len(needed), dtype=bool)
         asked[calibration_pairs(keys, rule.min_verdicts, project.seed)] = True
         # the same iteration on a retry of a refused step: nothing else changes
         store.set_meta(CALIBRATION_KEY, str(1 if latest is None else latest + 1))
         return asked, none
-    human = _human(project)
-    z = _normal_scores(project)
-    known = (*_differences(z, human), human["verdict"].to_numpy(np.int64))
     calibration = (human["iteration"] == latest).to_numpy()
     d, s = _differences(z, needed)
     sure = triage(known, calibration, d, s, keys, rule, project.seed)
@@ -196,17 +201,18 @@ def triage_needed(
     return ~sure.skip, machine
 
 
-def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.ndarray:
+def pseudo_answers(project: Project, weight: float, pairs: pd.DataFrame) -> np.ndarray | None:
     """The prior's pseudo-answers (more, equal, less) for ``pairs`` (``query, x, y,
-    a_is_x``) in the stopping rule: ``weight`` times the answer link fitted on every human
-    answer of the aggregated sorting pairs so far (:class:`~crowdprefs.machine.link.Link`)."""
+    a_is_x``) in the stopping rule, from the answer link fitted on every human answer of the
+    aggregated sorting pairs so far (:func:`crowdprefs.machine.policy.pseudo_answers`;
+    ``None`` while the answers do not show the model helps)."""
     from crowdprefs.machine.link import Link
+    from crowdprefs.machine.policy import pseudo_answers as urn
 
     human = _human(project)
     z = _normal_scores(project)
     link = Link.fit(*_differences(z, human), human[["more", "equal", "less"]].to_numpy())
-    d, s = _differences(z, pairs)
-    return weight * link.probabilities(d, s)
+    return urn(link, weight, *_differences(z, pairs))
 
 
 LOSS_REPLICATES = 40
@@ -272,7 +278,8 @@ def audit_line(summary: dict) -> str:
     """The machine's part of the lists in one line (for status, export and the audit)."""
     line = (
         f"machine prior: {summary['skipped']} pair(s) decided without humans at max_wrong "
-        f"{summary['max_wrong']:g}"
+        f"{summary['max_wrong']:g} (promised: in each round, at most that share of its machine "
+        f"verdicts differ from the human verdict, at {summary['level']:.0%} confidence)"
     )
     if summary["audited"]:
         line += (

@@ -48,9 +48,10 @@ DEFAULT_SEED = 2010
 #: ``crowdprefs.campaign.adaptive.StoppingRule``: ``alpha`` and ``futility``
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
-#: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``
+#: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``, ``min_verdicts``
 MAX_WRONG = 0.1
 AUDIT_SHARE = 0.1
+MIN_VERDICTS = 30
 #: Ceilings of counts (each named in its option's message): ``crowdprefs.quality.planning.
 #: MAX_CAMPAIGNS`` (simulated campaigns and bootstrap replicates), ``crowdprefs.quality.
 #: stability.MAX_RESAMPLES`` (resampled crowds or query sets), ``crowdprefs.evaluation.measures.

@@ -15,6 +15,7 @@ from crowdprefs.cli.options import (
     AUDIT_SHARE,
     MAX_CAMPAIGNS,
     MAX_WRONG,
+    MIN_VERDICTS,
     OUTPUT,
     SEQUENTIAL_ALPHA,
     SEQUENTIAL_FUTILITY,
@@ -186,15 +187,16 @@ def plan(
         bool,
         typer.Option(
             "--prior-skip",
-            help="--prior-correlation: the calibrated model decides the pairs a conformal "
-            "selection chooses, less an audit sample, as \\[prior] skip = true does.",
+            help="--prior-correlation: the calibrated model decides the pairs its calibration "
+            "shows safe, less an audit sample, as \\[prior] skip = true does.",
         ),
     ] = False,
     max_wrong: Annotated[
         float,
         typer.Option(
-            help="--prior-skip: the expected share of machine verdicts that differ from the "
-            "human design's (false discovery rate), as \\[prior] max_wrong does.",
+            help="--prior-skip: the share of a round's machine verdicts that may differ from "
+            "the human design's, shown by the calibration at 95% confidence, as \\[prior] "
+            "max_wrong does.",
             parser=finite,
         ),
     ] = MAX_WRONG,
@@ -202,6 +204,13 @@ def plan(
         float,
         typer.Option(help="--prior-skip: the share of each batch asked anyway.", parser=finite),
     ] = AUDIT_SHARE,
+    min_verdicts: Annotated[
+        int,
+        typer.Option(
+            help="--prior-skip: the calibration pairs each round of the sort asks first, as "
+            "\\[prior] min_verdicts does.",
+        ),
+    ] = MIN_VERDICTS,
     skip_confidence: Annotated[
         float | None, typer.Option(hidden=True, help="Removed: see --max-wrong.", parser=finite)
     ] = None,
@@ -287,14 +296,14 @@ def plan(
     )  # fmt: skip
     human_name, human = list(designs.items())[-1]
     _refuse_removed(skip_confidence, max_overturn)
-    skip_set = (max_wrong, audit_share) != (MAX_WRONG, AUDIT_SHARE)
+    skip_set = (max_wrong, audit_share, min_verdicts) != (MAX_WRONG, AUDIT_SHARE, MIN_VERDICTS)
     _check_prior_options(
         prior_correlation, prior_bias, prior_skip, prior_weight, human.adaptive is not None,
         skip_set,
     )  # fmt: skip
     skip = None
     if prior_skip:
-        skip = SkipRule(max_wrong=max_wrong, audit_share=audit_share)
+        skip = SkipRule(max_wrong=max_wrong, audit_share=audit_share, min_verdicts=min_verdicts)
     policy = PriorPolicy(skip, prior_weight)
     for correlation in prior_correlation or []:
         machine = SimulatedPrior(correlation, prior_bias)
@@ -415,7 +424,7 @@ def _refuse_removed(skip_confidence: float | None, max_overturn: float | None) -
     for removed, value in removed_options:
         if value is not None:
             raise InputError(
-                f"{removed} was removed: --max-wrong bounds the expected share of wrong "
+                f"{removed} was removed: --max-wrong bounds each round's share of wrong "
                 "machine verdicts (docs/tasks/prior.md)"
             )
 
@@ -515,7 +524,7 @@ def _check_prior_options(
             "sequential"
         )
     if skip_options and not skip:
-        raise InputError("--max-wrong and --audit-share apply to --prior-skip")
+        raise InputError("--max-wrong, --audit-share and --min-verdicts apply to --prior-skip")
     repeated = sorted({r for r in correlations or [] if list(correlations).count(r) > 1})
     if repeated:
         raise InputError(
@@ -531,10 +540,9 @@ standard errors of its mean over the campaigns, when more)."""
 def _prior_lines(results, designs: dict) -> list[str]:
     """Per design with a simulated prior: the realised correlation (and a word when it is not
     the one asked) and, when it skips, the machine's share of wrong verdicts (true: over all
-    campaigns, a campaign without one counting none, as the false discovery rate counts it,
-    and over those that skipped; audited) against its level and the human design's own flip
-    rate, how often the true share stayed within the level and the audit's interval covered
-    it."""
+    campaigns, a campaign without one counting none, and over those that skipped; audited)
+    against its level and the human design's own flip rate, how often the true share stayed
+    within the level and the audit's interval covered it."""
     lines = []
     for name, design in designs.items():
         if design.prior is None:
@@ -555,6 +563,13 @@ def _prior_lines(results, designs: dict) -> list[str]:
                 f"{skip.max_wrong:g}; the human design's own verdicts flip between two crowds in "
                 f"{rows['human_flip'].mean():.0%}"
             )
+            needed = skip.calibration_needed()
+            if skip.min_verdicts < needed:
+                line += (
+                    f"; {skip.min_verdicts} calibration pairs a round cannot show max_wrong "
+                    f"{skip.max_wrong:g} at {skip.level:.0%} confidence (at least {needed} are "
+                    "needed, --min-verdicts): the prior can decide no pair"
+                )
             skipped = rows[rows["wrong_true"].notna()]
             if skipped.empty:
                 line += "; no campaign left a pair to the prior"
@@ -566,9 +581,9 @@ def _prior_lines(results, designs: dict) -> list[str]:
                     audited["wrong_true"] <= audited["wrong_high"]
                 )
                 line += (
-                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns (what "
-                    f"max_wrong bounds), {true.mean():.1%} in the {len(skipped)} that skipped; "
-                    f"at most max_wrong in {(share <= skip.max_wrong).mean():.0%} of campaigns"
+                    f"; wrong machine verdicts: {share.mean():.1%} over all campaigns, "
+                    f"{true.mean():.1%} in the {len(skipped)} that skipped; at most max_wrong in "
+                    f"{(share <= skip.max_wrong).mean():.0%} of campaigns (promised: 95%)"
                 )
                 if len(audited):
                     line += (

@@ -1,19 +1,26 @@
-"""Conformal selection of the pairs a machine decides, with false-discovery-rate control.
+"""Which pairs a machine decides, with a bound on the share of its wrong verdicts in *this*
+campaign, not only in expectation.
 
-*Conformal Labeling* (Huang et al. 2025, *Selective labeling with false discovery rate
-control*) after *conformal selection* (Jin & Candès 2023, *Selection by prediction with
-conformal p-values*, JMLR 24): a calibration set of n items has both a machine verdict and the
-human one; each has an uncertainty u (here 1 − the verdict link's probability of its verdict)
-and is *wrong* when the two verdicts differ. For a candidate j, the hypothesis "the machine's
-verdict of j is wrong" gets the conformal p-value
+A round of the sort holds N pairs; a random draw of n of them (the calibration pairs) is asked
+of humans, and each calibration pair has a machine verdict, an uncertainty u (1 − the verdict
+link's probability of its verdict) and is *wrong* when the two verdicts differ. The machine may
+take the other pairs of the round whose uncertainty is at most a threshold t.
 
-    p_j = (1 + #{i ≤ n : wrong_i and u_i ≤ u_j}) / (n + 1)
+Conditional on the round (every pair's u and whether its machine verdict is wrong), the
+calibration pairs are a uniform draw, so among the M_t pairs with u ≤ t, the n_t calibration
+pairs hold w_t of their W_t wrong ones with the hypergeometric law. The selected pairs then hold
+V = W_t − w_t wrong verdicts, and
 
-(:func:`p_values`), which is valid (P(p_j ≤ t) ≤ t when j is wrong) when the calibration items
-and the candidates are exchangeable. Benjamini–Hochberg at level α on the candidates' p-values
-(:func:`select`) then keeps the expected share of wrong machine verdicts among those selected
-(the false discovery rate) at most α, whatever the model (the p-values are PRDS: Jin & Candès,
-Thm. 3).
+    V̄_t = max {V : P(Hypergeometric(M_t, w_t + V, n_t) ≤ w_t) > δ}
+
+is an exact upper confidence bound (P(V > V̄_t) ≤ δ): the finite-population form of a
+binomial upper bound (Clopper & Pearson 1934), as in *Learn Then Test* (Angelopoulos et al.
+2021, risk control by multiple testing) with the selected set's realised share of wrong
+verdicts as the risk. :func:`select` tries the thresholds at a few fixed quantiles of the
+round's uncertainties (not of the labels, so the grid does not depend on the draw), takes the
+largest set whose bound is ≤ α times its size, and splits δ among the thresholds (Bonferroni):
+with probability at least 1 − δ the share of wrong machine verdicts among those the round takes
+is ≤ α, whatever the model. When the calibration is too small to show it, nothing is taken.
 """
 
 from __future__ import annotations
@@ -22,32 +29,61 @@ import numpy as np
 
 from crowdprefs.errors import InputError
 
+THRESHOLDS = (0.2, 0.4, 0.6, 0.8, 1.0)
+"""The quantiles of a round's uncertainties tried as thresholds (δ is split among them)."""
 
-def p_values(uncertainty: np.ndarray, calibration: np.ndarray, wrong: np.ndarray) -> np.ndarray:
-    """Conformal p-values of the candidates' ``uncertainty`` against the ``calibration``
-    uncertainties and whether each calibration verdict was ``wrong`` (ties count against the
-    candidate: conservative)."""
+
+def calibration_needed(alpha: float, delta: float = 0.05) -> int:
+    """The fewest calibration pairs below a threshold that can show a share ≤ ``alpha`` at all
+    (every one right, beside infinitely many candidates: the bound tends to the binomial one,
+    (1 − α)^n ≤ δ / thresholds); fewer can never take a pair."""
+    if not 0 < alpha < 1:
+        raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
+    return int(np.ceil(np.log(delta / len(THRESHOLDS)) / np.log1p(-alpha)))
+
+
+def wrong_bound(wrong: np.ndarray, calibrated: np.ndarray, taken: np.ndarray, delta: float):
+    """Per threshold, the exact upper bound (at confidence 1 − ``delta``) on the wrong machine
+    verdicts among ``taken`` selected pairs, when ``wrong`` of the ``calibrated`` calibration
+    pairs below the same threshold were wrong (hypergeometric: see the module)."""
+    from scipy import stats  # loaded on first use: a project's settings are read without it
+
+    wrong, calibrated, taken = (
+        np.asarray(v, dtype=np.int64)[:, None] for v in (wrong, calibrated, taken)
+    )
+    v = np.arange(int(taken.max(initial=0)) + 1)[None, :]
+    tail = stats.hypergeom.cdf(wrong, calibrated + taken, wrong + np.minimum(v, taken), calibrated)
+    plausible = (tail > delta) & (v <= taken)
+    return np.where(plausible, v, -1).max(axis=1)
+
+
+def select(
+    uncertainty: np.ndarray,
+    calibration: np.ndarray,
+    wrong: np.ndarray,
+    alpha: float,
+    delta: float = 0.05,
+) -> tuple[np.ndarray, int]:
+    """The candidates (``uncertainty``) the machine decides, and the bound on the wrong ones
+    among them: the largest set below a threshold of :data:`THRESHOLDS` whose
+    :func:`wrong_bound` (at 1 − ``delta``/thresholds) is ≤ ``alpha`` times its size, given the
+    ``calibration`` pairs' uncertainties and whether each was ``wrong``."""
+    if not 0 < alpha < 1:
+        raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
+    uncertainty = np.asarray(uncertainty, dtype=float)
     calibration = np.asarray(calibration, dtype=float)
     wrong = np.asarray(wrong, dtype=bool)
     if calibration.shape != wrong.shape:
         raise InputError(f"{calibration.size} calibration uncertainties for {wrong.size} flags")
-    errors = np.sort(calibration[wrong])
-    count = np.searchsorted(errors, np.asarray(uncertainty, dtype=float), side="right")
-    return (1.0 + count) / (calibration.size + 1.0)
-
-
-def select(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Benjamini–Hochberg at level ``alpha``: the candidates whose p-value is at most
-    α·k/m, k the largest rank (1 = smallest p) with p_(k) ≤ α·k/m (Benjamini & Hochberg 1995)."""
-    if not 0 < alpha < 1:
-        raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
-    p = np.asarray(p, dtype=float)
-    m = p.size
-    chosen = np.zeros(m, dtype=bool)
-    if m == 0:
-        return chosen
-    ordered = np.sort(p)
-    below = np.flatnonzero(ordered <= alpha * np.arange(1, m + 1) / m)
-    if below.size:
-        chosen = p <= ordered[below[-1]]
-    return chosen
+    chosen = np.zeros(uncertainty.size, dtype=bool)
+    if uncertainty.size == 0 or calibration.size == 0:
+        return chosen, 0
+    cut = np.quantile(np.concatenate([uncertainty, calibration]), THRESHOLDS, method="lower")
+    taken = (uncertainty[None, :] <= cut[:, None]).sum(axis=1)
+    below = calibration[None, :] <= cut[:, None]
+    bound = wrong_bound((below & wrong).sum(axis=1), below.sum(axis=1), taken, delta / cut.size)
+    safe = np.flatnonzero((taken > 0) & (bound <= alpha * taken))
+    if safe.size == 0:
+        return chosen, 0
+    best = safe[np.argmax(taken[safe])]
+    return uncertainty <= cut[best], int(bound[best])

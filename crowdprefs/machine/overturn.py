@@ -1,13 +1,14 @@
 """Skipping pairs on the machine's verdict (:class:`SkipRule`), and auditing it.
 
-Which pairs the machine decides is chosen by conformal selection with false-discovery-rate
-control (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the selected pairs is
-asked of humans anyway (:func:`audit_sample`, counter-based so a pair's membership is a pure
-function of its key and the seed, never of the batch or the other pairs). On an audited pair
-the human verdict is the one used, and the machine verdict it differs from is counted *wrong*:
-the wrong share of the audited pairs estimates that of the skipped ones, with an exact
-Clopper–Pearson interval (Clopper & Pearson 1934, *The use of confidence or fiducial limits
-illustrated in the case of the binomial*, Biometrika 26; :func:`overturn_interval`).
+Which pairs the machine decides is chosen by a selection that bounds the share of wrong machine
+verdicts in each round (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the
+selected pairs is asked of humans anyway (:func:`audit_sample`, counter-based so a pair's
+membership is a pure function of its key and the seed, never of the batch or the other
+pairs). On an audited pair the human verdict is the one used, and the machine verdict it
+differs from is counted *wrong*: the wrong share of the audited pairs estimates that of the
+skipped ones, with an exact Clopper–Pearson interval (Clopper & Pearson 1934, *The use of
+confidence or fiducial limits illustrated in the case of the binomial*, Biometrika 26;
+:func:`overturn_interval`).
 """
 
 from __future__ import annotations
@@ -67,14 +68,14 @@ def overturn_interval(
 class SkipRule:
     """When a pair takes the machine's verdict instead of human answers.
 
-    ``max_wrong``: α, the level of the false-discovery-rate control of
-    :func:`crowdprefs.machine.conformal.select`: the expected share of machine verdicts that
-    differ from the verdict the human design would give is at most α.
+    ``max_wrong``: α, the level of :func:`crowdprefs.machine.conformal.select`: in each round,
+    at most that share of the machine verdicts taken differ from the verdict the human design
+    would give, with confidence ``level``.
     ``min_verdicts``: the calibration pairs each round of the sort asks first, at random,
     before the rest of the round is triaged (a round of at most this many pairs is asked
     whole). ``audit_share``: the share of the selected pairs asked anyway (the audit sample: an
-    independent check of the machine verdicts). ``level``: of the audit's Clopper–Pearson
-    interval and the slope's interval.
+    independent check of the machine verdicts). ``level``: of the selection's bound, the
+    audit's Clopper–Pearson interval and the slope's interval.
     """
 
     max_wrong: float = 0.1
@@ -89,6 +90,14 @@ class SkipRule:
         """Whether a round of ``pairs`` needed pairs is calibrated and triaged (more pairs
         than the calibration asks), rather than asked whole."""
         return pairs > self.min_verdicts
+
+    def calibration_needed(self) -> int:
+        """The fewest calibration pairs a round needs before the machine can take any pair
+        (:func:`crowdprefs.machine.conformal.calibration_needed` at ``max_wrong`` and
+        ``level``)."""
+        from crowdprefs.machine.conformal import calibration_needed
+
+        return calibration_needed(self.max_wrong, 1 - self.level)
 
     def interval(self, wrong: int, audited: int) -> tuple[float, float, float]:
         """The audit's share of wrong machine verdicts and its interval at ``level``

@@ -1,6 +1,6 @@
 """How a campaign uses its machine prior beyond the pivots: the ``[prior]`` settings, and which
-pairs of a batch the calibrated model decides (:func:`triage`: conformal selection with
-false-discovery-rate control).
+pairs of a batch the calibrated model decides (:func:`triage`: a selection whose share of wrong
+machine verdicts is bounded in each round, :mod:`crowdprefs.machine.conformal`).
 
 Both the driver and the planner call :func:`triage` with the verdict link fitted on the human
 verdicts known so far (:func:`verdict_link`), so a simulated campaign skips exactly as a real
@@ -57,6 +57,16 @@ class PriorPolicy:
         return cls(skip, float(section.get("weight", 0.0)))
 
 
+def pseudo_answers(link: Link, weight: float, d: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+    """The pairs' pseudo-answers (more, equal, less) for the stopping rule: ``weight`` times the
+    answer ``link``'s probabilities, or ``None`` (the rule's own urn) unless the link's slope
+    interval lies above 0. A model the human answers have not shown to help would only move the
+    urn to the base rates, which keep pairs open longer where "equal" is rare."""
+    if weight <= 0 or link.slope_interval()[0] <= 0:
+        return None
+    return weight * link.probabilities(d, s)
+
+
 def verdict_link(d: np.ndarray, s: np.ndarray, verdict: np.ndarray) -> Link:
     """The verdict link: :class:`~crowdprefs.machine.link.Link` fitted on one-hot human
     verdicts (+1 more, 0 equal, −1 less) of pairs with differences ``d`` and sides ``s``."""
@@ -65,6 +75,14 @@ def verdict_link(d: np.ndarray, s: np.ndarray, verdict: np.ndarray) -> Link:
     onehot = np.zeros((len(verdict), 3))
     onehot[np.arange(len(verdict)), 1 - np.asarray(verdict, dtype=np.int64)] = 1
     return Link.fit(d, s, onehot)
+
+
+def worth_calibrating(d: np.ndarray, s: np.ndarray, verdict: np.ndarray, level: float) -> bool:
+    """Whether a round should ask calibration pairs first: only when the verdict link fitted on
+    the human verdicts so far has its slope's interval above 0. Before any verdict, or with a
+    model the verdicts have not shown to help, no selection could take a pair, so the extra
+    batch would be spent for nothing."""
+    return len(verdict) > 0 and verdict_link(d, s, verdict).slope_interval(level)[0] > 0
 
 
 CALIBRATION_STREAM = 0xCA11B
@@ -82,8 +100,9 @@ def calibration_pairs(keys: np.ndarray, count: int, seed: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Triage:
-    """Per pair of a batch: ``selected`` (chosen by the conformal selection), ``skip``
-    (selected and decided by the machine), ``audit`` (selected, but asked anyway: the audit
+    """Per pair of a batch: ``selected`` (chosen by
+    :func:`~crowdprefs.machine.conformal.select`), ``skip`` (selected and decided by the
+    machine), ``audit`` (selected, but asked anyway: the audit
     sample, whose human verdicts check the machine's), and the machine's ``verdict`` (+1, 0,
     −1) with its ``probability`` under the verdict link. ``calibration``: (calibration pairs,
     wrong machine verdicts among them)."""
@@ -117,14 +136,15 @@ def triage(
     The verdict link is fitted on the ``known`` verdicts other than the calibration pairs
     (:func:`verdict_link`; split conformal: the uncertainty must not have seen the calibration
     verdicts, or it flatters them); its most probable verdict is the machine's and 1 − its
-    probability the uncertainty. The conformal p-values of the
-    batch's pairs against the calibration pairs go through Benjamini–Hochberg at
-    ``rule.max_wrong`` (:mod:`crowdprefs.machine.conformal`); the selected pairs outside the
-    audit sample are skipped. Nothing is selected with fewer than ``rule.min_verdicts``
+    probability the uncertainty. The selection (:func:`crowdprefs.machine.conformal.select`)
+    takes the most certain pairs only when the calibration shows, at confidence
+    ``rule.level``, that at most ``rule.max_wrong`` of the machine verdicts it takes in this
+    round differ from the human verdict; the selected pairs outside the audit sample are
+    skipped. Nothing is selected with fewer than ``rule.min_verdicts``
     calibration pairs, nor while the slope's interval lies below 0 (a model ranking against
     the humans: the link would learn to read it backwards, but a model that contradicts its
     own researcher is more likely a sign error, and decides nothing)."""
-    from crowdprefs.machine.conformal import p_values, select
+    from crowdprefs.machine.conformal import select
 
     n = len(d)
     calibration = np.asarray(calibration, dtype=bool)
@@ -140,7 +160,8 @@ def triage(
     wrong = (1 - fitted.argmax(axis=1)) != np.asarray(known[2])[calibration]
     selected = empty
     if slope[1] >= 0:
-        selected = select(p_values(1 - top, 1 - fitted.max(axis=1), wrong), rule.max_wrong)
+        uncertain = 1 - fitted.max(axis=1)
+        selected = select(1 - top, uncertain, wrong, rule.max_wrong, 1 - rule.level)[0]
     audit = selected & audit_sample(keys, rule.audit_share, seed)
     record = (int(calibration.sum()), int(wrong.sum()))
     return Triage(selected, selected & ~audit, audit, verdict, top, record, slope)

@@ -12,7 +12,13 @@ from scipy import special
 
 from crowdprefs.campaign.aggregate import AggregationRule, pair_verdicts
 from crowdprefs.machine.link import Link, normal_scores
-from crowdprefs.machine.policy import Triage, calibration_pairs, triage
+from crowdprefs.machine.policy import (
+    Triage,
+    calibration_pairs,
+    pseudo_answers,
+    triage,
+    worth_calibrating,
+)
 from crowdprefs.quality.crowd_model import CrowdModel, WorkerPool, distinct_workers, round_hours
 from crowdprefs.quality.plan_designs import Collection, Design
 from crowdprefs.quality.review import round_flags
@@ -211,9 +217,12 @@ class _Machine:
     def calibration(self, key: np.ndarray) -> np.ndarray | None:
         """The calibration pairs of a round of the sort, asked first in a batch of their own
         (:func:`~crowdprefs.machine.policy.calibration_pairs`); ``None`` without skipping or
-        for a round asked whole (:meth:`~crowdprefs.machine.overturn.SkipRule.calibrates`)."""
+        for a round asked whole (:meth:`~crowdprefs.machine.overturn.SkipRule.calibrates`,
+        :func:`~crowdprefs.machine.policy.worth_calibrating`)."""
         rule = self.policy.skip
         if rule is None or not rule.calibrates(len(key)):
+            return None
+        if not worth_calibrating(*self.known()[:3], rule.level):
             return None
         self.calibrations += 1
         self.pending = True
@@ -221,11 +230,10 @@ class _Machine:
 
     def pseudo(self, x, y, a_is_x) -> np.ndarray | None:
         """Pseudo-answers (more, equal, less) of the pairs for the stopping rule (``None``
-        without a weight)."""
+        without a weight, or while the answers do not show the model helps)."""
         if self.policy.weight <= 0 or self.answer_link is None:
             return None
-        d, side = self.shown(x, y, a_is_x)
-        return self.policy.weight * self.answer_link.probabilities(d, side)
+        return pseudo_answers(self.answer_link, self.policy.weight, *self.shown(x, y, a_is_x))
 
     def learn(self, x, y, a_is_x, verdict, counts, sure: Triage | None, asked) -> None:
         """Human-decided pairs (``asked`` of the batch ``sure`` triaged, ``None``: not

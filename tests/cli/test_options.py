@@ -21,7 +21,8 @@ from crowdprefs.web.assign import MAX_JUDGES
 def test_the_restated_defaults_equal_the_librarys():
     assert options.DEFAULT_SEED == DEFAULT_SEED
     assert StoppingRule.alpha == options.SEQUENTIAL_ALPHA
-    assert (SkipRule.max_wrong, SkipRule.audit_share) == (options.MAX_WRONG, options.AUDIT_SHARE)
+    skip = (SkipRule.max_wrong, SkipRule.audit_share, SkipRule.min_verdicts)
+    assert skip == (options.MAX_WRONG, options.AUDIT_SHARE, options.MIN_VERDICTS)
     assert StoppingRule.futility == options.SEQUENTIAL_FUTILITY
     assert {field: default for field, (_, default, _) in options.COLUMNS.items()} == asdict(
         Columns()

@@ -1,48 +1,64 @@
-"""Conformal selection with false-discovery-rate control: its p-values, Benjamini–Hochberg, and
-the promise on exchangeable data."""
+"""The machine's selection with a per-round bound on its wrong verdicts: the hypergeometric bound,
+the selection, and the promise on exchangeable data campaign by campaign."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from crowdprefs.errors import InputError
-from crowdprefs.machine.conformal import p_values, select
+from crowdprefs.machine.conformal import calibration_needed, select, wrong_bound
 
 
-def test_p_values_count_the_wrong_calibration_verdicts_at_most_as_uncertain():
-    calibration = np.array([0.1, 0.2, 0.3, 0.4])
-    wrong = np.array([False, True, False, True])
-    p = p_values(np.array([0.05, 0.2, 0.35, 0.9]), calibration, wrong)
-    assert p.tolist() == [1 / 5, 2 / 5, 2 / 5, 3 / 5]  # a tie counts against the candidate
-    assert p_values(np.array([0.5]), np.zeros(0), np.zeros(0, bool)).tolist() == [1.0]
-    with pytest.raises(InputError):
-        p_values(np.array([0.5]), calibration, wrong[:2])
+def test_the_bound_is_the_largest_count_the_calibration_leaves_plausible():
+    # 40 calibration pairs, none wrong, beside 40 candidates: V wrong candidates leave a clean
+    # calibration with probability C(80 − V, 40) / C(80, 40), about 2^−V
+    bound = wrong_bound(np.array([0, 2]), np.array([40, 40]), np.array([40, 40]), 0.05)
+    tail = stats.hypergeom.cdf(0, 80, np.arange(41), 40)
+    assert bound[0] == np.flatnonzero(tail > 0.05).max()
+    assert 3 <= bound[0] <= 5 and bound[1] > bound[0]  # wrong calibration pairs raise it
+    assert wrong_bound(np.array([0]), np.array([0]), np.array([7]), 0.05).tolist() == [7]
 
 
-def test_benjamini_hochberg_takes_the_largest_rank_below_its_line():
-    p = np.array([0.01, 0.04, 0.03, 0.5, 0.2])
-    # α·k/m = 0.02, 0.04, 0.06, 0.08, 0.10: p_(3) = 0.04 ≤ 0.06 is the last one below
-    assert select(p, 0.1).tolist() == [True, True, True, False, False]
-    assert not select(np.array([0.5, 0.9]), 0.1).any()
-    assert select(np.zeros(0), 0.1).size == 0
+def test_a_clean_large_calibration_selects_and_a_small_or_wrong_one_does_not():
+    u = np.linspace(0, 1, 200)
+    clean = np.zeros(200, dtype=bool)
+    chosen, bound = select(u, u, clean, 0.1)
+    assert chosen.all() and bound <= 0.1 * 200
+    assert not select(u, u[:10], clean[:10], 0.1)[0].any()  # 10 pairs cannot show 10 %
+    assert not select(u, u, u > 0.5, 0.1)[0][u > 0.5].any()  # never past the errors
+    assert select(np.zeros(0), u, clean, 0.1)[0].size == 0
     with pytest.raises(InputError, match="level"):
-        select(p, 0.0)
+        select(u, u, clean, 0.0)
+    with pytest.raises(InputError, match="flags"):
+        select(u, u, clean[:3], 0.1)
 
 
-@pytest.mark.parametrize("alpha", [0.05, 0.2])
-def test_the_share_of_wrong_selected_verdicts_is_at_most_alpha_in_expectation(alpha):
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
+def test_the_share_of_wrong_selected_verdicts_is_at_most_alpha_in_95_percent_of_rounds(alpha):
     """Exchangeable calibration and candidates, a model wrong with probability rising with its
-    uncertainty: the mean false-discovery proportion over many draws stays ≤ α (Jin & Candès
-    2023), and the selection is not empty."""
+    uncertainty: the share of wrong verdicts among those selected stays ≤ α in at least 95 %
+    of the draws (not only on average), and the selection is not empty."""
     rng = np.random.default_rng(4)
-    proportions, sizes = [], []
+    within, sizes = [], []
     for _ in range(400):
-        u = rng.random(260)
-        wrong = rng.random(260) < 0.6 * u
-        cal, test = slice(0, 60), slice(60, None)
-        chosen = select(p_values(u[test], u[cal], wrong[cal]), alpha)
+        u = rng.random(400)
+        wrong = rng.random(400) < 0.6 * u**2
+        cal, test = slice(0, 200), slice(200, None)
+        chosen = select(u[test], u[cal], wrong[cal], alpha)[0]
         sizes.append(chosen.sum())
-        proportions.append(wrong[test][chosen].sum() / max(chosen.sum(), 1))
-    assert np.mean(proportions) <= alpha + 2 * np.std(proportions) / np.sqrt(400)
+        within.append(wrong[test][chosen].sum() <= alpha * chosen.sum())
+    assert np.mean(within) >= 0.95
     assert np.mean(sizes) > 10
+
+
+def test_fewer_calibration_pairs_than_needed_can_never_take_a_pair():
+    """At α = 0.1 and 95 %, 44 calibration pairs, all right, are the fewest that can show the
+    share; with 43 nothing is taken however many candidates, with 60 beside 600 it is."""
+    assert calibration_needed(0.1) == 44 and calibration_needed(0.5) == 7
+    u = np.linspace(0, 1, 600)
+    assert not select(u, np.zeros(43), np.zeros(43, bool), 0.1)[0].any()
+    assert select(u, np.zeros(60), np.zeros(60, bool), 0.1)[0].all()
+    with pytest.raises(InputError, match="level"):
+        calibration_needed(1.0)

@@ -23,8 +23,9 @@ from crowdprefs.crowds import get_crowd
 from crowdprefs.demo import create_demo_project
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists
+from crowdprefs.machine.link import Link
 from crowdprefs.machine.overturn import SkipRule
-from crowdprefs.machine.policy import PriorPolicy, calibration_pairs, triage
+from crowdprefs.machine.policy import PriorPolicy, calibration_pairs, pseudo_answers, triage
 from crowdprefs.machine.simulated import SimulatedPrior
 from crowdprefs.quality.planning import Design, simulate_designs
 
@@ -41,8 +42,7 @@ def _planned(
     policy = PriorPolicy(rule, weight=3.0)
     for r in correlations:
         designs[f"r={r}"] = Design(9, MARGIN_1, CURTAIL, prior=SimulatedPrior(r), machine=policy)
-    frame = simulate_designs(truth, designs, campaigns=campaigns, seed=5)
-    return frame.groupby("design", sort=False).mean(numeric_only=True)
+    return simulate_designs(truth, designs, campaigns=campaigns, seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -52,20 +52,39 @@ def demo_truth(tmp_path_factory) -> pd.DataFrame:
     return read_lists(root / "truth.qrel")
 
 
-def test_a_good_prior_decides_pairs_and_saves_answers_a_useless_one_far_fewer(demo_truth):
-    """Planned on the demo collection at max_wrong 0.3: a model at r = 0.9 decides pairs
-    without humans and saves answers; at r = 0 the selection leaves far fewer pairs to the
-    machine (those where its constant verdict is the usual one); the realised correlations are
+def test_a_good_prior_saves_answers_and_no_campaign_breaks_the_promise(demo_truth):
+    """Planned on the demo collection at max_wrong 0.3: a model at r = 0.9 saves answers at the
+    same ADR (its pivots and pseudo-answers); in every campaign of either prior the share of
+    wrong machine verdicts is ≤ α (the demo's rounds of a few dozen pairs cannot show many
+    machine verdicts safe, so the machine decides few or none); the realised correlations are
     those asked for."""
-    means = _planned(demo_truth, (0.9, 0.0), rule=SkipRule(max_wrong=0.3))
+    frame = _planned(demo_truth, (0.9, 0.0), rule=SkipRule(max_wrong=0.3))
+    means = frame.groupby("design", sort=False).mean(numeric_only=True)
     good, useless, human = means.loc["r=0.9"], means.loc["r=0.0"], means.loc["human"]
-    assert good["machine_pairs"] > 0.05 * (good["pairs"] + good["machine_pairs"])
-    assert good["answers"] < human["answers"]
+    assert good["answers"] < 0.95 * human["answers"]
     assert good["adr"] > human["adr"] - 0.02
-    assert useless["machine_pairs"] < 0.5 * good["machine_pairs"]
+    assert abs(useless["answers"] / human["answers"] - 1) < 0.03  # no pseudo-answers
+    priors = frame[frame["design"] != "human"]
+    assert (priors["wrong_true"].fillna(0.0) <= 0.3).all()
     assert abs(good["prior_correlation"] - 0.9) < 0.05
     assert abs(useless["prior_correlation"]) < 0.08
     assert 0 < good["human_flip"] < 0.5
+
+
+def test_pseudo_answers_wait_until_the_answers_show_the_model_helps():
+    """The answer link's pseudo-answers go to the stopping rule only when its slope's interval
+    lies above 0: a model unrelated to the answers (or one ranking against them) leaves the
+    rule's own urn, which a base-rate urn would hold open longer where "equal" is rare."""
+    rng = np.random.default_rng(2)
+    d, s = rng.normal(0, 1, 600), np.ones(600)
+    unrelated = rng.multinomial(3, [0.45, 0.1, 0.45], 600)
+    more = rng.random((600, 3)) < 1 / (1 + np.exp(-2 * d[:, None]))
+    related = np.column_stack([more.sum(1), np.zeros(600, int), 3 - more.sum(1)])
+    assert pseudo_answers(Link.fit(d, s, unrelated), 3.0, d[:5], s[:5]) is None
+    assert pseudo_answers(Link.fit(-d, s, related), 3.0, d[:5], s[:5]) is None
+    assert pseudo_answers(Link.fit(d, s, related), 0.0, d[:5], s[:5]) is None
+    urn = pseudo_answers(Link.fit(d, s, related), 3.0, d[:5], s[:5])
+    assert urn.shape == (5, 3) and np.allclose(urn.sum(axis=1), 3.0)
 
 
 def test_triage_selects_what_the_calibration_shows_safe():
@@ -105,13 +124,12 @@ def test_a_round_is_calibrated_only_when_it_has_more_pairs_than_the_calibration(
     assert not rule.calibrates(30) and rule.calibrates(31)
 
 
-@pytest.mark.parametrize("alpha", [0.05, 0.2])
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
 def test_a_model_that_shows_nothing_keeps_the_promise_on_the_verdicts(alpha):
     """A model whose scores are unrelated to verdicts that are mostly "equal" (its slope's
     interval straddles 0): its constant "equal" is right 90 % of the time, so the selection may
-    take pairs, but over 20 draws the share of wrong machine verdicts among those it takes stays
-    ≤ α on average (the promise is on the verdicts, whatever the model); a stricter α takes
-    fewer."""
+    take pairs, but in at least 19 of 20 draws the share of wrong machine verdicts among those
+    it takes is ≤ α (the promise is on the verdicts of each draw, whatever the model)."""
     rule = SkipRule(max_wrong=alpha, audit_share=0.2, min_verdicts=30)
     shares, taken, straddling = [], 0, 0
     for seed in range(20):
@@ -126,8 +144,8 @@ def test_a_model_that_shows_nothing_keeps_the_promise_on_the_verdicts(alpha):
         shares.append(wrong.mean() if selected.any() else 0.0)
         taken += selected.sum()
         straddling += chosen.slope[0] < 0 < chosen.slope[1]
-    assert straddling >= 10 and np.mean(shares) <= alpha
-    assert 0 < taken < (2000 if alpha == 0.2 else 400)
+    assert straddling >= 10 and np.mean(np.array(shares) <= alpha) >= 0.95
+    assert taken > 0 or alpha < 0.2  # at 0.1 the calibration cannot show it
 
 
 def test_calibration_pairs_are_a_replayable_random_draw():
@@ -161,13 +179,15 @@ def _truth_scores(root: Path, sign: float = 1.0, noise: float = 0.3) -> pd.DataF
 def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_verdicts(
     tmp_path, engine
 ):
-    """A campaign made and run through the console script, on SQLite and PostgreSQL, with a
-    good prior and ``[prior] skip``: each round of the sort asks its calibration pairs first
-    (the first batch), the rest of the round leaves the selected pairs to the machine (less the
-    audit), the lists close, and each list is the replay of its human and machine verdicts with
-    the prior's pivots; status, export and audit report the machine's part."""
+    """A campaign made and run through the console script, on SQLite and PostgreSQL, with an
+    exact prior, a nearly noiseless crowd and ``[prior] skip`` at max_wrong 0.5: the first
+    round is asked whole (no verdict has shown the model helps yet), each later round asks its
+    calibration pairs first, the rest of the round leaves the selected pairs to the machine
+    (less the audit), the lists close, and each list is the replay of its human and machine
+    verdicts with the prior's pivots; status, export and audit report the machine's part and
+    what it promises."""
     create_demo_project(tmp_path / "probe").close()
-    scores = _truth_scores(tmp_path / "probe")
+    scores = _truth_scores(tmp_path / "probe", noise=0.0)  # the truth's own groups
     scores.to_csv(tmp_path / "scores.csv", index=False)
     folder = tmp_path / "study"
     database = [] if engine is None else ["--database", engine]
@@ -178,14 +198,15 @@ def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_
     assert made.returncode == 0 and "machine prior fixed" in made.stdout, made.stderr
     config = folder / CONFIG_NAME
     data = tomllib.loads(config.read_text())
-    data["prior"] |= {"skip": True, "min_verdicts": 20, "max_wrong": 0.3}
-    data["simulated"] = {"truth": str(tmp_path / "probe" / "truth.qrel")}
+    data["prior"] |= {"skip": True, "min_verdicts": 20, "max_wrong": 0.5}
+    data["simulated"] = {"truth": str(tmp_path / "probe" / "truth.qrel"), "noise": 0.1,
+                         "careless_share": 0.0, "bots": 0}  # fmt: skip
     config.write_text(tomli_w.dumps(data))
     ran = crowdprefs("run", folder)
     assert ran.returncode == 0, ran.stderr
     with Project(folder) as project:
         store = project.store
-        assert len(store.pairs(1)) == 20  # the calibration batch
+        assert len(store.pairs(1)) > 20  # no verdict yet: the first round is asked whole
         machine = store.machine_verdicts()
         for iteration in set(machine["iteration"]):  # each triage follows its calibration
             assert (store.pairs(iteration - 1)["kind"] == "sort").sum() == 20
@@ -208,9 +229,10 @@ def test_a_skipping_campaign_closes_and_its_lists_replay_from_human_and_machine_
             assert dict(zip(rows["document"], rows["group"], strict=True)) == groups
     status = crowdprefs("status", folder)
     assert status.returncode == 0
-    said = f"machine prior: {len(skipped)} pair(s) decided without humans at max_wrong 0.3"
+    said = f"machine prior: {len(skipped)} pair(s) decided without humans at max_wrong 0.5"
     assert said in status.stdout
     assert "expected ADR loss" in status.stdout and "machine verdicts differ" in status.stdout
+    assert "promised: in each round, at most that share" in status.stdout
     export = crowdprefs("export", folder, "-o", tmp_path / "lists.qrel")
     assert export.returncode == 0 and said in export.stdout
     audit = crowdprefs("audit", folder, "--resamples", "0")
@@ -278,20 +300,38 @@ def test_plan_compares_priors_beside_the_human_design_through_the_console_script
         "--rule", "margin", "--margin", "1", "--adaptive", "curtail", "--initial", "2",
         "--step", "1", "--maximum", "9", "--epsilon", "0.1", "--prior-correlation", "0.9",
         "--prior-correlation", "0", "--prior-bias", "0.3", "--prior-skip", "--prior-weight", "3",
-        "--max-wrong", "0.25", "--audit-share", "0.2", "--campaigns", "6",
-        "-o", tmp_path / "plan.csv",
+        "--max-wrong", "0.25", "--audit-share", "0.2", "--min-verdicts", "25", "--campaigns",
+        "6", "-o", tmp_path / "plan.csv",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "+ prior r=0.9: realised Spearman r" in result.stdout
     assert "pairs decided by the prior at max_wrong 0.25" in result.stdout
     assert "the human design's own verdicts flip between two crowds in" in result.stdout
-    assert "at most max_wrong in" in result.stdout and "nan" not in result.stdout
+    assert "nan" not in result.stdout and "cannot show max_wrong" not in result.stdout
     frame = pd.read_csv(tmp_path / "plan.csv")
     assert {"machine_pairs", "wrong_low", "wrong_true", "human_flip"} <= set(frame.columns)
-    assert frame.groupby("design")["machine_pairs"].mean().max() > 0
+    # the demo's rounds are too small to show machine verdicts safe at 0.25 (the promise is
+    # per round, at 95 %): the planner says so rather than a share of nothing
+    decided = frame.groupby("design")["machine_pairs"].sum()
+    assert decided.max() > 0 or "no campaign left a pair to the prior" in result.stdout
+    again = crowdprefs(
+        "plan", "--candidates", tmp_path / "candidates.csv", "--truth", tmp_path / "truth.qrel",
+        "--adaptive", "curtail", "--prior-correlation", "0.9", "--prior-skip",
+        "--min-verdicts", "1000", "--campaigns", "6", "-o", tmp_path / "whole.csv",
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    whole = pd.read_csv(tmp_path / "whole.csv").groupby("design")["iterations"].mean()
+    batches = frame.groupby("design")["iterations"].mean()
+    # each round of more than 25 pairs asks its calibration pairs in a batch of their own;
+    # with 1000, no round is calibrated and the prior adds no batch
+    for means, more in ((batches, True), (whole, False)):
+        prior = next(name for name in means.index if name.endswith("+ prior r=0.9"))
+        human = prior.removesuffix(" + prior r=0.9")
+        assert (means[prior] > means[human]) == more
 
 
 def test_plan_says_when_no_campaign_left_a_pair_to_the_prior(tmp_path):
+    """Also that the default 30 calibration pairs a round cannot show max_wrong 0.1."""
     create_demo_project(tmp_path).close()
     result = crowdprefs(
         "plan", "--candidates", tmp_path / "candidates.csv", "--truth", tmp_path / "truth.qrel",
@@ -299,6 +339,8 @@ def test_plan_says_when_no_campaign_left_a_pair_to_the_prior(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "no campaign left a pair to the prior" in result.stdout
+    said = "30 calibration pairs a round cannot show max_wrong 0.1 at 95% confidence (at least 44"
+    assert said in " ".join(result.stdout.split())
     assert "nan" not in result.stdout
 
 
@@ -333,6 +375,8 @@ def test_plan_says_when_the_collection_cannot_realise_the_correlation_asked(tmp_
         (["--prior-correlation", "0.5", "--prior-weight", "3"], "give --adaptive"),
         (["--prior-correlation", "0.5", "--audit-share", "0.3"], "apply to --prior-skip"),
         (["--prior-correlation", "0.5", "--max-wrong", "0.2"], "apply to --prior-skip"),
+        (["--prior-correlation", "0.5", "--min-verdicts", "50"], "apply to --prior-skip"),
+        (["--prior-correlation", "0.5", "--prior-skip", "--min-verdicts", "0"], "min_verdicts"),
         (["--prior-correlation", "0.5", "--prior-correlation", "0.5"], "0.5 is given twice"),
     ],
 )  # fmt: skip
