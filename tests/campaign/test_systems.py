@@ -125,6 +125,18 @@ def test_completions_refine_the_segments_and_keep_what_is_known():
     assert len({tuple(row) for row in drawn[:, open_members]}) > 10
 
 
+def first_build_campaign():
+    """The seeded collection, runs and first split of the guards below (``query``, ``group``,
+    ``runs``, ``partial``), as the first build's figures were recorded on them."""
+    query, documents, group, queries = collection(11, sizes=(14, 9, 17, 6, 11))
+    frame = random_runs(11, query, documents, queries, systems=6, depth=5)
+    runs = S.retrieved(frame, queries, documents, query, 5)
+    partial = S.Partial.start(query, np.random.default_rng(11).random(len(query)))
+    x, y = partial.needed()
+    partial = partial.split(x, y, np.sign(group[y] - group[x]))
+    return query, group, runs, partial
+
+
 @pytest.mark.parametrize(
     ("depth", "checksum", "priority"),
     [
@@ -137,12 +149,7 @@ def test_the_drawn_lists_and_the_chosen_batch_are_those_of_the_first_build(
 ):
     """A guard for speed work: the same seed draws the same lists and chooses the same batch
     as the first build did (figures recorded from it)."""
-    query, documents, group, queries = collection(11, sizes=(14, 9, 17, 6, 11))
-    frame = random_runs(11, query, documents, queries, systems=6, depth=5)
-    runs = S.retrieved(frame, queries, documents, query, 5)
-    partial = S.Partial.start(query, np.random.default_rng(11).random(len(query)))
-    x, y = partial.needed()
-    partial = partial.split(x, y, np.sign(group[y] - group[x]))
+    query, group, runs, partial = first_build_campaign()
     model = S.VerdictModel(8.0, 0.7)
     rng = np.random.default_rng(3)
     drawn = S.complete(partial, 60, rng, model, depth, score=S.consensus(runs, len(query)))
@@ -160,12 +167,7 @@ def test_the_drawn_lists_and_the_chosen_batch_are_those_of_the_first_build(
 def test_lists_drawn_around_known_verdicts_are_those_of_the_first_build(depth, checksum):
     """The same guard with known verdicts in both directions looked up (figures recorded from
     the first build, which searched every drawn pair among them)."""
-    query, documents, group, queries = collection(11, sizes=(14, 9, 17, 6, 11))
-    frame = random_runs(11, query, documents, queries, systems=6, depth=5)
-    runs = S.retrieved(frame, queries, documents, query, 5)
-    partial = S.Partial.start(query, np.random.default_rng(11).random(len(query)))
-    x, y = partial.needed()
-    partial = partial.split(x, y, np.sign(group[y] - group[x]))
+    query, group, runs, partial = first_build_campaign()
     n = len(query)
     rng = np.random.default_rng(5)
     a, b = rng.integers(0, n, 400), rng.integers(0, n, 400)
