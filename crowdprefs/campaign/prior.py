@@ -222,7 +222,9 @@ LOSS_REPLICATES = 40
 def machine_audit(project: Project) -> dict | None:
     """What the machine decided and how its audit stands (``None`` without machine verdicts
     nor ``[prior] skip``):
-    pairs ``skipped``, the level ``max_wrong``, the audited machine verdicts (``audited``) and
+    pairs ``skipped``, the level ``max_wrong``, the calibration pairs a round asks
+    (``min_verdicts``) and the fewest that can show ``max_wrong`` (``needed``), the audited
+    machine verdicts (``audited``) and
     the ``wrong`` ones among them, their share with its interval
     (:func:`~crowdprefs.machine.overturn.overturn_interval`), and ``adr_loss``, the lists'
     expected ADR loss from the machine verdicts (:func:`~crowdprefs.machine.loss.
@@ -234,10 +236,11 @@ def machine_audit(project: Project) -> dict | None:
     from crowdprefs.machine.policy import PriorPolicy
 
     if not machine:  # no pandas
-        policy = PriorPolicy.from_section(project.section("prior"))
-        return {"skipped": 0, "max_wrong": policy.skip.max_wrong, "audited": 0, "wrong": 0,
-                "share": float("nan"), "low": 0.0, "high": 1.0, "level": policy.skip.level,
-                "adr_loss": 0.0}  # fmt: skip
+        skip = PriorPolicy.from_section(project.section("prior")).skip
+        return {"skipped": 0, "max_wrong": skip.max_wrong, "audited": 0, "wrong": 0,
+                "share": float("nan"), "low": 0.0, "high": 1.0, "level": skip.level,
+                "adr_loss": 0.0, "min_verdicts": skip.min_verdicts,
+                "needed": skip.calibration_needed()}  # fmt: skip
     from crowdprefs.campaign.project_state import lists
     from crowdprefs.campaign.sorting import initial_orders
     from crowdprefs.machine.loss import expected_adr_loss, flip_shares
@@ -271,6 +274,8 @@ def machine_audit(project: Project) -> dict | None:
         "high": high,
         "level": rule.level,
         "adr_loss": loss,
+        "min_verdicts": rule.min_verdicts,
+        "needed": rule.calibration_needed(),
     }
 
 
@@ -289,6 +294,13 @@ def audit_line(summary: dict) -> str:
         )
     else:
         line += "; no audited machine verdict decided yet"
+    if summary["min_verdicts"] < summary["needed"]:
+        line += (
+            f"; {summary['min_verdicts']} calibration pairs a round cannot show max_wrong "
+            f"{summary['max_wrong']:g} at {summary['level']:.0%} confidence (at least "
+            f"{summary['needed']} are needed: [prior] min_verdicts), so the prior can decide no "
+            "pair"
+        )
     if summary["skipped"] and summary["adr_loss"] == summary["adr_loss"]:  # NaN: no list yet
         basis = "audited flips" if summary["audited"] else f"flips at {summary['max_wrong']:g}"
         line += f"; expected ADR loss {summary['adr_loss']:.4f} (lists replayed with {basis})"

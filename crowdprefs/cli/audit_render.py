@@ -153,7 +153,7 @@ def render_audit(result: Audit, title: str, wide: bool) -> None:
     if "machine" in facts:
         from crowdprefs.campaign.prior import audit_line
 
-        console.print(audit_line(facts["machine"]), highlight=False, soft_wrap=True)
+        console.print(escape(audit_line(facts["machine"])), highlight=False, soft_wrap=True)
     median = facts["overall_median_seconds"]
     total = result.iterations.iloc[-1]
     cost = money(total["cost"])

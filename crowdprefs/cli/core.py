@@ -441,7 +441,8 @@ def status(
     if report["machine"] is not None:
         from crowdprefs.campaign.prior import audit_line
 
-        console.print(f"  {audit_line(report['machine'])}", highlight=False, soft_wrap=True)
+        line = escape(audit_line(report["machine"]))
+        console.print(f"  {line}", highlight=False, soft_wrap=True)
     if report["systems"] is not None:
         r = report["systems"]
         console.print(
@@ -729,7 +730,7 @@ def _export_lists(project: Project, directory: Path, fmt: str, partial: bool, ou
     if report["machine"] is not None:  # the lists hold machine verdicts: how far to trust them
         from crowdprefs.campaign.prior import audit_line
 
-        console.print(audit_line(report["machine"]), highlight=False, soft_wrap=True)
+        console.print(escape(audit_line(report["machine"])), highlight=False, soft_wrap=True)
 
 
 def _unsorted_line(states: dict) -> str:

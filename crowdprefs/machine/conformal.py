@@ -25,6 +25,8 @@ is ≤ α, whatever the model. When the calibration is too small to show it, not
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from crowdprefs.errors import InputError
@@ -39,7 +41,7 @@ def calibration_needed(alpha: float, delta: float = 0.05) -> int:
     (1 − α)^n ≤ δ / thresholds); fewer can never take a pair."""
     if not 0 < alpha < 1:
         raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
-    return int(np.ceil(np.log(delta / len(THRESHOLDS)) / np.log1p(-alpha)))
+    return math.ceil(math.log(delta / len(THRESHOLDS)) / math.log1p(-alpha))
 
 
 def wrong_bound(wrong: np.ndarray, calibrated: np.ndarray, taken: np.ndarray, delta: float):

@@ -393,3 +393,30 @@ def test_a_prior_is_refused_with_flagging_in_the_planner():
             9, MARGIN_1, CURTAIL, prior=SimulatedPrior(0.5), flag_each_round=True,
             machine=PriorPolicy(SkipRule()),
         )  # fmt: skip
+
+
+def test_status_says_when_the_calibration_can_never_take_a_pair(tmp_path):
+    """With ``[prior] skip`` and fewer calibration pairs a round than can ever show
+    ``max_wrong`` (44 at 0.1 and 95 %), status says that the prior can decide no pair; with
+    enough it does not."""
+    create_demo_project(tmp_path / "probe").close()
+    _truth_scores(tmp_path / "probe", noise=0.5).to_csv(tmp_path / "scores.csv", index=False)
+    folder = tmp_path / "study"
+    made = crowdprefs(
+        "init", folder, "--candidates", tmp_path / "probe" / "candidates.csv",
+        "--prior", tmp_path / "scores.csv",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    config = folder / CONFIG_NAME
+    said = (
+        "30 calibration pairs a round cannot show max_wrong 0.1 at 95% confidence (at least 44 "
+        "are needed: [prior] min_verdicts), so the prior can decide no pair"
+    )
+    for min_verdicts, warned in ((30, True), (44, False)):
+        data = tomllib.loads(config.read_text())
+        data["prior"] |= {"skip": True, "min_verdicts": min_verdicts}
+        config.write_text(tomli_w.dumps(data))
+        status = crowdprefs("status", folder)
+        assert status.returncode == 0, status.stderr
+        assert "machine prior: 0 pair(s) decided" in status.stdout
+        assert (said in status.stdout) is warned
