@@ -207,6 +207,7 @@ def plan(
     min_verdicts: Annotated[
         int,
         typer.Option(
+            callback=setting("prior", "min_verdicts"),
             help="--prior-skip: the calibration pairs each round of the sort asks first, as "
             "\\[prior] min_verdicts does.",
         ),
