@@ -59,8 +59,9 @@ def test_a_flagged_judge_gets_no_further_question_and_is_replaced(tmp_path):
         replaced = sum(answer_all(project, j, settings, ANSWER_B) for j in judges[1:])
         assert replaced == pairs
         assert project.store.missing_answers(1).empty
-        advance(project, WebCrowd(), Reviewer())
-        assert project.store.last_batch()["iteration"] == 2
+        state = advance(project, WebCrowd(), Reviewer())
+        batch = project.store.last_batch()
+        assert batch["iteration"] == 2, (state, batch, project.store.reviews("web").to_dict())
         assert assign.next_assignment(project, judges[0], settings, at=CLOCK[0]) is None
 
 
