@@ -175,8 +175,11 @@ class PublishQuote:
     budget: float | None
 
 
-def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
-    """The cost of the open batch's pairs not yet published to ``crowd_name`` (one HIT each)."""
+def publish_quote(
+    project: Project, crowd_name: str, committed: float | None = None
+) -> PublishQuote:
+    """The cost of the open batch's pairs not yet published to ``crowd_name`` (one HIT each);
+    ``committed``: :func:`committed_cost` when the caller has it already."""
     iteration = _open_batch(project, ("built", "published"))
     wanted = project.store.unpublished_sizes(iteration, crowd_name)
     settings = project.settings
@@ -184,7 +187,7 @@ def publish_quote(project: Project, crowd_name: str) -> PublishQuote:
         hits=len(wanted),
         assignments=int(wanted.sum()),
         cost=batch_cost(settings.reward, wanted, settings.fees),
-        committed=committed_cost(project),
+        committed=committed_cost(project) if committed is None else committed,
         budget=settings.budget,
     )
 

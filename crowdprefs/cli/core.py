@@ -296,7 +296,8 @@ def next_step(
     imported = target == owner and owner not in (None, SIMULATED, *project.store.batch_crowds())
     if state == "built":
         step = _publish_to(project, where, target, imported, mturk)
-        quote = None if target is None else driver.publish_quote(project, target)
+        committed = None if totals is None else totals["cost"]  # status has it already
+        quote = None if target is None else driver.publish_quote(project, target, committed)
         if quote and quote.budget is not None and quote.committed + quote.cost > quote.budget:
             config = shlex.quote(str(directory / "crowdprefs.toml"))
             return f"raise budget in the [crowd] section of {config}, then: {step}"
