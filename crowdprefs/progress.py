@@ -143,7 +143,24 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
         yield from progress.track(items, total=total, description=description)
 
 
+_HEARD: list[list[tuple[str, str]]] = []
+
+
+@contextmanager
+def notes_heard() -> Iterator[list[tuple[str, str]]]:
+    """The notes printed inside the block, as ``(message, style)`` (for a report kept to be
+    shown again, notes included: ``status``)."""
+    heard: list[tuple[str, str]] = []
+    _HEARD.append(heard)
+    try:
+        yield heard
+    finally:
+        _HEARD.remove(heard)
+
+
 def note(message: str, style: str = "yellow") -> None:
     """One line on stderr for something the user should know (``message`` is shown as text,
     never as markup)."""
+    for heard in _HEARD:
+        heard.append((message, style))
     stderr.print(f"[{style}]{escape(message)}[/]", highlight=False, soft_wrap=True)

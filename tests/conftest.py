@@ -3,9 +3,12 @@ repository (skipped when absent)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,9 @@ os.environ.setdefault("CROWDPREFS_JOBS", "1")
 # Outputs are compared line for line: no plain progress lines, even when a loaded machine makes
 # an operation last longer than their interval (tests/test_parallel.py tests them).
 os.environ.setdefault("CROWDPREFS_PROGRESS_SECONDS", "0")
+# status keeps its reports in the user's cache folder: the suite's go to a folder of its own.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="crowdprefs-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "mirex2011-ams"
 

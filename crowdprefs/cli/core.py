@@ -35,7 +35,7 @@ from crowdprefs.cli.options import (
     one_of,
 )
 from crowdprefs.errors import BudgetError, InputError, StateError
-from crowdprefs.progress import note
+from crowdprefs.progress import note, notes_heard
 
 if TYPE_CHECKING:
     from crowdprefs.campaign import driver
@@ -411,12 +411,15 @@ def status(
     With --queries, a row per query: candidates, iterations, open segments, pairs judged and
     pairs still needed. --json gives the whole report (every query included).
     """
-    from crowdprefs.campaign import driver
-    from crowdprefs.campaign.project import Project
+    from crowdprefs.campaign import status_cache
 
-    with Project(directory) as project:
-        report = driver.status(project)
-        hint = next_step(project, directory, totals=report["totals"])
+    kept = status_cache.cached(directory)
+    if kept is None:
+        kept = _status_report(directory)
+    else:
+        for message, style in kept["notes"]:
+            note(message, style)
+    report, hint, machine = kept["report"], kept["hint"], kept["machine"]
     if as_json:
         print_json(report)
         return
@@ -439,11 +442,8 @@ def status(
         f"  {escape(hint)}",
         highlight=False,
     )
-    if report["machine"] is not None:
-        from crowdprefs.campaign.prior import audit_line
-
-        line = escape(audit_line(report["machine"]))
-        console.print(f"  {line}", highlight=False, soft_wrap=True)
+    if machine is not None:
+        console.print(f"  {escape(machine)}", highlight=False, soft_wrap=True)
     if report["systems"] is not None:
         r = report["systems"]
         console.print(
@@ -457,6 +457,24 @@ def status(
         console.print(_queries_table(report["queries"], str(directory)))
     else:
         console.print("  (--queries lists every query)", style="dim", highlight=False)
+
+
+def _status_report(directory: Path) -> dict:
+    """``status``'s report, next step, machine prior's line and the notes said on the way,
+    made from the project and kept for the next ``status`` while the project stays as it is
+    (:mod:`crowdprefs.campaign.status_cache`)."""
+    from crowdprefs.campaign import driver, status_cache
+    from crowdprefs.campaign.prior import audit_line
+    from crowdprefs.campaign.project import Project
+
+    with notes_heard() as notes, Project(directory) as project:
+        revision = project.store.revision
+        report = driver.status(project)
+        hint = next_step(project, directory, totals=report["totals"])
+        machine = None if report["machine"] is None else audit_line(report["machine"])
+    kept = {"report": report, "hint": hint, "machine": machine, "notes": notes}
+    status_cache.keep(directory, revision, project.settings.sections, kept)
+    return kept
 
 
 def _queries_table(rows: list[dict], title: str) -> Table:

@@ -465,7 +465,7 @@ class StoreBase:
             _raise(self.location, error)
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
+    def transaction(self, *, revise: bool = True) -> Iterator[Connection]:
         """One write transaction, committed at the end and rolled back whole on any error.
 
         Writers of a campaign run one at a time, across processes and hosts (SQLite's
@@ -473,6 +473,11 @@ class StoreBase:
         Unless the store was opened with ``lock=False``, the first transaction also takes the
         project lock (:mod:`.lock`), held until :meth:`close`: one command per project at a
         time.
+
+        On SQLite, a transaction that changed a row also gives the state a new
+        :attr:`revision`, in the same commit, unless told not to ``revise`` it: it writes
+        nothing a report of the state shows (a cache of what the state already says, a
+        server's own bookkeeping) or copies a whole state, revision included.
         """
         if self.takes_lock:
             self.lock.acquire()
@@ -484,9 +489,24 @@ class StoreBase:
                         conn.execute(
                             select(func.pg_advisory_xact_lock(WRITER_NAMESPACE, campaign_key()))
                         )
+                    revised = self.dialect == "sqlite" and revise
+                    before = _changes(conn) if revised else 0
                     yield conn
+                    if revised and _changes(conn) != before:
+                        conn.execute(upsert(conn, tables.meta), [new_revision()])
         except exc.DBAPIError as error:
             _raise(self.location, error)
+
+    @property
+    def revision(self) -> str | None:
+        """The SQLite state's revision: a new random token at every commit that changed it
+        (``None`` on PostgreSQL, or before the first such commit). Equal revisions mean the
+        same state, so a report of one (``status``) can be kept and reused
+        (:mod:`crowdprefs.campaign.status_cache`)."""
+        if self.dialect != "sqlite":
+            return None
+        meta = tables.meta
+        return self.scalar(select(meta.c.value).where(meta.c.key == REVISION_KEY))
 
     def frame(
         self, statement: Executable | str, params: dict[str, Any] | None = None
@@ -537,6 +557,20 @@ def _json_field_sqlite(element: json_field, compiler: Any, **kw: Any) -> str:
 def _json_field_postgresql(element: json_field, compiler: Any, **kw: Any) -> str:
     column = compiler.process(list(element.clauses)[0], **kw)
     return f"(CAST({column} AS jsonb) #>> '{{{','.join(element.path)}}}')"
+
+
+REVISION_KEY = "revision"
+"""The ``meta`` key of the SQLite state's :attr:`StoreBase.revision`."""
+
+
+def new_revision() -> dict[str, str]:
+    """A ``meta`` row giving the state a new revision (128 random bits)."""
+    return {"key": REVISION_KEY, "value": os.urandom(16).hex()}
+
+
+def _changes(conn: Connection) -> int:
+    """Rows the SQLite connection has changed since it opened (``total_changes()``)."""
+    return int(conn.exec_driver_sql("SELECT total_changes()").scalar_one())
 
 
 def upsert(conn: Connection, table: Any) -> Executable:
@@ -597,7 +631,7 @@ def copy_state(source: StoreBase, target: StoreBase, *, chunk: int = 20_000) -> 
     if target.scalar(select(tables.meta.c.value).where(tables.meta.c.key == "seed")) is not None:
         raise StateError(f"{target.location} already holds a crowdprefs state; give an empty one")
     copied: dict[str, int] = {}
-    with source.read() as reading, target.transaction() as writing:
+    with source.read() as reading, target.transaction(revise=False) as writing:
         writing.execute(tables.meta.delete())  # the schema version a new database stamped
         for table in tables.metadata.sorted_tables:
             copied[table.name] = 0

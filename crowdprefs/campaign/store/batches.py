@@ -392,7 +392,7 @@ class Batches(StoreBase):
             return False
         try:
             if values:
-                with self.transaction() as conn:
+                with self.transaction(revise=False) as conn:
                     conn.execute(upsert(conn, tables.sort_cache), values)
         finally:
             if not held:

@@ -304,7 +304,7 @@ class WebStore(StoreBase):
         """Count a wrong token of ``party`` (the same token again counts once: a stale link
         reloaded is one failure) and forget failures older than ``window``."""
         throttle = wt.web_throttle
-        with self.transaction() as conn:
+        with self.transaction(revise=False) as conn:
             conn.execute(throttle.delete().where(throttle.c.failed_at <= now - window))
             conn.execute(
                 insert_ignore(conn, throttle),

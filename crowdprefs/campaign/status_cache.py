@@ -1,0 +1,155 @@
+"""``status`` without opening the store, while nothing it reports has changed.
+
+``crowdprefs status`` is the command a researcher runs again and again while a campaign waits
+on its crowd. Its report needs the store (SQLAlchemy, the sort states, the budget), which costs
+about three times the start of a bare command. So each report is kept in the user's cache
+folder with what it was made from, and reused only while all of it is unchanged:
+
+- the state's revision (:attr:`~crowdprefs.campaign.store.base.StoreBase.revision`: a new
+  random token in the same commit as every change to the state; read here with the standard
+  library's ``sqlite3``, read-only);
+- the size and modification time of the state's file (a change made without crowdprefs, a
+  damaged file), the bytes of ``crowdprefs.toml``, and the size and modification time of every
+  file its settings name (a prior's scores, the systems' runs);
+- the ``CROWDPREFS_*`` environment, crowdprefs' version, and the folder as typed (the report's
+  next step quotes it).
+
+Only SQLite states are kept (a PostgreSQL state is read through its server anyway). A report
+that cannot be kept (no cache folder, a read-only disk) is simply made again next time; a kept
+one that cannot be read is ignored. This module imports nothing beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Mapping
+from contextlib import closing, suppress
+from pathlib import Path
+from typing import Any
+
+import crowdprefs
+
+FORMAT = 1
+"""The layout of a kept report; a new layout ignores the old ones."""
+CONFIG_NAME = "crowdprefs.toml"
+STATE_NAME = "state.sqlite"
+REVISION_QUERY = "SELECT value FROM meta WHERE key = 'revision'"
+
+
+def cache_folder() -> Path:
+    """Where reports are kept: ``$XDG_CACHE_HOME/crowdprefs/status`` (``~/.cache`` by
+    default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base, "crowdprefs", "status")
+
+
+def _entry(directory: Path) -> Path:
+    """The file keeping ``directory``'s reports (one per spelling of the folder)."""
+    key = hashlib.sha256(os.fsencode(os.path.realpath(directory))).hexdigest()
+    return cache_folder() / f"{key}.json"
+
+
+def _environment() -> str:
+    """A digest of the ``CROWDPREFS_*`` variables."""
+    items = sorted((k, v) for k, v in os.environ.items() if k.startswith("CROWDPREFS_"))
+    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
+
+
+def _stamp(path: Path) -> list[int] | None:
+    """Size and modification time (ns) of a file; ``None`` when there is none."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return [info.st_size, info.st_mtime_ns]
+
+
+def _named_files(root: Path, sections: Mapping[str, Any]) -> Iterable[Path]:
+    """Every file the settings' sections name (a string value that is a file's path)."""
+    for values in sections.values():
+        if not isinstance(values, Mapping):
+            continue
+        for value in values.values():
+            if isinstance(value, str) and value and (root / value).is_file():
+                yield root / value
+
+
+def _inputs(directory: Path, revision: str, files: Iterable[str]) -> dict[str, Any] | None:
+    """What a report of ``directory`` is made from, as of now (``None``: unreadable)."""
+    try:
+        config = (directory / CONFIG_NAME).read_bytes()
+    except OSError:
+        return None
+    return {
+        "format": FORMAT,
+        "version": crowdprefs.__version__,
+        "environment": _environment(),
+        "config": hashlib.sha256(config).hexdigest(),
+        "revision": revision,
+        "files": {name: _stamp(Path(name)) for name in files},
+    }
+
+
+def _revision(directory: Path) -> str | None:
+    """The state's revision, through the standard library (``None``: none). The connection
+    only reads (``query_only``), but may write, so that on closing it removes SQLite's
+    shared-memory and log files like the store's own connections do (a read-only connection
+    would leave them behind); it never creates a missing state (``mode=rw``)."""
+    uri = f"{(directory / STATE_NAME).absolute().as_uri()}?mode=rw"
+    try:
+        with closing(sqlite3.connect(uri, uri=True)) as db:
+            db.execute("PRAGMA query_only = 1")
+            row = db.execute(REVISION_QUERY).fetchone()
+    except sqlite3.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
+def cached(directory: Path) -> dict[str, Any] | None:
+    """The report kept for ``directory`` as typed, if nothing it was made from changed."""
+    try:
+        kept = json.loads(_entry(directory).read_text(encoding="utf-8"))
+        inputs, reports = kept["inputs"], kept["reports"]
+        revision = _revision(directory)
+        if revision is None or _inputs(directory, revision, inputs["files"]) != inputs:
+            return None
+        return reports[str(directory)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def keep(
+    directory: Path, revision: str | None, sections: Mapping[str, Any], report: dict[str, Any]
+) -> None:
+    """Keep ``report`` of ``directory`` at ``revision`` (read before the report was made, so
+    a change committed meanwhile leaves it unused), once the project is closed (closing may
+    fold SQLite's log into the file); ``sections`` are the project's settings."""
+    if revision is None:
+        return
+    named = [directory / STATE_NAME, *_named_files(directory, sections)]
+    files = sorted(str(p.absolute()) for p in named)
+    inputs = _inputs(directory, revision, files)
+    if inputs is None:
+        return
+    entry = _entry(directory)
+    reports: dict[str, Any] = {}
+    with suppress(OSError, ValueError, KeyError, TypeError):
+        kept = json.loads(entry.read_text(encoding="utf-8"))
+        if kept["inputs"] == inputs:
+            reports = kept["reports"]
+    reports[str(directory)] = report
+    text = json.dumps({"inputs": inputs, "reports": reports}, allow_nan=True)
+    with suppress(OSError):
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        try:
+            with open(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(temporary, entry)
+        finally:
+            with suppress(OSError):
+                os.unlink(temporary)  # left only when the replace failed

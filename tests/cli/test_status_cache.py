@@ -1,0 +1,110 @@
+"""``status`` reuses its last report while the project is unchanged: through the console script,
+at every step of a campaign and after every kind of change, the kept report is the one a fresh
+``status`` makes (a cache folder of its own), and anything unreadable makes it afresh."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from crowdprefs.campaign.status_cache import cache_folder
+from crowdprefs.demo import create_demo_project
+from tests.console_script import crowdprefs
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    create_demo_project(tmp_path).close()
+    return tmp_path / "project"
+
+
+def status(project: Path, *options: str, cache: Path | None = None) -> str:
+    env = None if cache is None else {"XDG_CACHE_HOME": str(cache)}
+    done = crowdprefs("status", project, *options, env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return done.stdout + done.stderr
+
+
+def kept() -> list[Path]:
+    return list(cache_folder().glob("*.json"))
+
+
+def same_as_made_afresh(project: Path, tmp_path: Path, step: str) -> str:
+    """``status`` (text, ``--queries``, ``--json``) twice, equal to a fresh one's."""
+    fresh = tmp_path / f"fresh-{step}"
+    for options in ((), ("--queries",), ("--json",)):
+        made = status(project, *options, cache=fresh)
+        assert status(project, *options) == made, (step, options)
+        assert status(project, *options) == made, (step, options)
+    return made
+
+
+def test_a_kept_report_is_the_fresh_one_at_every_step_and_after_every_change(project, tmp_path):
+    reports = {"init": same_as_made_afresh(project, tmp_path, "init")}
+    assert kept(), "status kept no report"
+    for step in ("next", "publish", "collect", "aggregate", "next"):
+        done = crowdprefs(step, project)
+        assert done.returncode == 0, done.stderr
+        reports[step] = same_as_made_afresh(project, tmp_path, step)
+    assert len(set(reports.values())) == len(reports), "a step changed nothing status shows"
+    # a setting edited by hand
+    config = project / "crowdprefs.toml"
+    text = config.read_text(encoding="utf-8").replace(
+        "reward = 0.02", "reward = 0.02\nbudget = 123.5"
+    )
+    config.write_text(text, encoding="utf-8")
+    edited = same_as_made_afresh(project, tmp_path, "budget")
+    assert edited != reports["next"] and "$123.50" in status(project)
+    assert "changed since 'next' built batch 2: [crowd] budget" in edited  # the note, kept too
+    # the state put back from a copy taken before the last step (a backup restored)
+    backup = tmp_path / "backup.sqlite"
+    shutil.copy(project / "state.sqlite", backup)
+    assert crowdprefs("publish", project).returncode == 0
+    published = same_as_made_afresh(project, tmp_path, "published")
+    shutil.copy(backup, project / "state.sqlite")
+    restored = same_as_made_afresh(project, tmp_path, "restored")
+    assert restored == edited != published
+
+
+def test_a_change_made_without_crowdprefs_is_seen(project, tmp_path):
+    assert crowdprefs("next", project).returncode == 0
+    before = status(project, "--json")
+    with closing(sqlite3.connect(project / "state.sqlite")) as db, db:
+        db.execute("UPDATE batches SET status = 'collected'")
+    assert status(project, "--json") == status(project, "--json", cache=tmp_path / "c")
+    assert status(project, "--json") != before
+
+
+def test_a_damaged_state_is_refused_although_a_report_was_kept(project):
+    status(project)
+    (project / "state.sqlite").write_bytes(b"not a database")
+    done = crowdprefs("status", project)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_cache_folder_that_cannot_be_used_only_costs_time(project, tmp_path):
+    made = status(project, cache=tmp_path / "fresh")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    assert status(project, cache=blocked) == made
+    assert status(project, cache=blocked) == made
+    for entry in kept():
+        entry.write_text("{ not json", encoding="utf-8")
+    assert status(project) == made
+    for entry in kept():
+        entry.write_text('{"inputs": [], "reports": 3}', encoding="utf-8")
+    assert status(project) == made
+
+
+def test_each_spelling_of_the_folder_gets_its_own_next_step(project, monkeypatch):
+    monkeypatch.chdir(project.parent)
+    relative = status(Path("project"))
+    absolute = status(project)
+    assert "crowdprefs next project" in relative
+    assert f"crowdprefs next {project}" in absolute
+    assert status(Path("project")) == relative and status(project) == absolute
