@@ -38,6 +38,8 @@ FORMAT = 1
 CONFIG_NAME = "crowdprefs.toml"
 STATE_NAME = "state.sqlite"
 REVISION_QUERY = "SELECT value FROM meta WHERE key = 'revision'"
+NOTE_STYLES = ("yellow",)
+"""The styles of the notes ``status`` may say (:func:`crowdprefs.progress.note`)."""
 
 
 def cache_folder() -> Path:
@@ -109,17 +111,32 @@ def _revision(directory: Path) -> str | None:
     return None if row is None else str(row[0])
 
 
+KEPT = {"report": dict, "hint": str, "machine": (str, type(None)), "notes": list}
+"""What a kept report holds (``notes``: the ``(message, style)`` said while it was made)."""
+
+
+def _whole(report: Any) -> bool:
+    """Whether a kept report has every part, of its type (a file edited by hand has not)."""
+    return (
+        isinstance(report, dict)
+        and all(isinstance(report.get(key), kind) for key, kind in KEPT.items())
+        and all(
+            isinstance(n, list) and len(n) == 2 and n[1] in NOTE_STYLES for n in report["notes"]
+        )
+    )
+
+
 def cached(directory: Path) -> dict[str, Any] | None:
     """The report kept for ``directory`` as typed, if nothing it was made from changed."""
     try:
         kept = json.loads(_entry(directory).read_text(encoding="utf-8"))
-        inputs, reports = kept["inputs"], kept["reports"]
+        inputs, report = kept["inputs"], kept["reports"][str(directory)]
         revision = _revision(directory)
         if revision is None or _inputs(directory, revision, inputs["files"]) != inputs:
             return None
-        return reports[str(directory)]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    return report if _whole(report) else None
 
 
 def keep(

@@ -4,6 +4,7 @@ at every step of a campaign and after every kind of change, the kept report is t
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from contextlib import closing
@@ -99,6 +100,16 @@ def test_a_cache_folder_that_cannot_be_used_only_costs_time(project, tmp_path):
     for entry in kept():
         entry.write_text('{"inputs": [], "reports": 3}', encoding="utf-8")
     assert status(project) == made
+    status(project)
+    for entry in kept():  # the right inputs, parts of the report edited away or misshapen
+        whole = json.loads(entry.read_text(encoding="utf-8"))
+        for broken in ({}, {"notes": [["x", "[link=evil]"]]}, {"hint": 3}):
+            report = {**next(iter(whole["reports"].values())), **broken}
+            if not broken:
+                del report["notes"]
+            reports = {name: report for name in whole["reports"]}
+            entry.write_text(json.dumps({**whole, "reports": reports}), encoding="utf-8")
+            assert status(project) == made
 
 
 def test_each_spelling_of_the_folder_gets_its_own_next_step(project, monkeypatch):
