@@ -142,6 +142,30 @@ def checked_runs(path: Path, measure: str, candidates: pd.DataFrame) -> tuple[pd
     return runs, str(parsed)
 
 
+def consensus_orders(
+    candidates: Mapping[str, Sequence[str]], runs: pd.DataFrame, measure: str, seed: int
+) -> dict[str, list[str]]:
+    """``init --runs``: each query's ``candidates`` placed so that its QuickSort's first pivot is
+    its candidate at the systems' consensus k-th place (:func:`~crowdprefs.campaign.systems.
+    first_pivots`, ties by the seed's initial order). Fixed in the store's candidate order, it is
+    the initial order every replay of the project rebuilds from the seed
+    (:func:`~crowdprefs.campaign.sorting.with_first_pivots`); a machine prior's pivots rule
+    over it (:func:`~crowdprefs.campaign.sorting.arranged`)."""
+    from crowdprefs.campaign.sorting import initial_orders, with_first_pivots
+
+    queries = list(candidates)
+    documents = np.array([d for q in queries for d in candidates[q]], dtype=object)
+    query = np.repeat(np.arange(len(queries)), [len(candidates[q]) for q in queries])
+    k = S.parse_rank_measure(measure).k
+    found = S.retrieved(runs, queries, documents, query, k)
+    orders = initial_orders(candidates, seed)
+    rank = {(q, d): i for q in queries for i, d in enumerate(orders[q])}
+    position = np.array([rank[q, d] for q in queries for d in candidates[q]])
+    pivots = S.first_pivots(query, S.consensus(found, len(documents)), k, position)
+    chosen = {queries[query[i]]: documents[i] for i in pivots}
+    return with_first_pivots(candidates, seed, chosen)
+
+
 def read_systems_runs(path: Path) -> pd.DataFrame:
     """The runs of ``[systems] runs``, refused in one line when the file is gone."""
     from crowdprefs.io import read_runs
