@@ -6,9 +6,10 @@ a project's partly sorted lists (:mod:`crowdprefs.campaign.systems` on the proje
 (drawn finished lists per decision, 100) and ``max_pairs`` (pairs per batch at most; all that
 matter by default). With it, each batch asks only the segments whose order can still change how
 two systems compare, most informative first, and the campaign ends when every pair of systems is
-decided at the confidence (the driver's ``next_batch`` then has nothing to ask). With a
-machine prior (``[prior] scores``) the unknown verdicts are drawn from its scores instead of the
-systems' consensus.
+decided at the confidence (the driver's ``next_batch`` then has nothing to ask). ``init --runs``
+also fixes each query's first pivot at the systems' consensus k-th place, in the project's
+candidate order (:func:`consensus_orders`). With a machine prior (``[prior] scores``) the unknown
+verdicts are drawn from its scores instead of the systems' consensus.
 """
 
 from __future__ import annotations
