@@ -193,6 +193,38 @@ def test_a_replay_of_a_system_driven_campaign_rebuilds_its_batches_and_lists(tmp
     assert status.returncode == 0 and "0 of 10 pairs of 5 systems undecided" in status.stdout
 
 
+def test_curtailed_answers_rank_the_systems_with_fewer_answers(tmp_path):
+    """[adaptive] beside [systems]: exact curtailment stops a pair once no further answer can
+    change its verdict, so the campaign decides every pair of systems, in the same order, with
+    fewer answers than with the fixed ten."""
+    candidates, runs = collection(tmp_path)
+    orders = {}
+    answers = {}
+    for name, extra in (("fixed", {}), ("curtailed", {"adaptive": {"method": "curtail"}})):
+        folder = tmp_path / name
+        made = crowdprefs("init", folder, "--candidates", candidates, "--runs", runs)
+        assert made.returncode == 0, made.stderr
+        config = folder / CONFIG_NAME
+        config.write_text(tomli_w.dumps(tomllib.loads(config.read_text()) | extra))
+        simulated(folder, tmp_path / "truth.qrel")
+        ran = crowdprefs("run", folder)
+        assert ran.returncode == 0, ran.stderr
+        status = crowdprefs("status", folder)
+        assert "0 of 10 pairs of 5 systems undecided" in status.stdout, status.stdout
+        with Project(folder) as project:
+            standing = driver.system_status(project, 99)
+            answers[name] = project.store.answer_total()
+        assert standing["undecided"] == 0
+        evaluated = crowdprefs(
+            "evaluate", "--truth", folder, "--runs", folder / "runs.txt", "--format", "json"
+        )
+        assert evaluated.returncode == 0, evaluated.stderr
+        part = json.loads(evaluated.stdout)["unfinished"][0]
+        orders[name] = [row["system"] for row in part["systems"]]
+    assert answers["curtailed"] < answers["fixed"]
+    assert orders["curtailed"] == orders["fixed"]
+
+
 def test_without_runs_the_full_sort_starts_from_the_seeds_own_order(tmp_path):
     """No runs, no change: the candidates stay in CSV order and batch 1 compares every
     candidate with the last of the seed's initial order of that CSV order."""
