@@ -12,9 +12,13 @@ Two collections (both read from ``../shared/data``; the script exits saying so w
 
 The crowd is the crowd model fitted to the real 2010 answers (``judgments.csv``) against their
 published lists; every pair gets 10 answers aggregated by a vote margin of 2 (the 2010 design).
-Campaign seeds start at 1000 (held out: the method was tuned on seed 0). Per campaign the
-system-driven campaign stops when every pair of systems is decided at ``--confidence`` (or, with
-``--budget-share``, when the next batch would pass that share of the full sort's answers).
+Campaign seeds start at 1000 (held out: the method was tuned on seeds 0-5). Per campaign the
+system-driven campaign starts, as ``init --runs`` does, from each query's first pivot at the
+systems' consensus 5th place (``--random-first-pivots``: the full sort's random ones) and stops
+when every pair of systems is decided at ``--confidence`` (or, with ``--budget-share``, when the
+next batch would pass that share of the full sort's answers); its ranking is checked on the lists
+the same campaign finishes as (the full sort from its first pivots), its answers against the
+full sort's.
 
 Printed per collection: answers as a share of the full sort's (mean, range), Kendall τ of the
 systems' ranking against the full sort's (min, mean), pairs of systems significant on the full
@@ -29,7 +33,8 @@ seconds to choose the first and the second batch (fit, completion, scores, prior
 slowest campaign's) against the 1 s target.
 
 Run: ``python benchmarks/system_ranking.py [--collection mirex 2010] [--campaigns 10]
-[--sets 20] [--budget-share 0.3] [--batch-share 0.16] [--samples 100] [--json]``.
+[--sets 20] [--budget-share 0.3] [--batch-share 0.16] [--samples 100] [--random-first-pivots]
+[--json]``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import pandas as pd
 from scipy import stats
 
 from crowdprefs.campaign import systems as S
+from crowdprefs.campaign.adaptive import StoppingRule
 from crowdprefs.campaign.aggregate import AggregationRule
 from crowdprefs.io import read_lists
 from crowdprefs.quality.crowd_fit import fit_crowd_model
@@ -52,7 +58,18 @@ from crowdprefs.quality.planning import Collection, Design
 from crowdprefs.quality.system_plan import compare_campaigns, sort_campaign
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-DESIGN = Design(10, AggregationRule(rule="margin", margin=2))
+MARGIN = AggregationRule(rule="margin", margin=2)
+DESIGN = Design(10, MARGIN)
+ANSWERS = {
+    "fixed": DESIGN,
+    "curtail": Design(10, MARGIN, StoppingRule("curtail", 4, 2, 10, aggregation=MARGIN)),
+    "predictive": Design(
+        14, MARGIN, StoppingRule("curtail", 3, 2, 14, epsilon=0.3, aggregation=MARGIN)
+    ),
+}
+"""``--answers``: the 2010 design (10 answers, margin 2), its exact curtailment (4 + 2 … 10:
+the same verdicts for the same answers, fewer of them) and the predictive curtailment
+``benchmarks/fewer_answers.py`` recommends (ε = 0.30, 3 + 2 … 14)."""
 MEASURE = S.RankMeasure("ADR", 5)
 FIRST_SEED = 1000
 
@@ -154,13 +171,14 @@ def study(name: str, cases, model, args) -> dict[str, float]:
             runs_frame, collection.queries, collection.documents, collection.query, MEASURE.k
         )
         started = time.perf_counter()
+        design = ANSWERS[args.answers]
         outcome = compare_campaigns(
-            collection, DESIGN, model, runs, MEASURE, seed, confidence=args.confidence,
+            collection, design, model, runs, MEASURE, seed, confidence=args.confidence,
             samples=args.samples, budget_share=args.budget_share,
             max_pairs=None if args.batch_share is None else max(
                 1, int(args.batch_share * len(collection.query))
             ),
-            informed=not args.uninformed,
+            informed=not args.uninformed, consensus_pivots=not args.random_first_pivots,
         )  # fmt: skip
         seconds = time.perf_counter() - started
         first = choice_seconds(collection, runs, args.samples)
@@ -168,10 +186,23 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         slowest = max(slowest, first)
         slowest_second = max(slowest_second, second)
         selected, _, _ = sort_campaign(
-            collection, DESIGN, model, seed, runs, MEASURE, confidence=1.0, samples=args.samples,
-            informed=not args.uninformed,
+            collection, design, model, seed, runs, MEASURE, confidence=1.0, samples=args.samples,
+            informed=not args.uninformed, pivots=None if args.random_first_pivots else runs,
         )  # fmt: skip
-        other, _, _ = sort_campaign(collection, DESIGN, model, seed + 7919)
+        other, _, _ = sort_campaign(collection, design, model, seed + 7919)
+        fixed, fixed_finished = outcome.full, outcome.finished
+        if design is not DESIGN:  # the 2010 design's full sort, and its finished lists
+            fixed = sort_campaign(collection, DESIGN, model, seed)[0]
+            fixed_finished = sort_campaign(
+                collection, DESIGN, model, seed, measure=MEASURE,
+                pivots=None if args.random_first_pivots else runs,
+            )[0]  # fmt: skip
+        fixed_scores = S.scores(
+            fixed_finished.partial.groups()[None], collection.query, runs, MEASURE
+        )
+        tau_fixed = stats.kendalltau(
+            outcome.drawn.mean(axis=(0, 2)), fixed_scores[0].mean(axis=1)
+        ).statistic
         floor = stats.kendalltau(
             outcome.exact.mean(axis=1),
             S.scores(other.partial.groups()[None], collection.query, runs, MEASURE)[0].mean(axis=1),
@@ -185,6 +216,9 @@ def study(name: str, cases, model, args) -> dict[str, float]:
             "full_vs_full": floor,
             "select_share": selected.answers / max(row_full, 1),
             "first_pass_share": first_pass / max(len(outcome.full.verdicts), 1),
+            "finished_share": outcome.finished.answers / max(row_full, 1),
+            "share_of_fixed": outcome.driven.answers / max(fixed.answers, 1),
+            "tau_vs_fixed": tau_fixed,
         }
         rows.append(row)
         print(
@@ -219,6 +253,11 @@ def study(name: str, cases, model, args) -> dict[str, float]:
         "full_vs_full_tau_min": frame["full_vs_full"].min(),
         "select_share_mean": frame["select_share"].mean(),
         "first_pass_share_mean": frame["first_pass_share"].mean(),
+        "finished_share_mean": frame["finished_share"].mean(),
+        "share_of_fixed_mean": frame["share_of_fixed"].mean(),
+        "share_of_fixed_max": frame["share_of_fixed"].max(),
+        "tau_vs_fixed_mean": frame["tau_vs_fixed"].mean(),
+        "tau_vs_fixed_min": frame["tau_vs_fixed"].min(),
         "held_pooled": 1 - frame["decided_wrong"].sum() / decided if decided else float("nan"),
     }
     print(
@@ -259,6 +298,17 @@ def main() -> None:
     )
     parser.add_argument(
         "--uninformed", action="store_true", help="draw unknown verdicts without the consensus"
+    )
+    parser.add_argument(
+        "--random-first-pivots",
+        action="store_true",
+        help="start from the full sort's random first pivots, not the systems' consensus",
+    )
+    parser.add_argument(
+        "--answers",
+        choices=sorted(ANSWERS),
+        default="fixed",
+        help="answers per pair of both campaigns: the 2010 design or a curtailment of it",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

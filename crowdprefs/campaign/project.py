@@ -291,6 +291,11 @@ def init_project(
             store.initialise(seed, frame)
             if scores is not None:
                 store.set_prior(scores)
+            if system_runs is not None:  # the first pivots at the systems' consensus k-th place
+                from crowdprefs.campaign.ranking import consensus_orders
+
+                orders = consensus_orders(store.candidate_orders(), system_runs, name, seed)
+                store.set_candidate_orders(orders)
             if settings.budget is not None:  # remembered: see campaign.project_state.project_budget
                 store.set_meta(BUDGET_KEY, repr(settings.budget))
         except BaseException:

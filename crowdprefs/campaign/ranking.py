@@ -6,9 +6,10 @@ a project's partly sorted lists (:mod:`crowdprefs.campaign.systems` on the proje
 (drawn finished lists per decision, 100) and ``max_pairs`` (pairs per batch at most; all that
 matter by default). With it, each batch asks only the segments whose order can still change how
 two systems compare, most informative first, and the campaign ends when every pair of systems is
-decided at the confidence (the driver's ``next_batch`` then has nothing to ask). With a
-machine prior (``[prior] scores``) the unknown verdicts are drawn from its scores instead of the
-systems' consensus.
+decided at the confidence (the driver's ``next_batch`` then has nothing to ask). ``init --runs``
+also fixes each query's first pivot at the systems' consensus k-th place, in the project's
+candidate order (:func:`consensus_orders`). With a machine prior (``[prior] scores``) the unknown
+verdicts are drawn from its scores instead of the systems' consensus.
 """
 
 from __future__ import annotations
@@ -140,6 +141,30 @@ def checked_runs(path: Path, measure: str, candidates: pd.DataFrame) -> tuple[pd
         parsed.k,
     )
     return runs, str(parsed)
+
+
+def consensus_orders(
+    candidates: Mapping[str, Sequence[str]], runs: pd.DataFrame, measure: str, seed: int
+) -> dict[str, list[str]]:
+    """``init --runs``: each query's ``candidates`` placed so that its QuickSort's first pivot is
+    its candidate at the systems' consensus k-th place (:func:`~crowdprefs.campaign.systems.
+    first_pivots`, ties by the seed's initial order). Fixed in the store's candidate order, it is
+    the initial order every replay of the project rebuilds from the seed
+    (:func:`~crowdprefs.campaign.sorting.with_first_pivots`); a machine prior's pivots rule
+    over it (:func:`~crowdprefs.campaign.sorting.arranged`)."""
+    from crowdprefs.campaign.sorting import initial_orders, with_first_pivots
+
+    queries = list(candidates)
+    documents = np.array([d for q in queries for d in candidates[q]], dtype=object)
+    query = np.repeat(np.arange(len(queries)), [len(candidates[q]) for q in queries])
+    k = S.parse_rank_measure(measure).k
+    found = S.retrieved(runs, queries, documents, query, k)
+    orders = initial_orders(candidates, seed)
+    rank = {(q, d): i for q in queries for i, d in enumerate(orders[q])}
+    position = np.array([rank[q, d] for q in queries for d in candidates[q]])
+    pivots = S.first_pivots(query, S.consensus(found, len(documents)), k, position)
+    chosen = {queries[query[i]]: documents[i] for i in pivots}
+    return with_first_pivots(candidates, seed, chosen)
 
 
 def read_systems_runs(path: Path) -> pd.DataFrame:

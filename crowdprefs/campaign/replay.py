@@ -279,17 +279,12 @@ def recorded_orders(
     """Each query's ``documents`` placed (as a candidates CSV lists them) so that the
     project's initial order from ``seed`` is :func:`sort_order`'s: its QuickSort then takes the
     recorded ``pivots``."""
-    from crowdprefs.campaign.sorting import initial_order
+    from crowdprefs.campaign.sorting import placed
 
-    placed: dict[str, list[Hashable]] = {}
-    for query, docs in documents.items():
-        wanted = sort_order(list(docs), pivots[pivots["query"] == query])
-        positions = initial_order(list(range(len(docs))), seed, query)
-        order: list[Hashable] = [None] * len(docs)
-        for document, position in zip(wanted, positions, strict=True):
-            order[position] = document
-        placed[query] = order
-    return placed
+    return {
+        query: placed(sort_order(list(docs), pivots[pivots["query"] == query]), seed, query)
+        for query, docs in documents.items()
+    }
 
 
 def store_recording(project: Project, answers: pd.DataFrame, crowd: str) -> None:

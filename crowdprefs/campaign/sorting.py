@@ -275,6 +275,30 @@ def initial_order(documents: Sequence[Hashable], seed: int, query: str) -> list[
     return initial_orders({query: documents}, seed)[query]
 
 
+def placed(wanted: Sequence[Hashable], seed: int, query: str) -> list[Hashable]:
+    """The documents of ``wanted`` in the order to store them so that :func:`initial_order` of
+    ``query`` from ``seed`` gives back ``wanted`` (the seeded shuffle keys positions, not
+    documents, so it can be inverted): how a project fixes a chosen initial order."""
+    positions = initial_order(list(range(len(wanted))), seed, query)
+    order: list[Hashable] = [None] * len(wanted)
+    for document, position in zip(wanted, positions, strict=True):
+        order[position] = document
+    return order
+
+
+def with_first_pivots(
+    documents: Mapping[str, Sequence[Hashable]], seed: int, pivots: Mapping[str, Hashable]
+) -> dict[str, list[Hashable]]:
+    """Each query of ``pivots`` with its ``documents`` placed (:func:`placed`) so that its
+    initial order from ``seed`` ends with ``pivots[query]``, its first pivot: the pivot swaps
+    places with the member the seed put last, every other member keeps its place."""
+    orders = initial_orders({q: documents[q] for q in pivots}, seed)
+    for query, order in orders.items():
+        at = order.index(pivots[query])
+        order[at], order[-1] = order[-1], order[at]
+    return {query: placed(order, seed, query) for query, order in orders.items()}
+
+
 def contradictions(documents: Sequence[Hashable], verdicts: Verdicts) -> list[tuple]:
     """Triples of known verdicts that no weak order satisfies (non-transitive answers).
 

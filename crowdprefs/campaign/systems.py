@@ -309,6 +309,20 @@ def consensus(runs: Retrieved, candidates: int) -> np.ndarray:
     return score / max(len(runs.systems), 1)
 
 
+def first_pivots(query: np.ndarray, score: np.ndarray, k: int, position: np.ndarray) -> np.ndarray:
+    """Each query's first pivot (a candidate index per query code): its candidate at place
+    ``min(k, ⌈n/2⌉)`` of ``n`` by descending ``score`` (the systems' :func:`consensus`; ties by
+    descending initial ``position``). Hoare's quickselect pivot: one round splits the candidates
+    the systems put in their top k from the rest, and a part that starts past the first k places
+    is never sorted for ADR@k; never below the median, so a short list still splits evenly."""
+    query = np.asarray(query, dtype=np.int64)
+    order = np.lexsort((-np.asarray(position, dtype=float), -score, query))
+    sizes = np.bincount(query)
+    starts = np.cumsum(sizes) - sizes
+    place = np.minimum(k, (sizes + 1) // 2)
+    return order[starts + np.maximum(place, 1) - 1]
+
+
 def complete(
     partial: Partial,
     samples: int,

@@ -151,7 +151,8 @@ def init(
         Path | None,
         typer.Option(
             help="Run files of the systems the lists will score (TREC runs or 'system query "
-            "document' lines): each batch asks only the pairs that can still change how two "
+            "document' lines): each query's first pivot is its candidate at the systems' "
+            "consensus k-th place, each batch asks only the pairs that can still change how two "
             "systems compare, and the campaign stops when their ranking is sure.",
             show_default=False,
         ),

@@ -472,7 +472,7 @@ def _plan_systems(hidden, ranked, design, model, campaigns: int, seed: int) -> N
         title=f"ranking {len(found.systems)} systems by {measure}: {campaigns} campaigns, the "
         f"full sort and the campaign that stops when every pair of systems holds at {confidence:g}"
     )
-    for column in ("", "answers", "cost $", "batches", "Kendall τ vs full", "pairs decided"):
+    for column in ("", "answers", "cost $", "batches", "Kendall τ vs finished", "pairs decided"):
         table.add_column(column, justify="left" if not column else "right")
     mean = {key: float(np.mean([row[key] for row in rows])) for key in rows[0] if key != "stopped"}
     table.add_row(
@@ -494,8 +494,9 @@ def _plan_systems(hidden, ranked, design, model, campaigns: int, seed: int) -> N
     significant = sum(row["significant_pairs"] for row in rows)
     console.print(
         f"decided pairs that the finished lists order otherwise: {wrong} of {decided}; pairs "
-        f"significant on the full sort (Wilcoxon, 0.05) ordered otherwise: {swapped} of "
-        f"{significant}",
+        f"significant on the finished lists (Wilcoxon, 0.05) ordered otherwise: {swapped} of "
+        f"{significant} (finished: the full sort from the campaign's first pivots, at the "
+        "systems' consensus k-th places)",
         highlight=False,
         soft_wrap=True,
     )

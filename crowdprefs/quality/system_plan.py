@@ -6,14 +6,16 @@ informative first, and stops when every pair of systems is decided at the confid
 answers budget is spent). The full sort asks every open segment in every batch until every list
 is finished. Both run here on the same simulated crowd (:func:`crowdprefs.quality.planning.
 simulate_campaign`'s: counter-based answers keyed by the pair, so a pair both ask gets the same
-answers and the same verdict) and the same initial orders, so the system-driven campaign's lists
-are a coarsening of the full sort's, and the full sort is what it would have finished as.
+answers and the same verdict) and the same initial orders, except that the system-driven
+campaign's first pivots are the systems' consensus k-th places (as ``init --runs`` fixes them).
+Its lists are a coarsening of the *finished* lists: the full sort from the same first pivots,
+what it would have finished as.
 
 Per campaign: the answers, cost and batches of each; the Kendall τ of the systems' ranking by
-their mean drawn score against their ranking on the full sort's lists; the pairs of systems whose
-full-sort difference is significant (a two-sided Wilcoxon signed-rank test over queries at
+their mean drawn score against their ranking on the finished lists; the pairs of systems whose
+finished difference is significant (a two-sided Wilcoxon signed-rank test over queries at
 ``alpha``) that the system-driven ranking orders otherwise; and, of the pairs declared decided,
-how many hold on the full sort's lists (a wrong "decided" is counted).
+how many hold on the finished lists (a wrong "decided" is counted).
 """
 
 from __future__ import annotations
@@ -61,14 +63,16 @@ class Run:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The system-driven campaign (``driven``, with its last drawn scores and pairs of systems)
-    and the full sort (``full``, with its exact scores), and the summary row."""
+    """The system-driven campaign (``driven``, with its last drawn scores and pairs of systems),
+    the full sort (``full``), the lists it would have finished as (``finished``, with their
+    exact scores), and the summary row."""
 
     driven: Run
     full: Run
+    finished: Run  # the full sort from the driven campaign's first pivots
     pairs: S.SystemPairs
     drawn: np.ndarray  # draws × systems × queries
-    exact: np.ndarray  # systems × queries on the full sort's lists
+    exact: np.ndarray  # systems × queries on the finished lists
     summary: dict[str, float]
 
 
@@ -93,6 +97,7 @@ def sort_campaign(
     max_pairs: int | None = None,
     budget: int | None = None,
     informed: bool = True,
+    pivots: S.Retrieved | None = None,
 ) -> tuple[Run, S.SystemPairs | None, np.ndarray | None]:
     """One campaign on ``collection``: the full sort without ``runs``, else the system-driven
     one (module doc), stopping when every pair of systems is decided at ``confidence``, nothing
@@ -100,10 +105,16 @@ def sort_campaign(
     initial order and the crowd are :func:`~crowdprefs.quality.planning.simulate_campaign`'s
     for ``seed``. Unknown verdicts are drawn from the systems' consensus
     (:func:`~crowdprefs.campaign.systems.consensus`) calibrated on the verdicts so far when
-    ``informed``, else from the share of equal verdicts alone."""
+    ``informed``, else from the share of equal verdicts alone. With ``pivots`` (systems' runs)
+    each query's first pivot is their consensus k-th place
+    (:func:`~crowdprefs.campaign.systems.first_pivots`), as ``init --runs`` fixes it."""
     rng = np.random.default_rng([seed, 0x91A7])
     crowd = PlanCrowd(model, seed, widest_gap(collection), rng)
-    partial = S.Partial.start(collection.query, rng.random(len(collection.query)))
+    position = rng.random(len(collection.query))
+    if pivots is not None:
+        agreed = S.consensus(pivots, len(collection.query))
+        position[S.first_pivots(collection.query, agreed, measure.k, position)] = 2.0
+    partial = S.Partial.start(collection.query, position)
     draws = np.random.default_rng([seed, 0x5157])
     depth = measure.k if measure.name == "ADR" else None
     answers, cost, batches, rounds, hours = 0, 0.0, 0, 0, 0.0
@@ -175,10 +186,20 @@ def compare_campaigns(
     budget_share: float | None = None,
     alpha: float = 0.05,
     informed: bool = True,
+    consensus_pivots: bool = True,
 ) -> Outcome:
     """The system-driven campaign beside the full sort on the same campaign (module doc);
-    ``budget_share`` caps its answers at that share of the full sort's."""
+    ``budget_share`` caps its answers at that share of the full sort's. With
+    ``consensus_pivots`` (as ``init --runs``) its first pivots are the systems' consensus k-th
+    places; its ranking is then checked on the lists the same campaign would finish as (the
+    full sort from those first pivots), its answers against the full sort's."""
     full, _, _ = sort_campaign(collection, design, model, seed)
+    pivots = runs if consensus_pivots else None
+    finished = full
+    if pivots is not None:
+        finished, _, _ = sort_campaign(
+            collection, design, model, seed, measure=measure, pivots=runs
+        )
     if budget_share is not None:
         capped = int(budget_share * full.answers)
         budget = capped if budget is None else min(budget, capped)
@@ -194,8 +215,9 @@ def compare_campaigns(
         max_pairs=max_pairs,
         budget=budget,
         informed=informed,
+        pivots=pivots,
     )
-    exact = S.scores(full.partial.groups()[None], collection.query, runs, measure)[0]
+    exact = S.scores(finished.partial.groups()[None], collection.query, runs, measure)[0]
     summary = summarize(pairs, drawn, exact, alpha) | {
         "answers": driven.answers,
         "full_answers": full.answers,
@@ -206,7 +228,7 @@ def compare_campaigns(
         "full_batches": full.batches,
         "stopped": driven.stopped,
     }
-    return Outcome(driven, full, pairs, drawn, exact, summary)
+    return Outcome(driven, full, finished, pairs, drawn, exact, summary)
 
 
 def summarize(

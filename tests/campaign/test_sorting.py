@@ -13,7 +13,9 @@ from crowdprefs.campaign.sorting import (
     StateCounts,
     contradictions,
     initial_order,
+    placed,
     replay,
+    with_first_pivots,
 )
 
 TABLE1_ORDER = list("CDEAGBF")
@@ -154,3 +156,22 @@ def test_initial_order_is_seeded_per_query():
     assert initial_order(docs, 1, "q1") != initial_order(docs, 2, "q1")
     assert initial_order(docs, 1, "q1") != initial_order(docs, 1, "q2")
     assert sorted(initial_order(docs, 1, "q1")) == sorted(docs)
+
+
+def test_placed_documents_give_back_the_wanted_initial_order():
+    wanted = [f"d{i}" for i in (3, 0, 4, 1, 2, 5, 6)]
+    stored = placed(wanted, 9, "q")
+    assert sorted(stored) == sorted(wanted) and stored != wanted
+    assert initial_order(stored, 9, "q") == wanted
+
+
+def test_a_chosen_first_pivot_only_swaps_places_with_the_seeds_last_member():
+    documents = {"q1": [f"a{i}" for i in range(9)], "q2": ["b0", "b1", "b2"]}
+    placed_orders = with_first_pivots(documents, 5, {"q1": "a4", "q2": "b1"})
+    for query, pivot in (("q1", "a4"), ("q2", "b1")):
+        seeded = initial_order(documents[query], 5, query)
+        now = initial_order(placed_orders[query], 5, query)
+        assert now[-1] == pivot
+        moved = [i for i, (a, b) in enumerate(zip(seeded, now, strict=True)) if a != b]
+        assert moved in ([], [seeded.index(pivot), len(seeded) - 1])
+    assert with_first_pivots(documents, 5, {}) == {}

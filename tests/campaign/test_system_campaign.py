@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pandas as pd
 import pytest
 import tomli_w
 from console_script import crowdprefs
@@ -14,7 +15,8 @@ from crowdprefs.campaign import driver
 from crowdprefs.campaign import systems as S
 from crowdprefs.campaign.project import CONFIG_NAME, Project
 from crowdprefs.demo import example_runs, make_collection
-from crowdprefs.io import write_lists, write_runs
+from crowdprefs.evaluation.measures import score
+from crowdprefs.io import read_runs, write_lists, write_runs
 
 
 def collection(tmp_path):
@@ -62,10 +64,19 @@ def test_a_campaign_that_knows_its_systems_asks_less_and_stops_when_they_are_ran
         assert any(not state.closed for state in states.values())  # left partly sorted
         standing = driver.system_status(project, 99)
         assert standing["undecided"] == 0 and standing["next_pairs"] == 0
-        # the first batches start from the same initial orders: the ranked one asks a subset
-        mine = project.store.pairs(1)[["query", "x", "y"]]
-        theirs = whole.store.pairs(1)[["query", "x", "y"]]
-        assert len(mine.merge(theirs)) == len(mine) > 0
+        # batch 1 compares each query's candidates with its consensus 5th place (the systems'
+        # mean reciprocal rank in their top 5; never below the median), which the full sort's
+        # random pivot is not
+        first = project.store.pairs(1)
+        consensus = reciprocal_votes(project.root / "runs.txt")
+        for query, pairs in first.groupby("query"):
+            pivot = pairs["y"].iloc[0]
+            assert (pairs["y"] == pivot).all() and len(pairs) == states[query].size - 1
+            votes = consensus.reindex([*pairs["x"], pivot], fill_value=0.0)
+            place = min(5, (len(votes) + 1) // 2)
+            assert votes[pivot] == votes.sort_values(ascending=False).iloc[place - 1]
+        theirs = whole.store.pairs(1).groupby("query")["y"].first()
+        assert (first.groupby("query")["y"].first() != theirs).any()
 
     status = crowdprefs("status", folder)
     assert status.returncode == 0
@@ -82,13 +93,31 @@ def test_a_campaign_that_knows_its_systems_asks_less_and_stops_when_they_are_ran
     part = json.loads(evaluated.stdout)["unfinished"][0]
     assert part["measure"] == "ADR@5" and part["draws"] == 1000
     systems = [row["system"] for row in part["systems"]]
-    assert systems == ["sys-A", "sys-B", "sys-C", "sys-D", "sys-E"]  # graded by their noise
     assert all(row["low"] <= row["mean"] <= row["high"] for row in part["systems"])
     assert len(part["pairs"]) == 10 and all(row["decided"] for row in part["pairs"])
-
     exported = crowdprefs("export", folder, "--partial", "-o", tmp_path / "lists.qrel")
     assert exported.returncode == 0
     assert "unsorted groups (their members' order was not asked), in" in exported.stdout
+    # finishing the lists (the same campaign without [systems]) keeps every decided order
+    config = folder / CONFIG_NAME
+    data = tomllib.loads(config.read_text())
+    del data["systems"]
+    config.write_text(tomli_w.dumps(data))
+    assert crowdprefs("run", folder).returncode == 0
+    with Project(folder) as project:
+        assert all(state.closed for state in driver.sort_states(project).values())
+        finished = score(read_runs(folder / "runs.txt"), driver.lists(project), ["ADR@5"])
+    means = finished.groupby("system")["score"].mean().sort_values(ascending=False)
+    assert systems == means.index.tolist()
+    assert systems[2:] == ["sys-C", "sys-D", "sys-E"]  # graded by their noise
+
+
+def reciprocal_votes(runs) -> pd.Series:
+    """Each (query, document)'s mean reciprocal rank over the systems' top 5, by document."""
+    frame = read_runs(runs)
+    frame = frame[frame["rank"] <= 5]
+    votes = (1 / frame["rank"]).groupby(frame["document"]).sum()
+    return votes / frame["system"].nunique()
 
 
 def test_the_unfinished_lists_score_like_the_finished_ones_where_nothing_is_open(tmp_path):
@@ -100,8 +129,6 @@ def test_the_unfinished_lists_score_like_the_finished_ones_where_nothing_is_open
     simulated(folder, tmp_path / "truth.qrel")
     crowdprefs("run", folder)  # a few batches, then the budget stops it
     from crowdprefs.campaign.ranking import project_standing
-    from crowdprefs.evaluation.measures import score
-    from crowdprefs.io import read_runs
 
     with Project(folder) as project:
         standing = project_standing(
@@ -118,6 +145,105 @@ def test_the_unfinished_lists_score_like_the_finished_ones_where_nothing_is_open
         for s, name in enumerate(standing.runs.systems):
             value = expected[(expected["query"] == q) & (expected["system"] == name)]["score"]
             assert drawn[:, s, i] == pytest.approx(float(value.iloc[0]))
+
+
+def test_a_replay_of_a_system_driven_campaign_rebuilds_its_batches_and_lists(tmp_path):
+    """The consensus first pivots live in the project (its candidate order), so every replay
+    from the seed asks what the campaign asked: each batch is whole segments of the sort
+    replayed on the verdicts before it, and status, export and the sort cache agree."""
+    from crowdprefs.campaign.sorting import initial_orders, replay
+
+    candidates, runs = collection(tmp_path)
+    folder = tmp_path / "ranked"
+    assert crowdprefs("init", folder, "--candidates", candidates, "--runs", runs).returncode == 0
+    simulated(folder, tmp_path / "truth.qrel")
+    assert crowdprefs("run", folder).returncode == 0
+    exported = crowdprefs("export", folder, "--partial", "-o", tmp_path / "lists.qrel")
+    assert exported.returncode == 0, exported.stderr
+    with Project(folder) as project:
+        store = project.store
+        orders = initial_orders(store.candidate_orders(), project.seed)
+        asked = store.pairs()
+        asked = asked[asked["kind"] == "sort"]
+        batches = sorted(asked["iteration"].unique())
+        assert len(batches) >= 2
+        for iteration in batches:
+            before = asked[asked["iteration"] < iteration]
+            batch = asked[asked["iteration"] == iteration]
+            for query, pairs in batch.groupby("query"):
+                known = before[before["query"] == query]
+                pairs_known = zip(known["x"], known["y"], strict=True)
+                verdicts = dict(zip(pairs_known, known["verdict"], strict=True))
+                needed = replay(orders[query], verdicts).needed
+                wanted = {pair for pair in needed if pair[1] in set(pairs["y"])}
+                assert set(zip(pairs["x"], pairs["y"], strict=True)) == wanted
+        replayed = {q: replay(orders[q], v).groups() for q, v in store.verdict_maps().items()}
+        states = driver.sort_states(project)
+        assert {q: s.groups() for q, s in states.items() if q in replayed} == replayed
+        lists = driver.lists(project, partial=True)
+    from crowdprefs.io import read_lists
+
+    written = read_lists(tmp_path / "lists.qrel")
+    key = ["query", "document", "group"]
+    pd.testing.assert_frame_equal(
+        written[key].sort_values(key, ignore_index=True).astype(str),
+        lists[key].sort_values(key, ignore_index=True).astype(str),
+    )
+    status = crowdprefs("status", folder)
+    assert status.returncode == 0 and "0 of 10 pairs of 5 systems undecided" in status.stdout
+
+
+def test_curtailed_answers_rank_the_systems_with_fewer_answers(tmp_path):
+    """[adaptive] beside [systems]: exact curtailment stops a pair once no further answer can
+    change its verdict, so the campaign decides every pair of systems, in the same order, with
+    fewer answers than with the fixed ten."""
+    candidates, runs = collection(tmp_path)
+    orders = {}
+    answers = {}
+    for name, extra in (("fixed", {}), ("curtailed", {"adaptive": {"method": "curtail"}})):
+        folder = tmp_path / name
+        made = crowdprefs("init", folder, "--candidates", candidates, "--runs", runs)
+        assert made.returncode == 0, made.stderr
+        config = folder / CONFIG_NAME
+        config.write_text(tomli_w.dumps(tomllib.loads(config.read_text()) | extra))
+        simulated(folder, tmp_path / "truth.qrel")
+        ran = crowdprefs("run", folder)
+        assert ran.returncode == 0, ran.stderr
+        status = crowdprefs("status", folder)
+        assert "0 of 10 pairs of 5 systems undecided" in status.stdout, status.stdout
+        with Project(folder) as project:
+            standing = driver.system_status(project, 99)
+            answers[name] = project.store.answer_total()
+        assert standing["undecided"] == 0
+        evaluated = crowdprefs(
+            "evaluate", "--truth", folder, "--runs", folder / "runs.txt", "--format", "json"
+        )
+        assert evaluated.returncode == 0, evaluated.stderr
+        part = json.loads(evaluated.stdout)["unfinished"][0]
+        orders[name] = [row["system"] for row in part["systems"]]
+    assert answers["curtailed"] < answers["fixed"]
+    assert orders["curtailed"] == orders["fixed"]
+
+
+def test_without_runs_the_full_sort_starts_from_the_seeds_own_order(tmp_path):
+    """No runs, no change: the candidates stay in CSV order and batch 1 compares every
+    candidate with the last of the seed's initial order of that CSV order."""
+    from crowdprefs.campaign.sorting import initial_order
+
+    candidates, _ = collection(tmp_path)
+    folder = tmp_path / "full"
+    assert crowdprefs("init", folder, "--candidates", candidates).returncode == 0
+    assert crowdprefs("next", folder).returncode == 0
+    frame = pd.read_csv(candidates, dtype=str)
+    with Project(folder) as project:
+        held = project.store.candidate_orders()
+        first = project.store.pairs(1)
+        seed = project.seed
+    for query, documents in frame.groupby("query", sort=False)["document"]:
+        assert held[query] == documents.tolist()
+        order = initial_order(documents.tolist(), seed, query)
+        pairs = first[first["query"] == query]
+        assert set(zip(pairs["x"], pairs["y"], strict=True)) == {(d, order[-1]) for d in order[:-1]}
 
 
 def driver_states(folder):

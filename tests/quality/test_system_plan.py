@@ -33,12 +33,14 @@ def test_the_full_sort_is_the_planned_campaign():
     assert full.answers == planned.summary["answers"]
 
 
-def test_the_system_driven_campaign_asks_a_subset_and_its_lists_coarsen_the_full_sort():
+def test_the_system_driven_campaign_asks_a_subset_and_its_lists_coarsen_the_finished_ones():
     _, _, collection, _, found = setup()
     outcome = compare_campaigns(collection, DESIGN, CrowdModel(), found, S.RankMeasure("ADR", 5), 4)
-    driven, full = outcome.driven.partial, outcome.full.partial
+    driven, full = outcome.driven.partial, outcome.finished.partial
     assert outcome.driven.answers < outcome.full.answers
-    # whatever the full sort put in different segments of the driven state keeps their order
+    assert outcome.driven.answers < outcome.finished.answers
+    # whatever the finished sort (same first pivots, answers) put in different segments of the
+    # driven state keeps their order
     same_query = collection.query[:, None] == collection.query[None, :]
     before = same_query & (driven.segment[:, None] < driven.segment[None, :])
     assert (full.segment[:, None] < full.segment[None, :])[before].all()
@@ -46,6 +48,30 @@ def test_the_system_driven_campaign_asks_a_subset_and_its_lists_coarsen_the_full
     assert summary["stopped"] in ("decided", "nothing matters")
     assert summary["decided"] + summary["undecided"] == 10  # five systems
     assert summary["decided_wrong"] <= summary["decided"]
+
+
+def test_first_pivots_take_the_consensus_kth_place_never_below_the_median():
+    query = np.array([0] * 8 + [1] * 3 + [2] * 6)
+    score = np.array([8, 7, 6, 5, 4, 3, 2, 1, 3, 2, 1, 0.5, 0.5, 0.5, 0.5, 0, 0], dtype=float)
+    position = np.arange(len(query)) % 5
+    # query 0: the 3rd place (k = 3); query 1: the median of 3; query 2: candidates 11-14 tie,
+    # ranked by descending initial position (14, 13, 12, 11), so the 3rd place is 12
+    np.testing.assert_array_equal(S.first_pivots(query, score, 3, position), [2, 9, 12])
+    np.testing.assert_array_equal(S.first_pivots(query, score, 1, position), [0, 8, 14])
+
+
+def test_random_first_pivots_make_the_full_sorts_own_campaign():
+    """Without the consensus pivots the driven campaign starts as the full sort, and the lists it
+    is checked on are the full sort's; with them, those lists are another finished campaign."""
+    _, _, collection, _, found = setup()
+    measure = S.RankMeasure("ADR", 5)
+    same = compare_campaigns(
+        collection, DESIGN, CrowdModel(), found, measure, 4, consensus_pivots=False
+    )
+    assert same.finished is same.full
+    other = compare_campaigns(collection, DESIGN, CrowdModel(), found, measure, 4)
+    assert other.full.answers == same.full.answers
+    assert not np.array_equal(other.finished.verdicts, other.full.verdicts)
 
 
 def test_a_budget_stops_the_system_driven_campaign():
