@@ -20,7 +20,7 @@ from rich.table import Table
 
 from crowdprefs.cli.app import app
 from crowdprefs.cli.console import console, err_console
-from crowdprefs.cli.core import hinting_next_step, next_step
+from crowdprefs.cli.next_step import hinting_next_step, next_step
 from crowdprefs.cli.options import (
     MAX_ITERATIONS,
     OUTPUT,

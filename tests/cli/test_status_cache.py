@@ -94,22 +94,27 @@ def test_a_cache_folder_that_cannot_be_used_only_costs_time(project, tmp_path):
     blocked.write_text("not a folder")
     assert status(project, cache=blocked) == made
     assert status(project, cache=blocked) == made
-    for entry in kept():
-        entry.write_text("{ not json", encoding="utf-8")
-    assert status(project) == made
-    for entry in kept():
-        entry.write_text('{"inputs": [], "reports": 3}', encoding="utf-8")
-    assert status(project) == made
-    status(project)
-    for entry in kept():  # the right inputs, parts of the report edited away or misshapen
-        whole = json.loads(entry.read_text(encoding="utf-8"))
-        for broken in ({}, {"notes": [["x", "[link=evil]"]]}, {"hint": 3}):
-            report = {**next(iter(whole["reports"].values())), **broken}
-            if not broken:
-                del report["notes"]
-            reports = {name: report for name in whole["reports"]}
-            entry.write_text(json.dumps({**whole, "reports": reports}), encoding="utf-8")
-            assert status(project) == made
+    own = tmp_path / "own"
+    assert status(project, cache=own) == made
+    [entry] = (own / "crowdprefs" / "status").glob("*.json")
+    whole = json.loads(entry.read_text(encoding="utf-8"))
+    report = next(iter(whole["reports"].values()))
+    broken = [
+        "{ not json",
+        '{"inputs": [], "reports": 3}',
+        *(  # the right inputs, parts of the report edited away or misshapen
+            json.dumps({**whole, "reports": {name: part for name in whole["reports"]}})
+            for part in (
+                {k: v for k, v in report.items() if k != "notes"},
+                {**report, "notes": [["x", "[link=evil]"]]},
+                {**report, "hint": 3},
+            )
+        ),
+    ]
+    for text in broken:
+        entry.write_text(text, encoding="utf-8")
+        assert status(project, cache=own) == made, text
+        assert json.loads(entry.read_text(encoding="utf-8")) == whole  # made afresh, kept again
 
 
 def test_each_spelling_of_the_folder_gets_its_own_next_step(project, monkeypatch):
