@@ -9,8 +9,9 @@ campaign seeds (paired: same initial orders, workers and, pair by pair, answers;
 * ``r07``, ``r0``, ``r_05``: the same with a simulated model of Spearman correlation 0.7, 0
   (useless) and −0.5 (adversarial) with the truth (:mod:`crowdprefs.machine.simulated`): its
   pivots, 3 pseudo-answers of the calibrated answer link (once the answers show it helps), and
-  skipping at ``[prior] max_wrong`` (default α = 0.1: each round's share of wrong machine
-  verdicts ≤ α at 95 % confidence, :mod:`crowdprefs.machine.conformal`) with a 10 % audit.
+  skipping at ``[prior] max_wrong`` (default α = 0.3: the campaign's share of wrong machine
+  verdicts ≤ α at 95 % confidence, the calibration pooled over its rounds,
+  :mod:`crowdprefs.machine.conformal`) with a 10 % audit.
 
 The crowds:
 
@@ -65,7 +66,7 @@ RULE = StoppingRule(
     method="curtail", initial=2, step=1, maximum=9, epsilon=0.10, aggregation=MARGIN_1
 )
 PRIORS = {"r07": 0.7, "r0": 0.0, "r_05": -0.5}
-TUNING_LEVELS = (0.05, 0.1, 0.2, 0.3)
+TUNING_LEVELS = (0.1, 0.2, 0.3, 0.4)
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "sigir2010"
 
 

@@ -10,6 +10,7 @@ missing file is refused in one line, never silently used or ignored.
 
 from __future__ import annotations
 
+import json
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,6 +143,22 @@ CALIBRATION_KEY = "prior_calibration_batch"
 first, :func:`~crowdprefs.machine.policy.calibration_pairs`)."""
 
 
+EVIDENCE_KEY = "prior_evidence"
+"""State key: per triaged batch's iteration, what its selection added to the campaign's pooled
+evidence (calibration pairs below its threshold, wrong ones, pairs selected:
+:attr:`~crowdprefs.machine.policy.Triage.evidence`)."""
+
+
+def _evidence(store, latest: int | None) -> dict[str, list[int]]:
+    """The pooled evidence of the batches built so far (iteration ≤ ``latest``); an entry of a
+    batch that a refused step never built is dropped from the state."""
+    stored = json.loads(store.meta(EVIDENCE_KEY) or "{}")
+    kept = {k: v for k, v in stored.items() if latest is not None and int(k) <= latest}
+    if kept != stored:
+        store.set_meta(EVIDENCE_KEY, json.dumps(kept))
+    return kept
+
+
 def triage_needed(
     project: Project, rule: SkipRule, needed: pd.DataFrame
 ) -> tuple[np.ndarray, pd.DataFrame]:
@@ -153,7 +170,8 @@ def triage_needed(
     A round of the sort (the pairs needed when the last batch was aggregated) first asks
     ``rule.min_verdicts`` of its pairs drawn at random, in a batch of their own, and remembers
     that batch (:data:`CALIBRATION_KEY`); once it is aggregated, the rest of the round is
-    triaged against it. A round of at most that many pairs is asked whole, and so is one whose
+    triaged against it, pooled with the evidence of the campaign's earlier selections
+    (:data:`EVIDENCE_KEY`). A round of at most that many pairs is asked whole, and so is one whose
     calibration batch was followed by machine verdicts (the round it calibrated is over), and
     one before the human verdicts show the model helps
     (:func:`~crowdprefs.machine.policy.worth_calibrating`: the first, and every round of a
@@ -169,6 +187,7 @@ def triage_needed(
     last = store.last_batch()
     latest = None if last is None else int(last["iteration"])
     calibrated = store.meta(CALIBRATION_KEY)
+    evidence = _evidence(store, latest)
     decided = store.machine_verdicts()["iteration"] if store.machine_verdict_count() else []
     human = _human(project)
     z = _normal_scores(project)
@@ -183,7 +202,11 @@ def triage_needed(
         return asked, none
     calibration = (human["iteration"] == latest).to_numpy()
     d, s = _differences(z, needed)
-    sure = triage(known, calibration, d, s, keys, rule, project.seed)
+    earlier = tuple(int(sum(column)) for column in zip(*evidence.values(), strict=True))
+    sure = triage(known, calibration, d, s, keys, rule, project.seed, earlier or (0, 0, 0))
+    if any(sure.evidence):
+        evidence[str(latest + 1)] = list(sure.evidence)
+        store.set_meta(EVIDENCE_KEY, json.dumps(evidence))
     if sure.slope[1] < 0:
         from crowdprefs.progress import note
 
@@ -283,7 +306,7 @@ def audit_line(summary: dict) -> str:
     """The machine's part of the lists in one line (for status, export and the audit)."""
     line = (
         f"machine prior: {summary['skipped']} pair(s) decided without humans at max_wrong "
-        f"{summary['max_wrong']:g} (promised: in each round, at most that share of its machine "
+        f"{summary['max_wrong']:g} (promised: at most that share of the campaign's machine "
         f"verdicts differ from the human verdict, at {summary['level']:.0%} confidence)"
     )
     if summary["audited"]:

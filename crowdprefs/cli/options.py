@@ -49,7 +49,7 @@ DEFAULT_SEED = 2010
 SEQUENTIAL_ALPHA = 0.3
 SEQUENTIAL_FUTILITY = 0.2
 #: ``crowdprefs.machine.overturn.SkipRule``: ``max_wrong``, ``audit_share``, ``min_verdicts``
-MAX_WRONG = 0.1
+MAX_WRONG = 0.3
 AUDIT_SHARE = 0.1
 MIN_VERDICTS = 30
 #: Ceilings of counts (each named in its option's message): ``crowdprefs.quality.planning.

@@ -194,8 +194,8 @@ def plan(
     max_wrong: Annotated[
         float,
         typer.Option(
-            help="--prior-skip: the share of a round's machine verdicts that may differ from "
-            "the human design's, shown by the calibration at 95% confidence, as \\[prior] "
+            help="--prior-skip: the share of a campaign's machine verdicts that may differ "
+            "from the human design's, shown by the calibration at 95% confidence, as \\[prior] "
             "max_wrong does.",
             parser=finite,
         ),
@@ -425,7 +425,7 @@ def _refuse_removed(skip_confidence: float | None, max_overturn: float | None) -
     for removed, value in removed_options:
         if value is not None:
             raise InputError(
-                f"{removed} was removed: --max-wrong bounds each round's share of wrong "
+                f"{removed} was removed: --max-wrong bounds the campaign's share of wrong "
                 "machine verdicts (docs/tasks/prior.md)"
             )
 

@@ -1,5 +1,5 @@
-"""Which pairs a machine decides, with a bound on the share of its wrong verdicts in *this*
-campaign, not only in expectation.
+"""Which pairs a machine decides, with a bound on the share of its wrong verdicts among *all*
+it takes in a campaign, not only in expectation.
 
 A round of the sort holds N pairs; a random draw of n of them (the calibration pairs) is asked
 of humans, and each calibration pair has a machine verdict, an uncertainty u (1 − the verdict
@@ -16,11 +16,18 @@ V = W_t − w_t wrong verdicts, and
 is an exact upper confidence bound (P(V > V̄_t) ≤ δ): the finite-population form of a
 binomial upper bound (Clopper & Pearson 1934), as in *Learn Then Test* (Angelopoulos et al.
 2021, risk control by multiple testing) with the selected set's realised share of wrong
-verdicts as the risk. :func:`select` tries the thresholds at a few fixed quantiles of the
-round's uncertainties (not of the labels, so the grid does not depend on the draw), takes the
-largest set whose bound is ≤ α times its size, and splits δ among the thresholds (Bonferroni):
-with probability at least 1 − δ the share of wrong machine verdicts among those the round takes
-is ≤ α, whatever the model. When the calibration is too small to show it, nothing is taken.
+verdicts as the risk.
+
+The evidence is pooled over the campaign: each round that takes pairs adds its calibration
+pairs below its threshold, their wrong ones and the pairs it took (``earlier``), and a later
+round's bound is on the wrong verdicts among every pair the campaign's machine has taken, with
+the pooled counts in the same law. Each stratum (round) is drawn at random, and a later round,
+whose pairs are closer, is sampled at a larger share of its (smaller) population, so the pooled
+draw weighs the harder pairs more than a uniform one would. :func:`select` tries the
+thresholds at a few fixed quantiles of the round's uncertainties (not of the labels, so the grid
+does not depend on the draw), takes the largest set whose pooled bound is ≤ α times the
+campaign's taken pairs, and splits δ among the thresholds (Bonferroni). When the calibration is
+too small to show it, nothing is taken.
 """
 
 from __future__ import annotations
@@ -65,11 +72,15 @@ def select(
     wrong: np.ndarray,
     alpha: float,
     delta: float = 0.05,
-) -> tuple[np.ndarray, int]:
-    """The candidates (``uncertainty``) the machine decides, and the bound on the wrong ones
-    among them: the largest set below a threshold of :data:`THRESHOLDS` whose
-    :func:`wrong_bound` (at 1 − ``delta``/thresholds) is ≤ ``alpha`` times its size, given the
-    ``calibration`` pairs' uncertainties and whether each was ``wrong``."""
+    earlier: tuple[int, int, int] = (0, 0, 0),
+) -> tuple[np.ndarray, int, tuple[int, int, int]]:
+    """The candidates (``uncertainty``) the machine decides, the bound on the wrong verdicts
+    among every pair the campaign's machine takes, and this round's evidence (calibration pairs
+    below the chosen threshold, the wrong ones, the pairs taken) to pool into ``earlier`` (the
+    same counts summed over the campaign's earlier selections): the largest set below a
+    threshold of :data:`THRESHOLDS` whose pooled :func:`wrong_bound` (at 1 − ``delta``/
+    thresholds) is ≤ ``alpha`` times the taken pairs, given the ``calibration`` pairs'
+    uncertainties and whether each was ``wrong``."""
     if not 0 < alpha < 1:
         raise InputError(f"the selection's level must lie in (0, 1), got {alpha}")
     uncertainty = np.asarray(uncertainty, dtype=float)
@@ -79,13 +90,17 @@ def select(
         raise InputError(f"{calibration.size} calibration uncertainties for {wrong.size} flags")
     chosen = np.zeros(uncertainty.size, dtype=bool)
     if uncertainty.size == 0 or calibration.size == 0:
-        return chosen, 0
+        return chosen, 0, (0, 0, 0)
     cut = np.quantile(np.concatenate([uncertainty, calibration]), THRESHOLDS, method="lower")
     taken = (uncertainty[None, :] <= cut[:, None]).sum(axis=1)
     below = calibration[None, :] <= cut[:, None]
-    bound = wrong_bound((below & wrong).sum(axis=1), below.sum(axis=1), taken, delta / cut.size)
-    safe = np.flatnonzero((taken > 0) & (bound <= alpha * taken))
+    counted, failed = below.sum(axis=1), (below & wrong).sum(axis=1)
+    pooled_n, pooled_w, pooled_taken = earlier
+    total = taken + pooled_taken
+    bound = wrong_bound(failed + pooled_w, counted + pooled_n, total, delta / cut.size)
+    safe = np.flatnonzero((taken > 0) & (bound <= alpha * total))
     if safe.size == 0:
-        return chosen, 0
+        return chosen, 0, (0, 0, 0)
     best = safe[np.argmax(taken[safe])]
-    return uncertainty <= cut[best], int(bound[best])
+    evidence = (int(counted[best]), int(failed[best]), int(taken[best]))
+    return uncertainty <= cut[best], int(bound[best]), evidence

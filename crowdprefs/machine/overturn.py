@@ -1,7 +1,7 @@
 """Skipping pairs on the machine's verdict (:class:`SkipRule`), and auditing it.
 
 Which pairs the machine decides is chosen by a selection that bounds the share of wrong machine
-verdicts in each round (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the
+verdicts over the campaign (:mod:`crowdprefs.machine.conformal`). A share ``audit_share`` of the
 selected pairs is asked of humans anyway (:func:`audit_sample`, counter-based so a pair's
 membership is a pure function of its key and the seed, never of the batch or the other
 pairs). On an audited pair the human verdict is the one used, and the machine verdict it
@@ -68,9 +68,10 @@ def overturn_interval(
 class SkipRule:
     """When a pair takes the machine's verdict instead of human answers.
 
-    ``max_wrong``: α, the level of :func:`crowdprefs.machine.conformal.select`: in each round,
-    at most that share of the machine verdicts taken differ from the verdict the human design
-    would give, with confidence ``level``.
+    ``max_wrong``: α, the level of :func:`crowdprefs.machine.conformal.select`: at most that
+    share of the machine verdicts a campaign takes differ from the verdict the human design
+    would give, with confidence ``level`` (default 0.3, about the share of its own verdicts the
+    human design gives differently with a second crowd, on the crowd it was chosen on).
     ``min_verdicts``: the calibration pairs each round of the sort asks first, at random,
     before the rest of the round is triaged (a round of at most this many pairs is asked
     whole). ``audit_share``: the share of the selected pairs asked anyway (the audit sample: an
@@ -78,7 +79,7 @@ class SkipRule:
     audit's Clopper–Pearson interval and the slope's interval.
     """
 
-    max_wrong: float = 0.1
+    max_wrong: float = 0.3
     audit_share: float = 0.1
     min_verdicts: int = 30
     level: float = 0.95

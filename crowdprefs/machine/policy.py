@@ -1,6 +1,6 @@
 """How a campaign uses its machine prior beyond the pivots: the ``[prior]`` settings, and which
 pairs of a batch the calibrated model decides (:func:`triage`: a selection whose share of wrong
-machine verdicts is bounded in each round, :mod:`crowdprefs.machine.conformal`).
+machine verdicts is bounded over the campaign, :mod:`crowdprefs.machine.conformal`).
 
 Both the driver and the planner call :func:`triage` with the verdict link fitted on the human
 verdicts known so far (:func:`verdict_link`), so a simulated campaign skips exactly as a real
@@ -113,6 +113,9 @@ class Triage:
     verdict: np.ndarray
     probability: np.ndarray
     calibration: tuple[int, int] = (0, 0)
+    evidence: tuple[int, int, int] = (0, 0, 0)
+    """What the selection adds to the campaign's pooled evidence (calibration pairs below its
+    threshold, wrong ones among them, pairs selected; zeros when nothing is selected)."""
     slope: tuple[float, float] = (math.nan, math.nan)
     """The interval of the link's slope: below 0, the model ranks against the human verdicts
     (e.g. distances given as scores) and decides nothing."""
@@ -126,6 +129,7 @@ def triage(
     keys: np.ndarray,
     rule: SkipRule,
     seed: int,
+    earlier: tuple[int, int, int] = (0, 0, 0),
 ) -> Triage:
     """Which pairs of a batch (differences ``d``, sides ``s``, ``keys``: one integer per pair
     for :func:`~crowdprefs.machine.overturn.audit_sample`) the machine decides, given the human
@@ -138,8 +142,9 @@ def triage(
     verdicts, or it flatters them); its most probable verdict is the machine's and 1 − its
     probability the uncertainty. The selection (:func:`crowdprefs.machine.conformal.select`)
     takes the most certain pairs only when the calibration shows, at confidence
-    ``rule.level``, that at most ``rule.max_wrong`` of the machine verdicts it takes in this
-    round differ from the human verdict; the selected pairs outside the audit sample are
+    ``rule.level``, that at most ``rule.max_wrong`` of the machine verdicts the campaign takes
+    differ from the human verdict, pooled with the ``earlier`` rounds' evidence
+    (:attr:`Triage.evidence` summed); the selected pairs outside the audit sample are
     skipped. Nothing is selected with fewer than ``rule.min_verdicts``
     calibration pairs, nor while the slope's interval lies below 0 (a model ranking against
     the humans: the link would learn to read it backwards, but a model that contradicts its
@@ -158,10 +163,12 @@ def triage(
     top = probabilities.max(axis=1)
     fitted = link.probabilities(known[0][calibration], known[1][calibration])
     wrong = (1 - fitted.argmax(axis=1)) != np.asarray(known[2])[calibration]
-    selected = empty
+    selected, evidence = empty, (0, 0, 0)
     if slope[1] >= 0:
         uncertain = 1 - fitted.max(axis=1)
-        selected = select(1 - top, uncertain, wrong, rule.max_wrong, 1 - rule.level)[0]
+        selected, _, evidence = select(
+            1 - top, uncertain, wrong, rule.max_wrong, 1 - rule.level, earlier
+        )
     audit = selected & audit_sample(keys, rule.audit_share, seed)
     record = (int(calibration.sum()), int(wrong.sum()))
-    return Triage(selected, selected & ~audit, audit, verdict, top, record, slope)
+    return Triage(selected, selected & ~audit, audit, verdict, top, record, evidence, slope)

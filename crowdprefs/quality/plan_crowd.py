@@ -185,6 +185,7 @@ class _Machine:
         self.parts: list[tuple[np.ndarray, ...]] = []  # d, s, verdict, answer counts per pair
         self.audited = self.overturned = self.skipped = self.wrong = self.flips = 0
         self.calibrations = 0
+        self.evidence = (0, 0, 0)  # pooled over the campaign's selections (conformal.select)
         self.pending = False  # the next batch asked is a round's calibration
         self.current: np.ndarray | None = None  # positions of the round's calibration pairs
         self.answer_link: Link | None = None
@@ -206,7 +207,9 @@ class _Machine:
         calibration = np.zeros(len(known[2]), dtype=bool)
         calibration[self.current] = True
         d, side = self.shown(x, y, a_is_x)
-        return triage(known[:3], calibration, d, side, key, rule, self.seed)
+        sure = triage(known[:3], calibration, d, side, key, rule, self.seed, self.evidence)
+        self.evidence = tuple(a + b for a, b in zip(self.evidence, sure.evidence, strict=True))
+        return sure
 
     def known(self) -> tuple[np.ndarray, ...]:
         """Differences, sides, verdicts and answer counts of the pairs humans decided."""

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from crowdprefs.campaign.prior import CALIBRATION_KEY
+from crowdprefs.campaign.project import Project
 from crowdprefs.demo import DEMO_FILES, DemoOptions, run_demo
 from crowdprefs.errors import InputError
 from crowdprefs.io import read_lists
+from crowdprefs.machine.overturn import SkipRule
 
 
 def test_run_demo_runs_every_stage_and_reports_it(tmp_path):
@@ -33,7 +36,19 @@ def test_run_demo_runs_every_stage_and_reports_it(tmp_path):
     # the prior's pivots split segments evenly; one campaign's pair count is noisy
     assert prior.correlation > 0.5 and prior.pairs[1] <= prior.pairs[0]
     assert prior.adr[0] == result.adr and 0.5 < prior.adr[1] <= 1
-    assert prior.machine.startswith("machine prior: ")
+    with Project(result.files["prior_project"]) as primed:
+        store = primed.store
+        # the judge's verdicts showed it helps, so a later round asked its calibration first
+        sort = store.pairs(columns=("iteration", "kind")).query("kind == 'sort'")
+        calibrated = int(store.meta(CALIBRATION_KEY))
+        assert calibrated > 1 and (sort["iteration"] == calibrated).sum() == SkipRule.min_verdicts
+        machine = store.machine_verdicts() if store.machine_verdict_count() else None
+        skipped = 0 if machine is None else int((machine["asked"] == 0).sum())
+    assert prior.answers[1] == 10 * prior.pairs[1]  # the machine's pairs cost no answer
+    assert prior.machine.startswith(
+        f"machine prior: {skipped} pair(s) decided without humans at max_wrong "
+        f"{SkipRule.max_wrong:g} (promised: at most that share of the campaign's"
+    )
     assert result.flag_recall > 0.5
     scores = result.evaluation.set_index(["system", "measure"])
     assert scores.loc[("sys-A", "ADR@5"), "truth"] > scores.loc[("sys-E", "ADR@5"), "truth"]
