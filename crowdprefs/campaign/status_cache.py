@@ -31,7 +31,7 @@ from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
-import crowdprefs
+from crowdprefs import __version__
 
 FORMAT = 1
 """The layout of a kept report; a new layout ignores the old ones."""
@@ -88,7 +88,7 @@ def _inputs(directory: Path, revision: str, files: Iterable[str]) -> dict[str, A
         return None
     return {
         "format": FORMAT,
-        "version": crowdprefs.__version__,
+        "version": __version__,
         "environment": _environment(),
         "config": hashlib.sha256(config).hexdigest(),
         "revision": revision,

@@ -11,10 +11,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from console_script import crowdprefs
 
 from crowdprefs.campaign.status_cache import cache_folder
 from crowdprefs.demo import create_demo_project
-from tests.console_script import crowdprefs
 
 
 @pytest.fixture
