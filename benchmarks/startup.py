@@ -11,9 +11,9 @@ The targets (issue 41) are CPU time, best of ``--runs``, against the bare app's 
 same run: ``--help`` ≤ 1.5×, and ``status`` and ``next`` (on the open batch) of a project of
 ``--queries`` × ``--candidates`` (1,000 × 50) ≤ 3×. The project is built once with the simulated
 crowd (one iteration collected and aggregated, the next batch open) before the timing starts.
-``status`` is timed as a researcher runs it while the crowd works, the project unchanged since
-the last ``status`` (its kept report: :mod:`crowdprefs.campaign.status_cache`), and also as the
-first ``status`` after a change (an empty cache folder each run; no target).
+``status`` and ``next`` are timed as a researcher runs them while the crowd works, the project
+unchanged since the last one (their kept reports: :mod:`crowdprefs.campaign.kept_reports`), and
+also as the first after a change (an empty cache folder each run; no target).
 
     python benchmarks/startup.py [--runs 5] [--queries 1000] [--candidates 50] [--command ...]
 """
@@ -174,20 +174,20 @@ def main() -> None:
             ("status", ["status", project], 3.0),
             ("status_first", ["status", project], None),
             ("next", ["next", project], 3.0),
+            ("next_first", ["next", project], None),
         ):
             ours, bare = [], []
             for i in range(options.runs):
-                first = {**env, "XDG_CACHE_HOME": str(Path(tmp, f"empty-cache-{i}"))}
-                ours.append(run(CROWDPREFS, args, first if name == "status_first" else kept)[1])
+                first = {**env, "XDG_CACHE_HOME": str(Path(tmp, f"empty-cache-{name}-{i}"))}
+                fresh = name.endswith("_first")
+                ours.append(run(CROWDPREFS, args, first if fresh else kept)[1])
                 bare.append(run(BARE, ["--help"], env)[1])
             targets[f"{name}_cpu_s"] = min(ours)
             targets[f"{name}_cpu_ratio"] = min(ours) / min(bare)
-            label = {"status": "status (project unchanged since the last status)"}.get(
-                name, "status (first after a change)" if name == "status_first" else name
-            )
+            label = f"{args[0]} (first after a change)" if fresh else args[0]
             target = "" if limit is None else f" (target ≤ {limit:g}×)"
             print(
-                f"{label:<10} CPU best of {options.runs}: {min(ours):.3f} s, bare --help "
+                f"{label:<30} CPU best of {options.runs}: {min(ours):.3f} s, bare --help "
                 f"{min(bare):.3f} s: {min(ours) / min(bare):.2f}×{target}"
             )
         loaded = {"modules": modules(CROWDPREFS, env), "bare_modules": modules(BARE, env)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -266,14 +267,7 @@ def status(
     With --queries, a row per query: candidates, iterations, open segments, pairs judged and
     pairs still needed. --json gives the whole report (every query included).
     """
-    from crowdprefs.campaign import status_cache
-
-    kept = status_cache.cached(directory)
-    if kept is None:
-        kept = _status_report(directory)
-    else:
-        for message, style in kept["notes"]:
-            note(message, style)
+    kept = kept_report(directory, "status", STATUS_PARTS, _status_report)
     report, hint, machine = kept["report"], kept["hint"], kept["machine"]
     if as_json:
         print_json(report)
@@ -314,22 +308,46 @@ def status(
         console.print("  (--queries lists every query)", style="dim", highlight=False)
 
 
-def _status_report(directory: Path) -> dict:
-    """``status``'s report, next step, machine prior's line and the notes said on the way,
-    made from the project and kept for the next ``status`` while the project stays as it is
-    (:mod:`crowdprefs.campaign.status_cache`)."""
-    from crowdprefs.campaign import driver, status_cache
+STATUS_PARTS = {"report": dict, "hint": str, "machine": (str, type(None))}
+"""A kept ``status`` report: the report, its next step and the machine prior's line."""
+
+
+def _status_report(project: Project, directory: Path) -> dict:
+    from crowdprefs.campaign import driver
     from crowdprefs.campaign.prior import audit_line
-    from crowdprefs.campaign.project import Project
+
+    report = driver.status(project)
+    hint = next_step(project, directory, totals=report["totals"])
+    machine = None if report["machine"] is None else audit_line(report["machine"])
+    return {"report": report, "hint": hint, "machine": machine}
+
+
+def kept_report(
+    directory: Path,
+    command: str,
+    parts: dict[str, type | tuple[type, ...]],
+    make: Callable[[Project, Path], dict],
+) -> dict:
+    """The report of a ``command`` that only reads: the one kept while the project is as it
+    was (:mod:`crowdprefs.campaign.kept_reports`), its notes said again; else the one ``make``
+    makes of the opened project, with the notes said meanwhile, kept when making it changed
+    nothing."""
+    from crowdprefs.campaign import kept_reports
+
+    kept = kept_reports.cached(directory, command, parts)
+    if kept is not None:
+        for message, style in kept["notes"]:
+            note(message, style)
+        return kept
+    from crowdprefs.campaign.project import Project  # the store, only when it is read
 
     with notes_heard() as notes, Project(directory) as project:
         revision = project.store.revision
-        report = driver.status(project)
-        hint = next_step(project, directory, totals=report["totals"])
-        machine = None if report["machine"] is None else audit_line(report["machine"])
-    kept = {"report": report, "hint": hint, "machine": machine, "notes": notes}
-    status_cache.keep(directory, revision, project.settings.sections, kept)
-    return kept
+        report = {**make(project, directory), "notes": notes}
+        unchanged = project.store.revision == revision
+    if unchanged:
+        kept_reports.keep(directory, command, revision, project.settings.sections, report)
+    return report
 
 
 def _queries_table(rows: list[dict], title: str) -> Table:
@@ -353,22 +371,25 @@ def _queries_table(rows: list[dict], title: str) -> Table:
 @app.command("next")
 def next_(directory: ProjectDir) -> None:
     """Build the next batch of pairs (idempotent: returns the open batch until it is aggregated)."""
-    from crowdprefs.campaign import driver
-    from crowdprefs.campaign.project import Project
+    kept = kept_report(directory, "next", NEXT_PARTS, _next_batch)
+    console.print(kept["line"], highlight=kept["highlight"])
 
-    with Project(directory) as project:
-        iteration = driver.next_batch(project)
-        if iteration is None:
-            console.print(
-                f"every list is closed: nothing to ask; {next_step(project, directory)}",
-                highlight=False,
-            )
-            return
-        pairs, queries = project.store.batch_size(iteration)
-        settings = project.settings
-    console.print(f"batch {iteration}: {pairs} pairs over {queries} queries")
+
+NEXT_PARTS = {"line": str, "highlight": bool}
+"""A kept ``next`` report (of the open batch): the line it prints."""
+
+
+def _next_batch(project: Project, directory: Path) -> dict:
+    from crowdprefs.campaign import driver
+
+    iteration = driver.next_batch(project)
+    if iteration is None:
+        line = f"every list is closed: nothing to ask; {next_step(project, directory)}"
+        return {"line": line, "highlight": False}
+    pairs, queries = project.store.batch_size(iteration)
     if iteration == 1:  # later batches load no pandas: status and next stay quick
-        warn_if_undecidable(settings)
+        warn_if_undecidable(project.settings)
+    return {"line": f"batch {iteration}: {pairs} pairs over {queries} queries", "highlight": True}
 
 
 @app.command()

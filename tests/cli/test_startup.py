@@ -98,8 +98,8 @@ def ran(modules: list[str], *roots: str) -> list[str]:
 def test_status_and_next_on_a_project_load_only_what_they_use(tmp_path):
     """``status`` (no ``[systems]``, no machine verdicts) loads neither pandas nor scipy nor
     SQLAlchemy's ORM; ``next`` on the open batch loads no numpy either (``status`` prices the
-    open batch and the published HITs with the budget's numpy arithmetic). A ``status`` of a
-    project unchanged since the last one opens no store at all."""
+    open batch and the published HITs with the budget's numpy arithmetic). A ``status`` or
+    ``next`` of a project unchanged since the last one opens no store at all."""
     from crowdprefs.campaign import driver
     from crowdprefs.campaign.project import Project
     from crowdprefs.crowds import get_crowd
@@ -119,9 +119,11 @@ def test_status_and_next_on_a_project_load_only_what_they_use(tmp_path):
         assert set(report["codes"]) == {0}
         assert not ran(report["modules"], "pandas", "scipy", "sqlalchemy.orm")
         assert "sqlalchemy.sql" in report["modules"]  # the store was read
-    # the project is as the last status saw it: its kept report is shown, the store stays shut
-    again = loaded_after(RUN_COMMANDS.format(commands=[["status", str(where)]]))
-    assert again["codes"] == [0]
-    assert not ran(again["modules"], "sqlalchemy", "numpy", "crowdprefs.campaign.store")
+    # the project is as the last status and next saw it: their kept reports are shown, the
+    # store stays shut
+    for command in ("status", "next"):
+        again = loaded_after(RUN_COMMANDS.format(commands=[[command, str(where)]]))
+        assert again["codes"] == [0]
+        assert not ran(again["modules"], "sqlalchemy", "numpy", "crowdprefs.campaign.store")
     assert not ran(batch_open["modules"], "numpy")
     assert "crowdprefs.campaign.driver" in batch_open["modules"]  # the command did run

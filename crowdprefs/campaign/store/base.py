@@ -502,7 +502,7 @@ class StoreBase:
         """The SQLite state's revision: a new random token at every commit that changed it
         (``None`` on PostgreSQL, or before the first such commit). Equal revisions mean the
         same state, so a report of one (``status``) can be kept and reused
-        (:mod:`crowdprefs.campaign.status_cache`)."""
+        (:mod:`crowdprefs.campaign.kept_reports`)."""
         if self.dialect != "sqlite":
             return None
         meta = tables.meta

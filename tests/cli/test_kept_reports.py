@@ -1,6 +1,7 @@
-"""``status`` reuses its last report while the project is unchanged: through the console script,
-at every step of a campaign and after every kind of change, the kept report is the one a fresh
-``status`` makes (a cache folder of its own), and anything unreadable makes it afresh."""
+"""``status`` and ``next`` on the open batch reuse their last report while the project is
+unchanged: through the console script, at every step of a campaign and after every kind of
+change, the kept report is the one made afresh (a cache folder of its own), and anything
+unreadable makes it afresh."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from console_script import crowdprefs
 
-from crowdprefs.campaign.status_cache import cache_folder
+from crowdprefs.campaign.kept_reports import cache_folder
 from crowdprefs.demo import create_demo_project
 
 
@@ -23,9 +24,9 @@ def project(tmp_path) -> Path:
     return tmp_path / "project"
 
 
-def status(project: Path, *options: str, cache: Path | None = None) -> str:
+def status(project: Path, *options: str, cache: Path | None = None, command="status") -> str:
     env = None if cache is None else {"XDG_CACHE_HOME": str(cache)}
-    done = crowdprefs("status", project, *options, env=env)
+    done = crowdprefs(command, project, *options, env=env)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return done.stdout + done.stderr
 
@@ -35,12 +36,17 @@ def kept() -> list[Path]:
 
 
 def same_as_made_afresh(project: Path, tmp_path: Path, step: str) -> str:
-    """``status`` (text, ``--queries``, ``--json``) twice, equal to a fresh one's."""
+    """``status`` (text, ``--queries``, ``--json``) twice, equal to a fresh one's; the same for
+    ``next`` once a batch is open (on an aggregated one it would build the next batch)."""
     fresh = tmp_path / f"fresh-{step}"
     for options in ((), ("--queries",), ("--json",)):
         made = status(project, *options, cache=fresh)
         assert status(project, *options) == made, (step, options)
         assert status(project, *options) == made, (step, options)
+    if '"batch_status": "aggregated"' not in made and '"iteration": 0' not in made:
+        line = status(project, command="next", cache=fresh)
+        assert line == status(project, command="next") == status(project, command="next"), step
+        assert status(project, "--json", cache=fresh) == made  # next built nothing
     return made
 
 
@@ -96,7 +102,7 @@ def test_a_cache_folder_that_cannot_be_used_only_costs_time(project, tmp_path):
     assert status(project, cache=blocked) == made
     own = tmp_path / "own"
     assert status(project, cache=own) == made
-    [entry] = (own / "crowdprefs" / "status").glob("*.json")
+    [entry] = (own / "crowdprefs" / "reports").glob("*.json")
     whole = json.loads(entry.read_text(encoding="utf-8"))
     report = next(iter(whole["reports"].values()))
     broken = [

@@ -1,22 +1,25 @@
-"""``status`` without opening the store, while nothing it reports has changed.
+"""Reports of ``status`` and ``next`` shown again without opening the store, while nothing they
+were made from has changed.
 
-``crowdprefs status`` is the command a researcher runs again and again while a campaign waits
-on its crowd. Its report needs the store (SQLAlchemy, the sort states, the budget), which costs
-about three times the start of a bare command. So each report is kept in the user's cache
-folder with what it was made from, and reused only while all of it is unchanged:
+``crowdprefs status`` (and ``next`` on the open batch, which builds nothing) is what a researcher
+runs again and again while a campaign waits on its crowd. Their reports need the store
+(SQLAlchemy, the sort states, the budget), which costs about three times the start of a bare
+command. So each report is kept in the user's cache folder with what it was made from, and
+reused only while all of it is unchanged:
 
 - the state's revision (:attr:`~crowdprefs.campaign.store.base.StoreBase.revision`: a new
   random token in the same commit as every change to the state; read here with the standard
-  library's ``sqlite3``, read-only);
+  library's ``sqlite3``);
 - the size and modification time of the state's file (a change made without crowdprefs, a
   damaged file), the bytes of ``crowdprefs.toml``, and the size and modification time of every
   file its settings name (a prior's scores, the systems' runs);
-- the ``CROWDPREFS_*`` environment, crowdprefs' version, and the folder as typed (the report's
-  next step quotes it).
+- the ``CROWDPREFS_*`` environment, crowdprefs' version, the command and the folder as typed
+  (a report's next step quotes it).
 
-Only SQLite states are kept (a PostgreSQL state is read through its server anyway). A report
-that cannot be kept (no cache folder, a read-only disk) is simply made again next time; a kept
-one that cannot be read is ignored. This module imports nothing beyond the standard library.
+Only SQLite states are kept (a PostgreSQL state is read through its server anyway), and only
+reports of commands that changed nothing. A report that cannot be kept (no cache folder, a
+read-only disk) is simply made again next time; a kept one that cannot be read, or lacks a part,
+is ignored. This module imports nothing beyond the standard library.
 """
 
 from __future__ import annotations
@@ -39,18 +42,18 @@ CONFIG_NAME = "crowdprefs.toml"
 STATE_NAME = "state.sqlite"
 REVISION_QUERY = "SELECT value FROM meta WHERE key = 'revision'"
 NOTE_STYLES = ("yellow",)
-"""The styles of the notes ``status`` may say (:func:`crowdprefs.progress.note`)."""
+"""The styles of the notes a kept report may say again (:func:`crowdprefs.progress.note`)."""
 
 
 def cache_folder() -> Path:
-    """Where reports are kept: ``$XDG_CACHE_HOME/crowdprefs/status`` (``~/.cache`` by
+    """Where reports are kept: ``$XDG_CACHE_HOME/crowdprefs/reports`` (``~/.cache`` by
     default)."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base, "crowdprefs", "status")
+    return Path(base, "crowdprefs", "reports")
 
 
 def _entry(directory: Path) -> Path:
-    """The file keeping ``directory``'s reports (one per spelling of the folder)."""
+    """The file keeping ``directory``'s reports (one per command and spelling of the folder)."""
     key = hashlib.sha256(os.fsencode(os.path.realpath(directory))).hexdigest()
     return cache_folder() / f"{key}.json"
 
@@ -111,40 +114,47 @@ def _revision(directory: Path) -> str | None:
     return None if row is None else str(row[0])
 
 
-KEPT = {"report": dict, "hint": str, "machine": (str, type(None)), "notes": list}
-"""What a kept report holds (``notes``: the ``(message, style)`` said while it was made)."""
-
-
-def _whole(report: Any) -> bool:
-    """Whether a kept report has every part, of its type (a file edited by hand has not)."""
+def _whole(report: Any, parts: Mapping[str, type | tuple[type, ...]]) -> bool:
+    """Whether a kept report has every part, of its type, and notes of the styles said (a file
+    edited by hand may not)."""
     return (
         isinstance(report, dict)
-        and all(isinstance(report.get(key), kind) for key, kind in KEPT.items())
+        and all(isinstance(report.get(key), kind) for key, kind in parts.items())
+        and isinstance(report.get("notes"), list)
         and all(
             isinstance(n, list) and len(n) == 2 and n[1] in NOTE_STYLES for n in report["notes"]
         )
     )
 
 
-def cached(directory: Path) -> dict[str, Any] | None:
-    """The report kept for ``directory`` as typed, if nothing it was made from changed."""
+def cached(
+    directory: Path, command: str, parts: Mapping[str, type | tuple[type, ...]]
+) -> dict[str, Any] | None:
+    """The report of ``command`` kept for ``directory`` as typed, if nothing it was made from
+    changed and it has its ``parts`` (name → type) and its ``notes``: the ``(message, style)``
+    said while it was made."""
     try:
         kept = json.loads(_entry(directory).read_text(encoding="utf-8"))
-        inputs, report = kept["inputs"], kept["reports"][str(directory)]
+        inputs, report = kept["inputs"], kept["reports"][f"{command} {directory}"]
         revision = _revision(directory)
         if revision is None or _inputs(directory, revision, inputs["files"]) != inputs:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return report if _whole(report) else None
+    return report if _whole(report, parts) else None
 
 
 def keep(
-    directory: Path, revision: str | None, sections: Mapping[str, Any], report: dict[str, Any]
+    directory: Path,
+    command: str,
+    revision: str | None,
+    sections: Mapping[str, Any],
+    report: dict[str, Any],
 ) -> None:
-    """Keep ``report`` of ``directory`` at ``revision`` (read before the report was made, so
-    a change committed meanwhile leaves it unused), once the project is closed (closing may
-    fold SQLite's log into the file); ``sections`` are the project's settings."""
+    """Keep the report of ``command`` on ``directory`` made at ``revision`` (read before the
+    report was made, so a change committed meanwhile leaves it unused), once the project is
+    closed (closing may fold SQLite's log into the file); ``sections`` are the project's
+    settings."""
     if revision is None:
         return
     named = [directory / STATE_NAME, *_named_files(directory, sections)]
@@ -158,7 +168,7 @@ def keep(
         kept = json.loads(entry.read_text(encoding="utf-8"))
         if kept["inputs"] == inputs:
             reports = kept["reports"]
-    reports[str(directory)] = report
+    reports[f"{command} {directory}"] = report
     text = json.dumps({"inputs": inputs, "reports": reports}, allow_nan=True)
     with suppress(OSError):
         entry.parent.mkdir(parents=True, exist_ok=True)
