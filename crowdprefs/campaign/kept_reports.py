@@ -45,17 +45,25 @@ NOTE_STYLES = ("yellow",)
 """The styles of the notes a kept report may say again (:func:`crowdprefs.progress.note`)."""
 
 
-def cache_folder() -> Path:
+def cache_folder() -> Path | None:
     """Where reports are kept: ``$XDG_CACHE_HOME/crowdprefs/reports`` (``~/.cache`` by
-    default)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base, "crowdprefs", "reports")
+    default); ``None``, and nothing kept, when neither is an absolute folder (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG specification says; an empty or unknown home
+    would put the cache in the current folder)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        try:
+            base = os.path.join(Path.home(), ".cache")
+        except RuntimeError:  # no home folder known for this user
+            return None
+    return Path(base, "crowdprefs", "reports") if os.path.isabs(base) else None
 
 
-def _entry(directory: Path) -> Path:
+def _entry(directory: Path) -> Path | None:
     """The file keeping ``directory``'s reports (one per command and spelling of the folder)."""
     key = hashlib.sha256(os.fsencode(os.path.realpath(directory))).hexdigest()
-    return cache_folder() / f"{key}.json"
+    folder = cache_folder()
+    return None if folder is None else folder / f"{key}.json"
 
 
 def _environment() -> str:
@@ -133,8 +141,11 @@ def cached(
     """The report of ``command`` kept for ``directory`` as typed, if nothing it was made from
     changed and it has its ``parts`` (name → type) and its ``notes``: the ``(message, style)``
     said while it was made."""
+    entry = _entry(directory)
+    if entry is None:
+        return None
     try:
-        kept = json.loads(_entry(directory).read_text(encoding="utf-8"))
+        kept = json.loads(entry.read_text(encoding="utf-8"))
         inputs, report = kept["inputs"], kept["reports"][f"{command} {directory}"]
         revision = _revision(directory)
         if revision is None or _inputs(directory, revision, inputs["files"]) != inputs:
@@ -163,6 +174,8 @@ def keep(
     if inputs is None:
         return
     entry = _entry(directory)
+    if entry is None:
+        return
     reports: dict[str, Any] = {}
     with suppress(OSError, ValueError, KeyError, TypeError):
         kept = json.loads(entry.read_text(encoding="utf-8"))

@@ -32,7 +32,9 @@ def status(project: Path, *options: str, cache: Path | None = None, command="sta
 
 
 def kept() -> list[Path]:
-    return list(cache_folder().glob("*.json"))
+    folder = cache_folder()
+    assert folder is not None and folder.is_absolute()
+    return list(folder.glob("*.json"))
 
 
 def same_as_made_afresh(project: Path, tmp_path: Path, step: str) -> str:
@@ -130,3 +132,19 @@ def test_each_spelling_of_the_folder_gets_its_own_next_step(project, monkeypatch
     assert "crowdprefs next project" in relative
     assert f"crowdprefs next {project}" in absolute
     assert status(Path("project")) == relative and status(project) == absolute
+
+
+def test_without_an_absolute_cache_folder_nothing_is_kept_anywhere(project, tmp_path):
+    here = tmp_path / "here"
+    here.mkdir()
+    made = status(project, cache=tmp_path / "fresh")
+    home = tmp_path / "home"
+    for env in (
+        {"XDG_CACHE_HOME": "relative/cache", "HOME": ""},
+        {"XDG_CACHE_HOME": "", "HOME": str(home)},
+    ):
+        for _ in range(2):
+            done = crowdprefs("status", project, cwd=here, env=env)
+            assert done.returncode == 0 and done.stdout + done.stderr == made, done.stderr
+    assert not any(here.iterdir())  # nothing written where the command ran
+    assert list((home / ".cache" / "crowdprefs" / "reports").glob("*.json"))  # but at home
