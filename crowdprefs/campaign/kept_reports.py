@@ -12,7 +12,7 @@ reused only while all of it is unchanged:
   library's ``sqlite3``);
 - the size and modification time of the state's file (a change made without crowdprefs, a
   damaged file), the bytes of ``crowdprefs.toml``, and the size and modification time of every
-  file its settings name (a prior's scores, the systems' runs);
+  file its settings name (a prior's scores, the systems' runs), or that there is none;
 - the ``CROWDPREFS_*`` environment, crowdprefs' version, the command and the folder as typed
   (a report's next step quotes it).
 
@@ -73,21 +73,23 @@ def _environment() -> str:
 
 
 def _stamp(path: Path) -> list[int] | None:
-    """Size and modification time (ns) of a file; ``None`` when there is none."""
+    """Size and modification time (ns) of a file; ``None`` when there is none (or ``path`` can
+    name none: a setting's text that is no path)."""
     try:
         info = path.stat()
-    except OSError:
+    except (OSError, ValueError):
         return None
     return [info.st_size, info.st_mtime_ns]
 
 
-def _named_files(root: Path, sections: Mapping[str, Any]) -> Iterable[Path]:
-    """Every file the settings' sections name (a string value that is a file's path)."""
+def _named_paths(root: Path, sections: Mapping[str, Any]) -> Iterable[Path]:
+    """Every path the settings' sections may name: each text value, as a path from the project
+    folder, whether a file is there or not (one that appears later changes the report too)."""
     for values in sections.values():
         if not isinstance(values, Mapping):
             continue
         for value in values.values():
-            if isinstance(value, str) and value and (root / value).is_file():
+            if isinstance(value, str) and value:
                 yield root / value
 
 
@@ -168,7 +170,7 @@ def keep(
     settings."""
     if revision is None:
         return
-    named = [directory / STATE_NAME, *_named_files(directory, sections)]
+    named = [directory / STATE_NAME, *_named_paths(directory, sections)]
     files = sorted(str(p.absolute()) for p in named)
     inputs = _inputs(directory, revision, files)
     if inputs is None:

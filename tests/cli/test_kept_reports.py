@@ -148,3 +148,20 @@ def test_without_an_absolute_cache_folder_nothing_is_kept_anywhere(project, tmp_
             assert done.returncode == 0 and done.stdout + done.stderr == made, done.stderr
     assert not any(here.iterdir())  # nothing written where the command ran
     assert list((home / ".cache" / "crowdprefs" / "reports").glob("*.json"))  # but at home
+
+
+def test_a_file_the_settings_name_that_appears_or_changes_makes_a_fresh_report(tmp_path):
+    from crowdprefs.campaign import kept_reports
+
+    with create_demo_project(tmp_path) as made:
+        root, revision = made.root, made.store.revision
+    sections = {"prior": {"scores": "scores.csv"}, "hit": {"title": "a\0title"}}
+    report = {"line": "kept", "notes": []}
+    kept_reports.keep(root, "probe", revision, sections, report)
+    assert kept_reports.cached(root, "probe", {"line": str}) == report
+    (root / "scores.csv").write_text("query,document,score\n", encoding="utf-8")
+    assert kept_reports.cached(root, "probe", {"line": str}) is None  # it appeared
+    kept_reports.keep(root, "probe", revision, sections, report)
+    assert kept_reports.cached(root, "probe", {"line": str}) == report
+    (root / "scores.csv").write_text("query,document,score\nq,d,1\n", encoding="utf-8")
+    assert kept_reports.cached(root, "probe", {"line": str}) is None  # it changed
